@@ -1,0 +1,131 @@
+//! SQL errors, each with its PostgreSQL SQLSTATE.
+
+use tabula_store::StoreError;
+use thiserror::Error;
+
+pub type Result<T, E = QueryError> = std::result::Result<T, E>;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum QueryError {
+    #[error("{0}")]
+    Syntax(String),
+    #[error("relation \"{0}\" does not exist")]
+    UndefinedTable(String),
+    #[error("column \"{0}\" does not exist")]
+    UndefinedColumn(String),
+    #[error("column reference \"{0}\" is ambiguous")]
+    AmbiguousColumn(String),
+    #[error("function {0} does not exist")]
+    UndefinedFunction(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("{0}")]
+    InvalidTableDefinition(String),
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("{0}")]
+    InvalidParameterValue(String),
+    #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
+    NotNull { table: String, column: String },
+    #[error("duplicate key value violates unique constraint \"{0}_pkey\"")]
+    UniqueViolation(String),
+    #[error("{0}")]
+    StringTooLong(String),
+    #[error("{0}")]
+    InvalidText(String),
+    #[error("{0}")]
+    DatatypeMismatch(String),
+    #[error("{0}")]
+    NumericOutOfRange(String),
+    #[error("division by zero")]
+    DivisionByZero,
+    #[error("{message}")]
+    VersionOutOfWindow { message: String, detail: String },
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("could not serialize access due to concurrent update")]
+    SerializationFailure,
+    #[error("canceling statement due to user request")]
+    Cancelled,
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
+    #[error("{0}")]
+    InvalidTransactionState(String),
+    #[error("unrecognized configuration parameter \"{0}\"")]
+    UndefinedParameter(String),
+    #[error("{0}")]
+    Store(StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl QueryError {
+    pub fn sqlstate(&self) -> &'static str {
+        use QueryError::*;
+        match self {
+            Syntax(_) => "42601",
+            UndefinedTable(_) => "42P01",
+            UndefinedColumn(_) => "42703",
+            AmbiguousColumn(_) => "42702",
+            UndefinedFunction(_) => "42883",
+            DuplicateTable(_) => "42P07",
+            InvalidTableDefinition(_) => "42P16",
+            InvalidName(_) => "42602",
+            InvalidParameterValue(_) => "22023",
+            NotNull { .. } => "23502",
+            UniqueViolation(_) => "23505",
+            StringTooLong(_) => "22001",
+            InvalidText(_) => "22P02",
+            DatatypeMismatch(_) => "42804",
+            NumericOutOfRange(_) => "22003",
+            DivisionByZero => "22012",
+            VersionOutOfWindow { .. } => "22008",
+            NotSupported(_) => "0A000",
+            SerializationFailure => "40001",
+            Cancelled | StatementTimeout => "57014",
+            InFailedTransaction => "25P02",
+            InvalidTransactionState(_) => "25000",
+            UndefinedParameter(_) => "42704",
+            Store(e) => e.sqlstate(),
+            Internal(_) => "XX000",
+        }
+    }
+
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            QueryError::VersionOutOfWindow { detail, .. } => Some(detail.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, QueryError::SerializationFailure)
+    }
+}
+
+impl From<StoreError> for QueryError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::UnknownTable(t) => QueryError::UndefinedTable(t),
+            StoreError::TableExists(t) => QueryError::DuplicateTable(t),
+            StoreError::Conflict => QueryError::SerializationFailure,
+            StoreError::VersionOutOfWindow { column, version, start, end } => QueryError::VersionOutOfWindow {
+                message: format!("version {version} of column \"{column}\" is outside the table's version window"),
+                detail: format!("Allowed versions are [{start}, {end}) ms: within max_version_offset of the server's clock and not expired under the TTL."),
+            },
+            StoreError::InvalidName { name, reason } => QueryError::InvalidName(format!("invalid name \"{name}\": {reason}")),
+            other => QueryError::Store(other),
+        }
+    }
+}
+
+impl From<sqlparser::parser::ParserError> for QueryError {
+    fn from(e: sqlparser::parser::ParserError) -> Self {
+        QueryError::Syntax(match e {
+            sqlparser::parser::ParserError::ParserError(m) | sqlparser::parser::ParserError::TokenizerError(m) => m,
+            sqlparser::parser::ParserError::RecursionLimitExceeded => "statement is nested too deeply".into(),
+        })
+    }
+}

@@ -1,0 +1,567 @@
+//! Execution of plans on the engine, through [`Access`]: the store itself (each call commits on its own)
+//! or a transaction.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tabula_store::{
+    Access, CellWrite, Condition, Direction, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
+};
+
+use crate::error::{QueryError, Result};
+use crate::expr::{BinOp, EvalCtx, Expr};
+use crate::plan::*;
+use crate::schema::TableSchema;
+use crate::types::{Datum, SqlType};
+
+/// Rows fetched from the engine per range call.
+const PAGE_ROWS: usize = 1024;
+
+/// Stops a running statement: a cancel request or a statement timeout.
+#[derive(Default, Clone)]
+pub struct Interrupt {
+    pub cancelled: Arc<AtomicBool>,
+    pub deadline: Option<Instant>,
+}
+
+impl Interrupt {
+    pub fn check(&self) -> Result<()> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Err(QueryError::Cancelled);
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(QueryError::StatementTimeout);
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one scan, for EXPLAIN ANALYZE.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScanStats {
+    pub examined: u64,
+    pub returned: u64,
+    pub engine_calls: u64,
+    pub micros: u64,
+}
+
+pub struct Executor<'a> {
+    pub access: &'a dyn Access,
+    pub ctx: EvalCtx<'a>,
+    pub interrupt: &'a Interrupt,
+    pub stats: std::cell::Cell<ScanStats>,
+}
+
+/// A table row as expressions see it: declared columns in order, then `_version`.
+pub type SqlRow = Vec<Datum>;
+
+fn store_err(e: StoreError) -> QueryError {
+    e.into()
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
+        Executor { access, ctx, interrupt, stats: Default::default() }
+    }
+
+    fn eval_const(&self, e: &Expr) -> Result<Datum> {
+        e.eval(&[], &self.ctx)
+    }
+
+    fn eval_u64(&self, e: &Option<Expr>) -> Result<Option<u64>> {
+        let Some(e) = e else { return Ok(None) };
+        match self.eval_const(e)? {
+            Datum::Null => Ok(None),
+            Datum::Int(i) if i >= 0 => Ok(Some(i as u64)),
+            Datum::Int(_) => Err(QueryError::InvalidParameterValue("LIMIT and OFFSET must not be negative".into())),
+            d => Err(QueryError::DatatypeMismatch(format!("argument of LIMIT must be type bigint, not type {}", d.natural_type()))),
+        }
+    }
+
+    /// A key value for a key column, or `None` when it is NULL (matching nothing).
+    fn key_value(&self, t: &TableSchema, pos: usize, e: &Expr) -> Result<Option<PkValue>> {
+        let ty = t.column_type(t.pk[pos]);
+        let d = self.eval_const(e)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        let d = match (&d, ty.pk_type()) {
+            (Datum::Int(_), Some(tabula_store::PkType::Integer)) => d,
+            _ => d.cast(ty)?,
+        };
+        Ok(d.to_pk(ty))
+    }
+
+    fn key(&self, t: &TableSchema, exprs: &[Expr]) -> Result<Option<Vec<PkValue>>> {
+        let mut out = Vec::with_capacity(exprs.len());
+        for (pos, e) in exprs.iter().enumerate() {
+            match self.key_value(t, pos, e)? {
+                Some(v) => out.push(v),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn bound(&self, t: &TableSchema, b: &[KeyBound]) -> Result<Option<Vec<PkBound>>> {
+        let mut out = Vec::with_capacity(b.len());
+        for (pos, k) in b.iter().enumerate() {
+            out.push(match k {
+                KeyBound::InfMin => PkBound::InfMin,
+                KeyBound::InfMax => PkBound::InfMax,
+                KeyBound::Value(e) => match self.key_value(t, pos, e)? {
+                    Some(v) => PkBound::Value(v),
+                    None => return Ok(None),
+                },
+            });
+        }
+        Ok(Some(out))
+    }
+
+    fn read_spec(&self, scan: &Scan) -> Result<ReadSpec> {
+        let t = &scan.table;
+        let columns = scan.columns.as_ref().map(|cs| cs.iter().map(|c| t.column_name(*c).to_string()).collect());
+        Ok(match &scan.versions {
+            Versions::Latest => ReadSpec { columns, max_versions: Some(1), time_range: None },
+            Versions::AsOf(e) => {
+                let ms = self.eval_const(e)?.as_int().ok_or_else(|| QueryError::InvalidParameterValue("as_of must be a number of milliseconds".into()))?;
+                ReadSpec { columns, max_versions: Some(1), time_range: Some(TimeRange::Range { start: i64::MIN, end: ms.saturating_add(1) }) }
+            }
+            Versions::History { latest_n, after_or_equal, before } => {
+                let n = match latest_n {
+                    Some(e) => {
+                        let n = self.eval_const(e)?.as_int().unwrap_or(0);
+                        if n < 1 {
+                            return Err(QueryError::InvalidParameterValue(format!("latest_n must be at least 1, got {n}")));
+                        }
+                        n.min(u32::MAX as i64) as u32
+                    }
+                    None => u32::MAX,
+                };
+                let start = after_or_equal.as_ref().map(|e| self.eval_const(e)).transpose()?.and_then(|d| d.as_int()).unwrap_or(i64::MIN);
+                let end = before.as_ref().map(|e| self.eval_const(e)).transpose()?.and_then(|d| d.as_int()).unwrap_or(i64::MAX);
+                let time_range = (after_or_equal.is_some() || before.is_some()).then_some(TimeRange::Range { start, end });
+                ReadSpec { columns, max_versions: Some(n), time_range }
+            }
+        })
+    }
+
+    /// Turns an engine row into SQL rows: one, or one per version in history mode.
+    fn sql_rows(&self, t: &TableSchema, row: &Row, versions: &Versions, out: &mut Vec<SqlRow>) -> Result<()> {
+        let n = t.columns.len();
+        let mut base = vec![Datum::Null; n + 1];
+        for (pos, &ci) in t.pk.iter().enumerate() {
+            base[ci] = Datum::from_pk(&row.pk[pos]);
+        }
+        match versions {
+            Versions::Latest | Versions::AsOf(_) => {
+                if matches!(versions, Versions::AsOf(_)) && row.columns.is_empty() {
+                    return Ok(());
+                }
+                let mut latest: Option<i64> = None;
+                for (name, cells) in &row.columns {
+                    let Some(cell) = cells.first() else { continue };
+                    latest = Some(latest.map_or(cell.version, |l: i64| l.max(cell.version)));
+                    if let Some(ci) = t.column_index(name).filter(|i| *i < n && !t.is_pk(*i)) {
+                        base[ci] = Datum::from_value(&cell.value, t.column_type(ci))?;
+                    }
+                }
+                base[n] = latest.map(Datum::Int).unwrap_or(Datum::Null);
+                out.push(base);
+            }
+            Versions::History { .. } => {
+                let mut versions: Vec<i64> = row.columns.iter().flat_map(|(_, cells)| cells.iter().map(|c| c.version)).collect();
+                versions.sort_unstable_by(|a, b| b.cmp(a));
+                versions.dedup();
+                for v in versions {
+                    let mut r = base.clone();
+                    for (name, cells) in &row.columns {
+                        if let (Some(ci), Some(cell)) = (t.column_index(name).filter(|i| *i < n && !t.is_pk(*i)), cells.iter().find(|c| c.version == v)) {
+                            r[ci] = Datum::from_value(&cell.value, t.column_type(ci))?;
+                        }
+                    }
+                    r[n] = Datum::Int(v);
+                    out.push(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a scan, calling `f` with each row that passes the filter until it returns `false`.
+    pub fn scan(&self, scan: &Scan, mut f: impl FnMut(SqlRow) -> Result<bool>) -> Result<()> {
+        let started = Instant::now();
+        let t = &scan.table;
+        let spec = self.read_spec(scan)?;
+        let mut limit = self.eval_u64(&scan.limit)?;
+        let mut stats = self.stats.get();
+        let mut buf = Vec::new();
+        // Feeds engine rows through the filter; false once the consumer or the limit is done.
+        let mut feed = |rows: &[Row], stats: &mut ScanStats| -> Result<bool> {
+            for row in rows {
+                stats.examined += 1;
+                buf.clear();
+                self.sql_rows(t, row, &scan.versions, &mut buf)?;
+                for r in buf.drain(..) {
+                    if let Some(flt) = &scan.filter {
+                        if !flt.eval_predicate(&r, &self.ctx)? {
+                            continue;
+                        }
+                    }
+                    if limit == Some(0) {
+                        return Ok(false);
+                    }
+                    stats.returned += 1;
+                    if let Some(l) = limit.as_mut() {
+                        *l -= 1;
+                    }
+                    if !f(r)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(limit != Some(0))
+        };
+        match &scan.access {
+            AccessPath::PointGet { key } => {
+                if let Some(pk) = self.key(t, key)? {
+                    stats.engine_calls += 1;
+                    if let Some(row) = self.access.get_row(&t.name, &pk, &spec).map_err(store_err)? {
+                        feed(std::slice::from_ref(&row), &mut stats)?;
+                    }
+                }
+            }
+            AccessPath::BatchGet { keys } => {
+                let mut pks = Vec::with_capacity(keys.len());
+                for k in keys {
+                    if let Some(pk) = self.key(t, k)? {
+                        if !pks.contains(&pk) {
+                            pks.push(pk);
+                        }
+                    }
+                }
+                if !pks.is_empty() {
+                    stats.engine_calls += 1;
+                    let rows: Vec<Row> = self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
+                    feed(&rows, &mut stats)?;
+                }
+            }
+            AccessPath::RangeScan { start, end, direction } => {
+                if let (Some(s), Some(e)) = (self.bound(t, start)?, self.bound(t, end)?) {
+                    self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
+                }
+            }
+            AccessPath::FullScan { direction } => {
+                let (s, e) = match direction {
+                    Direction::Forward => (vec![PkBound::InfMin], vec![PkBound::InfMax]),
+                    Direction::Backward => (vec![PkBound::InfMax], vec![PkBound::InfMin]),
+                };
+                self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
+            }
+        }
+        stats.micros += started.elapsed().as_micros() as u64;
+        self.stats.set(stats);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn range(
+        &self,
+        scan: &Scan,
+        mut start: Vec<PkBound>,
+        end: Vec<PkBound>,
+        direction: Direction,
+        spec: &ReadSpec,
+        stats: &mut ScanStats,
+        feed: &mut dyn FnMut(&[Row], &mut ScanStats) -> Result<bool>,
+    ) -> Result<()> {
+        let page_limit = match (&scan.filter, self.eval_u64(&scan.limit)?) {
+            (None, Some(l)) => (l as usize).clamp(1, PAGE_ROWS),
+            _ => PAGE_ROWS,
+        };
+        loop {
+            self.interrupt.check()?;
+            let req = RangeRequest { start, end: end.clone(), direction, limit: Some(page_limit), read: spec.clone(), budget_bytes: None };
+            stats.engine_calls += 1;
+            let res = match self.access.get_range(&scan.table.name, &req) {
+                Ok(r) => r,
+                // Contradictory bounds (`k > 5 AND k < 3`): nothing matches.
+                Err(StoreError::InvalidRange(_)) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            if !feed(&res.rows, stats)? {
+                return Ok(());
+            }
+            match res.next_start {
+                Some(next) => start = next.into_iter().map(PkBound::Value).collect(),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    pub fn select(&self, p: &SelectPlan) -> Result<Vec<SqlRow>> {
+        let offset = self.eval_u64(&p.offset)?.unwrap_or(0);
+        let limit = self.eval_u64(&p.limit)?;
+        let mut rows: Vec<SqlRow> = Vec::new();
+        let mut skipped = 0u64;
+        let sorting = !p.sort.is_empty();
+        match &p.scan {
+            None => rows.push(Vec::new()),
+            Some(scan) => self.scan(scan, |r| {
+                if !sorting {
+                    if skipped < offset {
+                        skipped += 1;
+                        return Ok(true);
+                    }
+                    if limit.is_some_and(|l| rows.len() as u64 >= l) {
+                        return Ok(false);
+                    }
+                }
+                rows.push(r);
+                Ok(!(!sorting && limit.is_some_and(|l| rows.len() as u64 >= l)))
+            })?,
+        }
+        if sorting {
+            let mut keyed: Vec<(Vec<Datum>, SqlRow)> = rows
+                .into_iter()
+                .map(|r| Ok((p.sort.iter().map(|(e, _)| e.eval(&r, &self.ctx)).collect::<Result<Vec<_>>>()?, r)))
+                .collect::<Result<_>>()?;
+            keyed.sort_by(|a, b| {
+                for (i, (_, asc)) in p.sort.iter().enumerate() {
+                    let o = a.0[i].sort_cmp(&b.0[i]);
+                    let o = if *asc { o } else { o.reverse() };
+                    if o.is_ne() {
+                        return o;
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+            rows = keyed.into_iter().map(|(_, r)| r).skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+        } else if p.scan.is_none() {
+            rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+        }
+        rows.into_iter().map(|r| p.projection.iter().map(|e| e.eval(&r, &self.ctx)).collect()).collect()
+    }
+
+    fn pk_of(&self, t: &TableSchema, row: &SqlRow) -> Result<Vec<PkValue>> {
+        t.pk.iter()
+            .map(|&c| row[c].to_pk(t.column_type(c)).ok_or_else(|| QueryError::Internal("row without its key".into())))
+            .collect()
+    }
+
+    fn returning(&self, r: &Option<Returning>, row: &SqlRow, out: &mut Vec<SqlRow>) -> Result<()> {
+        if let Some(ret) = r {
+            out.push(ret.exprs.iter().map(|e| e.eval(row, &self.ctx)).collect::<Result<_>>()?);
+        }
+        Ok(())
+    }
+
+    /// Reads one row by key, as a SQL row.
+    fn get(&self, t: &TableSchema, pk: &[PkValue]) -> Result<Option<SqlRow>> {
+        let spec = ReadSpec::default();
+        let Some(row) = self.access.get_row(&t.name, pk, &spec).map_err(store_err)? else { return Ok(None) };
+        let mut out = Vec::new();
+        self.sql_rows(t, &row, &Versions::Latest, &mut out)?;
+        Ok(out.pop())
+    }
+
+    pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.table;
+        let n = t.columns.len();
+        let mut count = 0;
+        let mut returned = Vec::new();
+        for exprs in &p.rows {
+            self.interrupt.check()?;
+            let mut row = vec![Datum::Null; n + 1];
+            let mut version = None;
+            for (e, &target) in exprs.iter().zip(&p.targets) {
+                let v = self.eval_const(e)?;
+                if target == n {
+                    version = match v {
+                        Datum::Null => None,
+                        d => Some(d.cast(SqlType::Int8)?.as_int().unwrap()),
+                    };
+                } else {
+                    row[target] = v.cast(t.column_type(target))?;
+                }
+            }
+            for (i, c) in t.columns.iter().enumerate() {
+                if row[i].is_null() && c.not_null && !c.identity {
+                    return Err(QueryError::NotNull { table: t.name.clone(), column: c.name.clone() });
+                }
+            }
+            let pk: Vec<Option<PkValue>> = t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c))).collect();
+            let cells = self.cells(t, &row, version)?;
+            let result = self.access.put_row(&t.name, &pk, &cells, &Condition::expect_not_exist());
+            match result {
+                Ok(outcome) => {
+                    for (pos, &c) in t.pk.iter().enumerate() {
+                        row[c] = Datum::from_pk(&outcome.pk[pos]);
+                    }
+                    row[n] = version.or_else(|| (!cells.is_empty()).then_some(self.ctx.now_us / 1000)).map(Datum::Int).unwrap_or(Datum::Null);
+                    count += 1;
+                    self.returning(&p.returning, &row, &mut returned)?;
+                }
+                Err(StoreError::RowExists) => match &p.on_conflict {
+                    OnConflict::Error => return Err(self.duplicate(t, &row)),
+                    OnConflict::DoNothing => {}
+                    OnConflict::DoUpdate { assignments, filter } => {
+                        let pk: Vec<PkValue> = pk.into_iter().map(|v| v.unwrap()).collect();
+                        let Some(existing) = self.get(t, &pk)? else { continue };
+                        // Row layout: existing columns, existing _version, then `excluded`'s columns.
+                        let mut combined = existing.clone();
+                        combined.extend(row.iter().take(n).cloned());
+                        if let Some(f) = filter {
+                            if !f.eval_predicate(&combined, &self.ctx)? {
+                                continue;
+                            }
+                        }
+                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, None)?;
+                        count += 1;
+                        self.returning(&p.returning, &updated, &mut returned)?;
+                    }
+                },
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((count, returned))
+    }
+
+    fn duplicate(&self, t: &TableSchema, row: &SqlRow) -> QueryError {
+        let _ = row;
+        QueryError::UniqueViolation(t.name.clone())
+    }
+
+    fn cells(&self, t: &TableSchema, row: &SqlRow, version: Option<i64>) -> Result<Vec<CellWrite>> {
+        t.attributes()
+            .filter(|&i| !row[i].is_null())
+            .map(|i| Ok(CellWrite { column: t.columns[i].name.clone(), value: row[i].to_value().unwrap(), version }))
+            .collect()
+    }
+
+    /// Applies SET assignments to one existing row; returns the row as it is after.
+    fn apply_update(&self, t: &TableSchema, pk: &[PkValue], before: &SqlRow, eval_row: &SqlRow, assignments: &[(usize, Expr)], version: Option<i64>) -> Result<SqlRow> {
+        let mut ops = Vec::with_capacity(assignments.len());
+        let mut after = before.clone();
+        for (col, e) in assignments {
+            let name = t.columns[*col].name.clone();
+            // `n = n + k`: the engine's atomic increment, immune to concurrent writers.
+            if let (Some(k), None) = (increment_of(e, *col), version) {
+                let k = self.eval_const(&k)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
+                ops.push((name, UpdateOp::Increment(k)));
+                continue;
+            }
+            let v = e.eval(eval_row, &self.ctx)?.cast(t.column_type(*col))?;
+            if v.is_null() && t.columns[*col].not_null {
+                return Err(QueryError::NotNull { table: t.name.clone(), column: name });
+            }
+            after[*col] = v.clone();
+            ops.push((name, match v.to_value() {
+                Some(value) => UpdateOp::Put { value, version },
+                None => UpdateOp::DeleteAll,
+            }));
+        }
+        let outcome = self.access.update_row(&t.name, pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
+        for (name, v) in outcome.increments {
+            if let Some(ci) = t.column_index(&name) {
+                after[ci] = Datum::Int(v).cast(t.column_type(ci))?;
+            }
+        }
+        after[t.columns.len()] = Datum::Int(version.unwrap_or(self.ctx.now_us / 1000));
+        Ok(after)
+    }
+
+    pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.scan.table;
+        let version = p.version.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let mut targets = Vec::new();
+        self.scan(&p.scan, |r| {
+            targets.push(r);
+            Ok(true)
+        })?;
+        let mut count = 0;
+        let mut returned = Vec::new();
+        for row in targets {
+            self.interrupt.check()?;
+            let pk = self.pk_of(t, &row)?;
+            match self.apply_update(t, &pk, &row, &row, &p.assignments, version) {
+                Ok(after) => {
+                    count += 1;
+                    self.returning(&p.returning, &after, &mut returned)?;
+                }
+                // Deleted meanwhile: nothing to update.
+                Err(QueryError::Store(StoreError::RowNotFound)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((count, returned))
+    }
+
+    pub fn delete(&self, p: &DeletePlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.scan.table;
+        let mut targets = Vec::new();
+        self.scan(&p.scan, |r| {
+            targets.push(r);
+            Ok(true)
+        })?;
+        let version = p.version.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let mut count = 0;
+        let mut returned = Vec::new();
+        for row in targets {
+            self.interrupt.check()?;
+            let pk = self.pk_of(t, &row)?;
+            let res = match version {
+                Some(v) => {
+                    let ops: Vec<(String, UpdateOp)> = t.attributes().map(|i| (t.columns[i].name.clone(), UpdateOp::DeleteVersion(v))).collect();
+                    // Only rows that have that version count.
+                    let had = self
+                        .access
+                        .get_row(&t.name, &pk, &ReadSpec { columns: None, max_versions: Some(1), time_range: Some(TimeRange::Exact(v)) })
+                        .map_err(store_err)?
+                        .is_some_and(|r| !r.columns.is_empty());
+                    if !had {
+                        continue;
+                    }
+                    self.access.update_row(&t.name, &pk, &ops, &Condition::expect_exist()).map(|_| ())
+                }
+                None => self.access.delete_row(&t.name, &pk, &Condition::expect_exist()).map(|_| ()),
+            };
+            match res {
+                Ok(()) => {
+                    count += 1;
+                    self.returning(&p.returning, &row, &mut returned)?;
+                }
+                Err(StoreError::RowNotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((count, returned))
+    }
+}
+
+/// `col + k` or `k + col` (or `col - k`) with a constant integer `k`: the amount to add.
+pub fn increment_of(e: &Expr, col: usize) -> Option<Expr> {
+    // Only bigint: the engine adds in i64, and a narrower column could leave its range.
+    let is_col = |e: &Expr| matches!(e, Expr::Column { index, ty: SqlType::Int8, .. } if *index == col);
+    let unwrap_cast = |e: &Expr| match e {
+        Expr::Cast { expr, .. } => (**expr).clone(),
+        e => e.clone(),
+    };
+    let e = unwrap_cast(e);
+    match &e {
+        Expr::Binary { op: BinOp::Add, left, right } => {
+            if is_col(left) && right.is_constant() && right.ty().is_integer() {
+                Some((**right).clone())
+            } else if is_col(right) && left.is_constant() && left.ty().is_integer() {
+                Some((**left).clone())
+            } else {
+                None
+            }
+        }
+        Expr::Binary { op: BinOp::Sub, left, right } if is_col(left) && right.is_constant() && right.ty().is_integer() => {
+            Some(Expr::Neg(right.clone()))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,337 @@
+//! Plans: what a statement does, with the key-value access path chosen for each table read.
+//! A plan prints as a tree; that is EXPLAIN's output.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tabula_store::{Direction, TableOptions};
+
+use crate::expr::Expr;
+use crate::schema::{ColumnDef, TableSchema};
+use crate::types::SqlType;
+
+/// One end of a key range: a value per key column, then optionally an infinity.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyBound {
+    Value(Expr),
+    InfMin,
+    InfMax,
+}
+
+/// How rows are found in the engine: the heart of the planner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AccessPath {
+    /// Equality on every primary-key column: one lookup.
+    PointGet { key: Vec<Expr> },
+    /// Several full keys (IN lists, ORs of key equalities): one multi-get.
+    BatchGet { keys: Vec<Vec<Expr>> },
+    /// Equality on a key prefix plus a range on the next column (or a keyset bound).
+    RangeScan { start: Vec<KeyBound>, end: Vec<KeyBound>, direction: Direction },
+    /// Everything else: every partition is scanned.
+    FullScan { direction: Direction },
+}
+
+/// Which versions a read returns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Versions {
+    /// The newest version of each cell: one row per row.
+    #[default]
+    Latest,
+    /// One output row per version: `t(latest_n => .., after_or_equal => .., before => ..)`.
+    History { latest_n: Option<Expr>, after_or_equal: Option<Expr>, before: Option<Expr> },
+    /// The table as it was at a time: `t(as_of => ms)`.
+    AsOf(Expr),
+}
+
+/// A read of one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scan {
+    pub table: Arc<TableSchema>,
+    pub access: AccessPath,
+    /// Evaluated on each row inside the scan.
+    pub filter: Option<Expr>,
+    /// Rows to stop after, when nothing above the scan drops or reorders rows.
+    pub limit: Option<Expr>,
+    pub versions: Versions,
+    /// Attribute columns the statement reads (`None`: all).
+    pub columns: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: SqlType,
+    /// The table column it comes from, for RowDescription (table OID and attribute number).
+    pub source: Option<(String, usize)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectPlan {
+    /// `None` for a SELECT without FROM: one empty row.
+    pub scan: Option<Scan>,
+    pub projection: Vec<Expr>,
+    pub columns: Vec<OutputColumn>,
+    /// Sorting done in memory, for an ORDER BY the scan order does not give.
+    pub sort: Vec<(Expr, bool)>,
+    pub offset: Option<Expr>,
+    pub limit: Option<Expr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnConflict {
+    Error,
+    DoNothing,
+    DoUpdate { assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returning {
+    pub exprs: Vec<Expr>,
+    pub columns: Vec<OutputColumn>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertPlan {
+    pub table: Arc<TableSchema>,
+    /// Target column of each value (`columns.len()` of the schema is `_version`).
+    pub targets: Vec<usize>,
+    pub rows: Vec<Vec<Expr>>,
+    pub on_conflict: OnConflict,
+    pub returning: Option<Returning>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdatePlan {
+    pub scan: Scan,
+    pub assignments: Vec<(usize, Expr)>,
+    /// `SET _version = v`: the version every assigned cell is written at.
+    pub version: Option<Expr>,
+    pub returning: Option<Returning>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletePlan {
+    pub scan: Scan,
+    /// `AND _version = v` with a full key: delete that version of every cell instead of the row.
+    pub version: Option<Expr>,
+    pub returning: Option<Returning>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTablePlan {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<ColumnDef>,
+    pub pk: Vec<usize>,
+    pub partition_key_len: usize,
+    pub options: TableOptions,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    Select(SelectPlan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+    CreateTable(CreateTablePlan),
+    DropTable { names: Vec<String>, if_exists: bool },
+    Truncate { names: Vec<String> },
+    SetOptions { table: String, set: Vec<(String, Expr)>, reset: Vec<String> },
+    AddColumn { table: String, column: ColumnDef, if_not_exists: bool },
+    DropColumn { table: String, column: String, if_exists: bool },
+    Begin,
+    Commit,
+    Rollback,
+    SetVariable { name: String, value: Option<String> },
+    ShowVariable { name: String },
+    Discard,
+    Explain { plan: Box<Plan>, analyze: bool },
+}
+
+impl Plan {
+    /// Whether a statement only reads.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Plan::Select(_) | Plan::ShowVariable { .. } | Plan::Explain { analyze: false, .. })
+    }
+}
+
+fn list(f: &mut fmt::Formatter<'_>, items: &[Expr]) -> fmt::Result {
+    for (i, e) in items.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{e}")?;
+    }
+    Ok(())
+}
+
+fn bound(f: &mut fmt::Formatter<'_>, b: &[KeyBound]) -> fmt::Result {
+    write!(f, "(")?;
+    for (i, k) in b.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        match k {
+            KeyBound::Value(e) => write!(f, "{e}")?,
+            KeyBound::InfMin => write!(f, "-inf")?,
+            KeyBound::InfMax => write!(f, "+inf")?,
+        }
+    }
+    write!(f, ")")
+}
+
+impl fmt::Display for AccessPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccessPath::PointGet { key } => {
+                write!(f, "PointGet key=(")?;
+                list(f, key)?;
+                write!(f, ")")
+            }
+            AccessPath::BatchGet { keys } => {
+                write!(f, "BatchGet keys=[")?;
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "(")?;
+                    list(f, k)?;
+                    write!(f, ")")?;
+                }
+                write!(f, "]")
+            }
+            AccessPath::RangeScan { start, end, direction } => {
+                write!(f, "RangeScan ")?;
+                if *direction == Direction::Forward {
+                    write!(f, "[")?;
+                    bound(f, start)?;
+                    write!(f, " .. ")?;
+                    bound(f, end)?;
+                    write!(f, ") forward")
+                } else {
+                    write!(f, "(")?;
+                    bound(f, end)?;
+                    write!(f, " .. ")?;
+                    bound(f, start)?;
+                    write!(f, "] backward")
+                }
+            }
+            AccessPath::FullScan { direction } => {
+                write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
+            }
+        }
+    }
+}
+
+impl Scan {
+    fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        write!(f, "{pad}{} on {}", self.access, self.table.name)?;
+        if let Some(flt) = &self.filter {
+            write!(f, " filter={flt}")?;
+        }
+        if let Some(l) = &self.limit {
+            write!(f, " limit={l}")?;
+        }
+        match &self.versions {
+            Versions::Latest => {}
+            Versions::AsOf(e) => write!(f, " as_of={e}")?,
+            Versions::History { latest_n, after_or_equal, before } => {
+                write!(f, " versions(")?;
+                let mut parts = Vec::new();
+                if let Some(e) = latest_n {
+                    parts.push(format!("latest_n={e}"));
+                }
+                if let Some(e) = after_or_equal {
+                    parts.push(format!("after_or_equal={e}"));
+                }
+                if let Some(e) = before {
+                    parts.push(format!("before={e}"));
+                }
+                write!(f, "{})", parts.join(", "))?;
+            }
+        }
+        writeln!(f)
+    }
+}
+
+impl Plan {
+    fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match self {
+            Plan::Select(s) => {
+                write!(f, "{pad}Project ")?;
+                let names: Vec<&str> = s.columns.iter().map(|c| c.name.as_str()).collect();
+                writeln!(f, "[{}]", names.join(", "))?;
+                let mut d = depth + 1;
+                if s.limit.is_some() || s.offset.is_some() {
+                    write!(f, "{}Limit", "  ".repeat(d))?;
+                    if let Some(l) = &s.limit {
+                        write!(f, " {l}")?;
+                    }
+                    if let Some(o) = &s.offset {
+                        write!(f, " offset {o}")?;
+                    }
+                    writeln!(f)?;
+                    d += 1;
+                }
+                if !s.sort.is_empty() {
+                    let keys: Vec<String> = s.sort.iter().map(|(e, asc)| format!("{e}{}", if *asc { "" } else { " DESC" })).collect();
+                    writeln!(f, "{}Sort [{}]", "  ".repeat(d), keys.join(", "))?;
+                    d += 1;
+                }
+                match &s.scan {
+                    Some(scan) => scan.fmt_tree(f, d),
+                    None => writeln!(f, "{}Values (1 row)", "  ".repeat(d)),
+                }
+            }
+            Plan::Insert(i) => {
+                let conflict = match &i.on_conflict {
+                    OnConflict::Error => "",
+                    OnConflict::DoNothing => " on conflict do nothing",
+                    OnConflict::DoUpdate { .. } => " on conflict do update",
+                };
+                writeln!(f, "{pad}Insert into {} ({} rows{conflict})", i.table.name, i.rows.len())
+            }
+            Plan::Update(u) => {
+                let cols: Vec<String> = u.assignments.iter().map(|(c, e)| format!("{} = {e}", u.scan.table.column_name(*c))).collect();
+                writeln!(f, "{pad}Update {} set {}", u.scan.table.name, cols.join(", "))?;
+                u.scan.fmt_tree(f, depth + 1)
+            }
+            Plan::Delete(d) => {
+                write!(f, "{pad}Delete from {}", d.scan.table.name)?;
+                if let Some(v) = &d.version {
+                    write!(f, " version={v}")?;
+                }
+                writeln!(f)?;
+                d.scan.fmt_tree(f, depth + 1)
+            }
+            Plan::Explain { plan, .. } => plan.fmt_tree(f, depth),
+            other => writeln!(f, "{pad}{}", utility_name(other)),
+        }
+    }
+}
+
+fn utility_name(p: &Plan) -> &'static str {
+    match p {
+        Plan::CreateTable(_) => "CreateTable",
+        Plan::DropTable { .. } => "DropTable",
+        Plan::Truncate { .. } => "Truncate",
+        Plan::SetOptions { .. } => "AlterTableOptions",
+        Plan::AddColumn { .. } => "AddColumn",
+        Plan::DropColumn { .. } => "DropColumn",
+        Plan::Begin => "Begin",
+        Plan::Commit => "Commit",
+        Plan::Rollback => "Rollback",
+        Plan::SetVariable { .. } => "Set",
+        Plan::ShowVariable { .. } => "Show",
+        Plan::Discard => "Discard",
+        _ => "Statement",
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_tree(f, 0)
+    }
+}

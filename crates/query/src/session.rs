@@ -1,0 +1,728 @@
+//! Sessions: the SQL entry point. A session parses, plans (with a plan cache per prepared statement),
+//! runs statements in auto-commit or inside a transaction, and keeps its settings.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+use tabula_store::{Access, Condition, PkColumn, Store, StoreError, TableDef, TableOptions, Txn, UpdateOp};
+
+use crate::error::{QueryError, Result};
+use crate::exec::{increment_of, Executor, Interrupt, SqlRow};
+use crate::expr::{version_string, EvalCtx, Expr, SERVER_VERSION};
+use crate::plan::*;
+use crate::planner::{apply_option_text, Catalog, Planner};
+use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
+use crate::types::{Datum, SqlType};
+
+/// Auto-commit statements that lose a write conflict are retried this many times.
+const MAX_RETRIES: usize = 20;
+
+/// The SQL layer over one store, shared by all sessions.
+pub struct Database {
+    store: Arc<Store>,
+    /// Bumped by every DDL statement; cached plans of older versions are re-planned.
+    catalog_version: AtomicU64,
+    schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
+}
+
+impl Database {
+    pub fn new(store: Arc<Store>) -> Arc<Database> {
+        Arc::new(Database { store, catalog_version: AtomicU64::new(1), schemas: RwLock::new(HashMap::new()) })
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn session(self: &Arc<Self>, user: &str, database: &str) -> Session {
+        Session {
+            db: self.clone(),
+            txn: None,
+            failed: false,
+            user: user.to_string(),
+            database: database.to_string(),
+            settings: default_settings(),
+            interrupt: Interrupt::default(),
+        }
+    }
+
+    fn invalidate(&self) {
+        self.schemas.write().clear();
+        self.catalog_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn catalog_version(&self) -> u64 {
+        self.catalog_version.load(Ordering::SeqCst)
+    }
+
+    /// All tables' SQL schemas, by name.
+    pub fn tables(&self) -> Result<Vec<Arc<TableSchema>>> {
+        self.store.table_names().iter().map(|n| self.table(n)).collect()
+    }
+}
+
+impl Catalog for Database {
+    fn table(&self, name: &str) -> Result<Arc<TableSchema>> {
+        if let Some(t) = self.schemas.read().get(name) {
+            return Ok(t.clone());
+        }
+        let def = self.store.table(name)?;
+        let schema = Arc::new(TableSchema::from_def(&def)?);
+        self.schemas.write().insert(name.to_string(), schema.clone());
+        Ok(schema)
+    }
+}
+
+fn default_settings() -> BTreeMap<String, String> {
+    [
+        ("application_name", ""),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("default_transaction_isolation", "repeatable read"),
+        ("extra_float_digits", "1"),
+        ("integer_datetimes", "on"),
+        ("intervalstyle", "postgres"),
+        ("is_superuser", "on"),
+        ("search_path", "\"$user\", public"),
+        ("server_encoding", "UTF8"),
+        ("server_version", SERVER_VERSION),
+        ("server_version_num", "150000"),
+        ("standard_conforming_strings", "on"),
+        ("statement_timeout", "0"),
+        ("timezone", "UTC"),
+        ("transaction_isolation", "repeatable read"),
+        ("transaction_read_only", "off"),
+        ("lock_timeout", "0"),
+        ("idle_in_transaction_session_timeout", "0"),
+        ("max_identifier_length", "63"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Settings whose changes clients are told about (ParameterStatus).
+pub const REPORTED_SETTINGS: &[&str] =
+    &["application_name", "client_encoding", "datestyle", "intervalstyle", "is_superuser", "server_version", "standard_conforming_strings", "timezone", "integer_datetimes"];
+
+/// The canonical name clients see for a setting (`DateStyle`, `TimeZone`, ...).
+pub fn display_setting_name(name: &str) -> &str {
+    match name {
+        "datestyle" => "DateStyle",
+        "timezone" => "TimeZone",
+        "intervalstyle" => "IntervalStyle",
+        other => other,
+    }
+}
+
+/// What a statement returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Rows { columns: Vec<OutputColumn>, rows: Vec<SqlRow>, tag: String },
+    Command { tag: String },
+    /// A setting changed: the server reports it to the client.
+    Set { tag: String, name: String, value: String },
+    Empty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnStatus {
+    Idle,
+    InTransaction,
+    Failed,
+}
+
+/// A parsed and planned statement, ready to run with parameters.
+#[derive(Clone)]
+pub struct Prepared {
+    pub sql: String,
+    stmt: Option<Statement>,
+    plan: Option<Arc<Plan>>,
+    catalog_version: u64,
+    pub param_types: Vec<SqlType>,
+    pub columns: Vec<OutputColumn>,
+}
+
+impl Prepared {
+    pub fn is_empty(&self) -> bool {
+        self.stmt.is_none()
+    }
+}
+
+pub struct Session {
+    db: Arc<Database>,
+    txn: Option<Txn>,
+    failed: bool,
+    pub user: String,
+    pub database: String,
+    settings: BTreeMap<String, String>,
+    pub interrupt: Interrupt,
+}
+
+/// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
+/// does not know, comes back as a ready plan.
+pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
+    let dialect = PostgreSqlDialect {};
+    match Parser::parse_sql(&dialect, sql) {
+        Ok(stmts) => Ok(stmts.into_iter().map(ParsedStatement::Ast).collect()),
+        Err(e) => match parse_reset(sql) {
+            Some(p) => Ok(vec![p]),
+            None => Err(e.into()),
+        },
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ParsedStatement {
+    Ast(Statement),
+    Reset { table: String, options: Vec<String> },
+}
+
+/// `ALTER TABLE name RESET (opt [, opt ...]) [;]`, from the tokens.
+fn parse_reset(sql: &str) -> Option<ParsedStatement> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let words: Vec<Token> = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+    let word = |t: &Token| match t {
+        Token::Word(w) => Some(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_lowercase() }),
+        _ => None,
+    };
+    let mut it = words.iter();
+    if word(it.next()?)?.as_str() != "alter" || word(it.next()?)?.as_str() != "table" {
+        return None;
+    }
+    let mut table = word(it.next()?)?;
+    let mut next = it.next()?;
+    if *next == Token::Period {
+        table = word(it.next()?)?;
+        next = it.next()?;
+    }
+    if word(next)?.as_str() != "reset" || *it.next()? != Token::LParen {
+        return None;
+    }
+    let mut options = Vec::new();
+    loop {
+        options.push(word(it.next()?)?);
+        match it.next()? {
+            Token::Comma => continue,
+            Token::RParen => break,
+            _ => return None,
+        }
+    }
+    match it.next() {
+        None | Some(Token::SemiColon) if it.next().is_none() => Some(ParsedStatement::Reset { table, options }),
+        _ => None,
+    }
+}
+
+impl Session {
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    pub fn txn_status(&self) -> TxnStatus {
+        match (&self.txn, self.failed) {
+            (None, _) => TxnStatus::Idle,
+            (Some(_), false) => TxnStatus::InTransaction,
+            (Some(_), true) => TxnStatus::Failed,
+        }
+    }
+
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings.get(&name.to_lowercase()).map(|s| s.as_str())
+    }
+
+    pub fn settings(&self) -> &BTreeMap<String, String> {
+        &self.settings
+    }
+
+    /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
+    pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
+        let stmts = match parse(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.note_error();
+                return vec![Err(e)];
+            }
+        };
+        let mut out = Vec::new();
+        for s in stmts {
+            let r = self.prepare_parsed(sql, Some(s), &[]).and_then(|p| self.execute(&p, &[]));
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        if out.is_empty() {
+            out.push(Ok(Output::Empty));
+        }
+        out
+    }
+
+    fn note_error(&mut self) {
+        if self.txn.is_some() {
+            self.failed = true;
+        }
+    }
+
+    /// Parses and plans one statement for the extended protocol. Parameter types the client gave win;
+    /// the others are inferred from where they are used.
+    pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        let r = (|| {
+            let mut stmts = parse(sql)?;
+            if stmts.len() > 1 {
+                return Err(QueryError::Syntax("cannot insert multiple commands into a prepared statement".into()));
+            }
+            self.prepare_parsed(sql, stmts.pop(), param_types)
+        })();
+        if r.is_err() {
+            self.note_error();
+        }
+        r
+    }
+
+    fn prepare_parsed(&self, sql: &str, stmt: Option<ParsedStatement>, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        let version = self.db.catalog_version();
+        let Some(stmt) = stmt else {
+            return Ok(Prepared { sql: sql.into(), stmt: None, plan: None, catalog_version: version, param_types: vec![], columns: vec![] });
+        };
+        let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
+        let (plan, params, stmt) = match stmt {
+            ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
+            ParsedStatement::Ast(s) => {
+                let mut planner = Planner::new(self.db.as_ref(), given);
+                let plan = planner.plan(&s)?;
+                (plan, planner.params, Some(s))
+            }
+        };
+        // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
+        let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
+        let columns = plan_columns(&plan);
+        Ok(Prepared {
+            sql: sql.into(),
+            stmt: stmt.or_else(|| Some(Statement::Commit { chain: false, end: false, modifier: None })),
+            plan: Some(Arc::new(plan)),
+            catalog_version: version,
+            param_types,
+            columns,
+        })
+    }
+
+    /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
+    pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        let Some(plan) = &p.plan else { return Ok(Output::Empty) };
+        let plan = if p.catalog_version == self.db.catalog_version() || p.stmt.is_none() {
+            plan.clone()
+        } else {
+            let fresh = match &p.stmt {
+                Some(s) if !matches!(plan.as_ref(), Plan::SetOptions { reset, .. } if !reset.is_empty()) => {
+                    let mut planner = Planner::new(self.db.as_ref(), p.param_types.clone());
+                    Arc::new(planner.plan(s)?)
+                }
+                _ => plan.clone(),
+            };
+            fresh
+        };
+        if params.len() != p.param_types.len() {
+            return Err(QueryError::Syntax(format!("bind message supplies {} parameters, but prepared statement requires {}", params.len(), p.param_types.len())));
+        }
+        let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
+        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
+        self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+        let r = self.run(&plan, &params);
+        self.interrupt.deadline = None;
+        if r.is_err() {
+            self.note_error();
+        }
+        r
+    }
+
+    fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
+        EvalCtx { params, now_us, user: &self.user, database: &self.database }
+    }
+
+    fn run(&mut self, plan: &Plan, params: &[Datum]) -> Result<Output> {
+        if self.failed && !matches!(plan, Plan::Rollback | Plan::Commit) {
+            return Err(QueryError::InFailedTransaction);
+        }
+        match plan {
+            Plan::Begin => {
+                if self.txn.is_none() {
+                    self.txn = Some(self.db.store.begin());
+                    self.failed = false;
+                }
+                Ok(Output::Command { tag: "BEGIN".into() })
+            }
+            Plan::Commit => {
+                let failed = std::mem::take(&mut self.failed);
+                match self.txn.take() {
+                    Some(t) if failed => {
+                        t.rollback()?;
+                        Ok(Output::Command { tag: "ROLLBACK".into() })
+                    }
+                    Some(t) => {
+                        t.commit()?;
+                        Ok(Output::Command { tag: "COMMIT".into() })
+                    }
+                    None => Ok(Output::Command { tag: "COMMIT".into() }),
+                }
+            }
+            Plan::Rollback => {
+                self.failed = false;
+                if let Some(t) = self.txn.take() {
+                    t.rollback()?;
+                }
+                Ok(Output::Command { tag: "ROLLBACK".into() })
+            }
+            Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::ShowVariable { name } => {
+                let name = match name.as_str() {
+                    "transaction isolation level" => "transaction_isolation".to_string(),
+                    n => n.to_string(),
+                };
+                let value = self.setting(&name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
+                Ok(Output::Rows {
+                    columns: vec![OutputColumn { name: name.clone(), ty: SqlType::Text, source: None }],
+                    rows: vec![vec![Datum::Text(value)]],
+                    tag: "SHOW".into(),
+                })
+            }
+            Plan::Discard => {
+                if self.txn.is_some() {
+                    return Err(QueryError::InvalidTransactionState("DISCARD ALL cannot run inside a transaction block".into()));
+                }
+                self.settings = default_settings();
+                Ok(Output::Command { tag: "DISCARD ALL".into() })
+            }
+            Plan::CreateTable(c) => self.create_table(c),
+            Plan::DropTable { names, if_exists } => {
+                for n in names {
+                    match self.db.store.drop_table(n) {
+                        Ok(()) | Err(StoreError::UnknownTable(_)) if *if_exists => {}
+                        Ok(()) => {}
+                        Err(e) => {
+                            self.db.invalidate();
+                            return Err(e.into());
+                        }
+                    }
+                }
+                self.db.invalidate();
+                Ok(Output::Command { tag: "DROP TABLE".into() })
+            }
+            Plan::Truncate { names } => {
+                for n in names {
+                    self.db.store.truncate_table(n)?;
+                }
+                Ok(Output::Command { tag: "TRUNCATE TABLE".into() })
+            }
+            Plan::SetOptions { table, set, reset } => {
+                let mut o = self.db.store.table(table)?.options;
+                let defaults = TableOptions::default();
+                for (k, v) in set {
+                    let text = match v {
+                        Expr::Literal(Datum::Text(s), _) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    apply_option_text(&mut o, k, &text, false)?;
+                }
+                for k in reset {
+                    match k.as_str() {
+                        "ttl" => o.ttl = defaults.ttl,
+                        "max_versions" => o.max_versions = defaults.max_versions,
+                        "max_version_offset" => o.max_version_offset = defaults.max_version_offset,
+                        "hash_prefix" => return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into())),
+                        other => return Err(QueryError::InvalidParameterValue(format!("unrecognized table option \"{other}\""))),
+                    }
+                }
+                self.db.store.set_options(table, o)?;
+                self.db.invalidate();
+                Ok(Output::Command { tag: "ALTER TABLE".into() })
+            }
+            Plan::AddColumn { table, column, if_not_exists } => {
+                let schema = self.db.table(table)?;
+                if schema.column_index(&column.name).is_some() || column.name == VERSION_COLUMN {
+                    if *if_not_exists {
+                        return Ok(Output::Command { tag: "ALTER TABLE".into() });
+                    }
+                    return Err(QueryError::InvalidTableDefinition(format!("column \"{}\" of relation \"{table}\" already exists", column.name)));
+                }
+                tabula_store::value::validate_name(&column.name)?;
+                let mut cols = schema.columns.clone();
+                cols.push(column.clone());
+                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols))?;
+                self.db.invalidate();
+                Ok(Output::Command { tag: "ALTER TABLE".into() })
+            }
+            Plan::DropColumn { table, column, if_exists } => {
+                let schema = self.db.table(table)?;
+                let Some(i) = schema.columns.iter().position(|c| &c.name == column) else {
+                    if *if_exists {
+                        return Ok(Output::Command { tag: "ALTER TABLE".into() });
+                    }
+                    return Err(QueryError::UndefinedColumn(format!("{column}\" of relation \"{table}")));
+                };
+                if schema.is_pk(i) {
+                    return Err(QueryError::NotSupported(format!("cannot drop primary key column \"{column}\"")));
+                }
+                let mut cols = schema.columns.clone();
+                cols.remove(i);
+                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols))?;
+                self.db.invalidate();
+                Ok(Output::Command { tag: "ALTER TABLE".into() })
+            }
+            Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
+            Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params).map(|(o, _)| o),
+        }
+    }
+
+    fn set(&mut self, name: &str, value: Option<&str>) -> Result<Output> {
+        if name == "transaction_characteristics" || name == "session characteristics" {
+            return Ok(Output::Command { tag: "SET".into() });
+        }
+        let key = match name {
+            "transaction isolation level" | "transaction_isolation" => "transaction_isolation",
+            "names" => "client_encoding",
+            "time zone" => "timezone",
+            other => other,
+        }
+        .to_string();
+        let defaults = default_settings();
+        let value = match value {
+            Some(v) => v.to_string(),
+            None => defaults.get(&key).cloned().unwrap_or_default(),
+        };
+        if key == "statement_timeout" && parse_duration_ms(&value).is_none() {
+            return Err(QueryError::InvalidParameterValue(format!("invalid value for parameter \"statement_timeout\": \"{value}\"")));
+        }
+        if matches!(key.as_str(), "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "is_superuser") {
+            return Err(QueryError::InvalidParameterValue(format!("parameter \"{key}\" cannot be changed")));
+        }
+        self.settings.insert(key.clone(), value.clone());
+        if REPORTED_SETTINGS.contains(&key.as_str()) {
+            Ok(Output::Set { tag: "SET".into(), name: display_setting_name(&key).to_string(), value })
+        } else {
+            Ok(Output::Command { tag: "SET".into() })
+        }
+    }
+
+    fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
+        let def = TableDef {
+            name: c.name.clone(),
+            primary_key: c
+                .pk
+                .iter()
+                .map(|&i| PkColumn { name: c.columns[i].name.clone(), ty: c.columns[i].ty.pk_type().unwrap(), auto_increment: c.columns[i].identity })
+                .collect(),
+            partition_key_len: c.partition_key_len,
+            options: c.options,
+            user_meta: TableSchema::encode_columns(&c.columns),
+        };
+        for col in &c.columns {
+            tabula_store::value::validate_name(&col.name)?;
+        }
+        match self.db.store.create_table(def) {
+            Ok(()) => {}
+            Err(StoreError::TableExists(_)) if c.if_not_exists => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.db.invalidate();
+        Ok(Output::Command { tag: "CREATE TABLE".into() })
+    }
+
+    fn explain(&mut self, plan: &Plan, analyze: bool, params: &[Datum]) -> Result<Output> {
+        let mut lines: Vec<String> = plan.to_string().lines().map(|l| l.to_string()).collect();
+        if analyze {
+            let started = Instant::now();
+            let (out, stats) = self.run_dml(plan, params)?;
+            let rows = match &out {
+                Output::Rows { rows, .. } => rows.len(),
+                _ => 0,
+            };
+            if let Some(stats) = stats {
+                if let Some(i) = lines.iter().position(|l| l.contains(" on ")) {
+                    lines[i].push_str(&format!(
+                        " (actual rows={} examined={} engine_calls={} time={:.3} ms)",
+                        stats.returned,
+                        stats.examined,
+                        stats.engine_calls,
+                        stats.micros as f64 / 1000.0
+                    ));
+                }
+            }
+            if let Some(first) = lines.first_mut() {
+                first.push_str(&format!(" (actual rows={rows})"));
+            }
+            lines.push(format!("Execution Time: {:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+        }
+        Ok(Output::Rows {
+            columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }],
+            rows: lines.into_iter().map(|l| vec![Datum::Text(l)]).collect(),
+            tag: "EXPLAIN".into(),
+        })
+    }
+
+    /// Runs a read or write: in the open transaction, straight on the store when one engine call does it
+    /// atomically, or in a fresh transaction retried on write conflicts.
+    fn run_dml(&mut self, plan: &Plan, params: &[Datum]) -> Result<(Output, Option<crate::exec::ScanStats>)> {
+        let now_us = self.db.store.clock().now_ms() * 1000;
+        if let Some(txn) = &self.txn {
+            return self.exec_on(txn, plan, params, now_us);
+        }
+        if let Some(fast) = self.fast_update(plan, params, now_us)? {
+            return Ok((fast, None));
+        }
+        if single_call(plan) {
+            let store = self.db.store.clone();
+            return self.exec_on(store.as_ref(), plan, params, now_us);
+        }
+        let mut attempt = 0;
+        loop {
+            let txn = self.db.store.begin();
+            let r = self.exec_on(&txn, plan, params, now_us).and_then(|o| {
+                txn.commit()?;
+                Ok(o)
+            });
+            match r {
+                Err(QueryError::SerializationFailure) if attempt < MAX_RETRIES => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_micros(100 * attempt as u64));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn exec_on(&self, access: &dyn Access, plan: &Plan, params: &[Datum], now_us: i64) -> Result<(Output, Option<crate::exec::ScanStats>)> {
+        let ex = Executor::new(access, self.ctx(params, now_us), &self.interrupt);
+        let out = match plan {
+            Plan::Select(s) => {
+                let rows = ex.select(s)?;
+                Output::Rows { columns: s.columns.clone(), tag: format!("SELECT {}", rows.len()), rows }
+            }
+            Plan::Insert(i) => {
+                let (n, rows) = ex.insert(i)?;
+                dml_output(format!("INSERT 0 {n}"), &i.returning, rows)
+            }
+            Plan::Update(u) => {
+                let (n, rows) = ex.update(u)?;
+                dml_output(format!("UPDATE {n}"), &u.returning, rows)
+            }
+            Plan::Delete(d) => {
+                let (n, rows) = ex.delete(d)?;
+                dml_output(format!("DELETE {n}"), &d.returning, rows)
+            }
+            _ => return Err(QueryError::Internal("not a DML plan".into())),
+        };
+        Ok((out, Some(ex.stats.get())))
+    }
+
+    /// `UPDATE t SET c = const | c = c + k ... WHERE <full key>`: one conditional engine write, no read.
+    fn fast_update(&self, plan: &Plan, params: &[Datum], now_us: i64) -> Result<Option<Output>> {
+        let Plan::Update(u) = plan else { return Ok(None) };
+        let AccessPath::PointGet { key } = &u.scan.access else { return Ok(None) };
+        if u.scan.filter.is_some() || u.returning.is_some() {
+            return Ok(None);
+        }
+        let t = &u.scan.table;
+        let ctx = self.ctx(params, now_us);
+        let version = u.version.as_ref().map(|e| e.eval(&[], &ctx)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let mut ops = Vec::new();
+        for (col, e) in &u.assignments {
+            let name = t.columns[*col].name.clone();
+            if let (Some(k), None) = (increment_of(e, *col), version) {
+                let k = k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
+                ops.push((name, UpdateOp::Increment(k)));
+            } else if e.is_constant() {
+                let v = e.eval(&[], &ctx)?.cast(t.column_type(*col))?;
+                if v.is_null() && t.columns[*col].not_null {
+                    return Err(QueryError::NotNull { table: t.name.clone(), column: name });
+                }
+                ops.push((name, match v.to_value() {
+                    Some(value) => UpdateOp::Put { value, version },
+                    None => UpdateOp::DeleteAll,
+                }));
+            } else {
+                return Ok(None);
+            }
+        }
+        let mut pk = Vec::new();
+        for (pos, e) in key.iter().enumerate() {
+            let ty = t.column_type(t.pk[pos]);
+            let d = e.eval(&[], &ctx)?;
+            if d.is_null() {
+                return Ok(Some(Output::Command { tag: "UPDATE 0".into() }));
+            }
+            let d = if matches!(d, Datum::Int(_)) && ty.is_integer() { d } else { d.cast(ty)? };
+            match d.to_pk(ty) {
+                Some(v) => pk.push(v),
+                None => return Ok(Some(Output::Command { tag: "UPDATE 0".into() })),
+            }
+        }
+        match self.db.store.update_row(&t.name, &pk, &ops, &Condition::expect_exist()) {
+            Ok(_) => Ok(Some(Output::Command { tag: "UPDATE 1".into() })),
+            Err(StoreError::RowNotFound) => Ok(Some(Output::Command { tag: "UPDATE 0".into() })),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Statements one engine call does atomically: reads, and single-row inserts without DO UPDATE.
+fn single_call(plan: &Plan) -> bool {
+    match plan {
+        Plan::Select(_) => true,
+        Plan::Insert(i) => i.rows.len() == 1 && !matches!(i.on_conflict, OnConflict::DoUpdate { .. }),
+        _ => false,
+    }
+}
+
+fn dml_output(tag: String, returning: &Option<Returning>, rows: Vec<SqlRow>) -> Output {
+    match returning {
+        Some(r) => Output::Rows { columns: r.columns.clone(), rows, tag },
+        None => Output::Command { tag },
+    }
+}
+
+/// The result columns a plan produces (RowDescription), known before it runs.
+pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
+    let text = |n: &str| vec![OutputColumn { name: n.into(), ty: SqlType::Text, source: None }];
+    match plan {
+        Plan::Select(s) => s.columns.clone(),
+        Plan::Insert(InsertPlan { returning: Some(r), .. })
+        | Plan::Update(UpdatePlan { returning: Some(r), .. })
+        | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
+        Plan::Explain { .. } => text("QUERY PLAN"),
+        Plan::ShowVariable { name } => text(if name == "transaction isolation level" { "transaction_isolation" } else { name }),
+        _ => vec![],
+    }
+}
+
+fn parse_duration_ms(v: &str) -> Option<u64> {
+    let t = v.trim().trim_matches('\'');
+    if let Ok(n) = t.parse::<u64>() {
+        return Some(n);
+    }
+    let (num, unit): (String, String) = t.chars().partition(|c| c.is_ascii_digit());
+    let n: u64 = num.parse().ok()?;
+    Some(match unit.trim() {
+        "ms" => n,
+        "s" => n * 1000,
+        "min" => n * 60_000,
+        "h" => n * 3_600_000,
+        _ => return None,
+    })
+}
+
+/// `version()` text, for the server's startup parameters.
+pub fn server_version_text() -> String {
+    version_string()
+}
+
+#[allow(dead_code)]
+fn unused(_: ColumnDef) {}

@@ -1,0 +1,546 @@
+//! SQL types and values, how they are stored on the engine's five types, and their PostgreSQL text forms.
+
+use std::fmt;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use rust_decimal::Decimal;
+use std::str::FromStr;
+use tabula_store::{PkType, PkValue, Value};
+
+use crate::error::{QueryError, Result};
+
+/// A declared SQL type. The catalog keeps it so clients see what was declared, whatever the engine stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SqlType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric,
+    Text,
+    Varchar,
+    Bytea,
+    Timestamp,
+    Timestamptz,
+    Date,
+    Json,
+    Jsonb,
+    Uuid,
+    /// An untyped literal or parameter whose type nothing decided yet.
+    Unknown,
+}
+
+impl SqlType {
+    /// PostgreSQL's OID of the type.
+    pub fn oid(self) -> u32 {
+        use SqlType::*;
+        match self {
+            Bool => 16,
+            Bytea => 17,
+            Int8 => 20,
+            Int2 => 21,
+            Int4 => 23,
+            Text => 25,
+            Json => 114,
+            Float4 => 700,
+            Float8 => 701,
+            Unknown => 705,
+            Varchar => 1043,
+            Date => 1082,
+            Timestamp => 1114,
+            Timestamptz => 1184,
+            Numeric => 1700,
+            Uuid => 2950,
+            Jsonb => 3802,
+        }
+    }
+
+    pub fn from_oid(oid: u32) -> Option<SqlType> {
+        use SqlType::*;
+        [Bool, Bytea, Int8, Int2, Int4, Text, Json, Float4, Float8, Unknown, Varchar, Date, Timestamp, Timestamptz, Numeric, Uuid, Jsonb]
+            .into_iter()
+            .find(|t| t.oid() == oid)
+    }
+
+    /// The name `format_type` and `\d` show.
+    pub fn pg_name(self) -> &'static str {
+        use SqlType::*;
+        match self {
+            Bool => "boolean",
+            Int2 => "smallint",
+            Int4 => "integer",
+            Int8 => "bigint",
+            Float4 => "real",
+            Float8 => "double precision",
+            Numeric => "numeric",
+            Text => "text",
+            Varchar => "character varying",
+            Bytea => "bytea",
+            Timestamp => "timestamp without time zone",
+            Timestamptz => "timestamp with time zone",
+            Date => "date",
+            Json => "json",
+            Jsonb => "jsonb",
+            Uuid => "uuid",
+            Unknown => "unknown",
+        }
+    }
+
+    /// The engine type a primary-key column of this SQL type uses, if it may be one.
+    pub fn pk_type(self) -> Option<PkType> {
+        use SqlType::*;
+        match self {
+            Text | Varchar => Some(PkType::String),
+            Int2 | Int4 | Int8 => Some(PkType::Integer),
+            Bytea => Some(PkType::Binary),
+            _ => None,
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        self.is_integer() || matches!(self, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric)
+    }
+
+    pub fn is_text(self) -> bool {
+        matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Unknown)
+    }
+
+    /// Parses a type name as SQL writes it.
+    pub fn parse(name: &str) -> Option<SqlType> {
+        use SqlType::*;
+        let n = name.trim().to_ascii_lowercase();
+        let base = n.split('(').next().unwrap_or("").trim();
+        Some(match base {
+            "bool" | "boolean" => Bool,
+            "int2" | "smallint" | "smallserial" => Int2,
+            "int" | "int4" | "integer" | "serial" => Int4,
+            "int8" | "bigint" | "bigserial" => Int8,
+            "float4" | "real" => Float4,
+            "float8" | "double precision" | "double" | "float" => Float8,
+            "numeric" | "decimal" => Numeric,
+            "text" | "string" => Text,
+            "varchar" | "character varying" | "char" | "character" | "bpchar" | "name" => Varchar,
+            "bytea" => Bytea,
+            "timestamp" | "timestamp without time zone" => Timestamp,
+            "timestamptz" | "timestamp with time zone" => Timestamptz,
+            "date" => Date,
+            "json" => Json,
+            "jsonb" => Jsonb,
+            "uuid" => Uuid,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.pg_name())
+    }
+}
+
+/// A SQL value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Datum {
+    Null,
+    Bool(bool),
+    /// Any integer type; the column's declared type says which.
+    Int(i64),
+    Float(f64),
+    /// Text, varchar, json and jsonb.
+    Text(String),
+    Numeric(Decimal),
+    Bytes(Vec<u8>),
+    /// Microseconds since the epoch (timestamp and timestamptz, in UTC).
+    Timestamp(i64),
+    /// Days since the epoch.
+    Date(i32),
+    Uuid(u128),
+}
+
+fn invalid(ty: SqlType, s: &str) -> QueryError {
+    QueryError::InvalidText(format!("invalid input syntax for type {}: \"{s}\"", ty.pg_name()))
+}
+
+pub fn out_of_range(ty: SqlType) -> QueryError {
+    QueryError::NumericOutOfRange(format!("{} out of range", ty.pg_name()))
+}
+
+fn int_range(ty: SqlType, v: i64) -> Result<i64> {
+    let ok = match ty {
+        SqlType::Int2 => i16::try_from(v).is_ok(),
+        SqlType::Int4 => i32::try_from(v).is_ok(),
+        _ => true,
+    };
+    if ok {
+        Ok(v)
+    } else {
+        Err(QueryError::NumericOutOfRange(format!("value \"{v}\" is out of range for type {}", ty.pg_name())))
+    }
+}
+
+impl Datum {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Datum::Null)
+    }
+
+    /// Parses PostgreSQL's text form of a value of `ty`.
+    pub fn parse(ty: SqlType, s: &str) -> Result<Datum> {
+        use SqlType::*;
+        Ok(match ty {
+            Bool => match s.trim().to_ascii_lowercase().as_str() {
+                "t" | "true" | "yes" | "y" | "on" | "1" => Datum::Bool(true),
+                "f" | "false" | "no" | "n" | "off" | "0" => Datum::Bool(false),
+                _ => return Err(invalid(ty, s)),
+            },
+            Int2 | Int4 | Int8 => {
+                let t = s.trim();
+                match t.parse::<i64>() {
+                    Ok(v) => Datum::Int(int_range(ty, v)?),
+                    Err(_) if !t.is_empty() && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit()) => {
+                        return Err(QueryError::NumericOutOfRange(format!("value \"{t}\" is out of range for type {}", ty.pg_name())))
+                    }
+                    Err(_) => return Err(invalid(ty, s)),
+                }
+            }
+            Float4 | Float8 => Datum::Float(parse_float(s).ok_or_else(|| invalid(ty, s))?),
+            Numeric => {
+                let t = s.trim();
+                let d = Decimal::from_str(t).or_else(|_| Decimal::from_scientific(t)).map_err(|_| {
+                    if t.parse::<f64>().is_ok() && !t.contains(['i', 'I', 'n', 'N']) {
+                        out_of_range(ty)
+                    } else {
+                        invalid(ty, s)
+                    }
+                })?;
+                Datum::Numeric(d)
+            }
+            Text | Varchar | Unknown => Datum::Text(s.to_string()),
+            Json | Jsonb => Datum::Text(s.to_string()),
+            Bytea => Datum::Bytes(parse_bytea(s).ok_or_else(|| invalid(ty, s))?),
+            Timestamp | Timestamptz => Datum::Timestamp(parse_timestamp(s, ty == Timestamptz).ok_or_else(|| invalid(ty, s))?),
+            Date => {
+                let d = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| invalid(ty, s))?;
+                Datum::Date((d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days() as i32)
+            }
+            Uuid => Datum::Uuid(parse_uuid(s).ok_or_else(|| invalid(ty, s))?),
+        })
+    }
+
+    /// PostgreSQL's text form (what psql prints), `None` for NULL.
+    pub fn to_pg_text(&self, ty: SqlType) -> Option<String> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Bool(b) => if *b { "t" } else { "f" }.to_string(),
+            Datum::Int(i) => i.to_string(),
+            Datum::Float(f) => format_float(*f, ty == SqlType::Float4),
+            Datum::Text(s) => s.clone(),
+            Datum::Numeric(d) => d.to_string(),
+            Datum::Bytes(b) => {
+                let mut s = String::with_capacity(2 + b.len() * 2);
+                s.push_str("\\x");
+                for byte in b {
+                    s.push_str(&format!("{byte:02x}"));
+                }
+                s
+            }
+            Datum::Timestamp(us) => format_timestamp(*us, ty == SqlType::Timestamptz),
+            Datum::Date(d) => (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64)).format("%Y-%m-%d").to_string(),
+            Datum::Uuid(u) => {
+                let h = format!("{u:032x}");
+                format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+            }
+        })
+    }
+
+    /// Converts a value to `ty` as an assignment or explicit cast does.
+    pub fn cast(self, ty: SqlType) -> Result<Datum> {
+        use SqlType::*;
+        Ok(match (self, ty) {
+            (Datum::Null, _) => Datum::Null,
+            (d, Unknown) => d,
+            (Datum::Text(s), t) if !t.is_text() && t != Json && t != Jsonb => Datum::parse(t, &s)?,
+            (Datum::Text(s), _) => Datum::Text(s),
+            (Datum::Int(i), t) if t.is_integer() => Datum::Int(int_range(t, i)?),
+            (Datum::Int(i), Float4 | Float8) => Datum::Float(i as f64),
+            (Datum::Int(i), Numeric) => Datum::Numeric(Decimal::from(i)),
+            (Datum::Numeric(d), Numeric) => Datum::Numeric(d),
+            (Datum::Numeric(d), Float4 | Float8) => Datum::Float(d.to_string().parse().unwrap_or(f64::NAN)),
+            (Datum::Numeric(d), t) if t.is_integer() => {
+                let r = d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+                Datum::Int(int_range(t, r.to_string().parse::<i64>().map_err(|_| out_of_range(t))?)?)
+            }
+            (Datum::Int(i), Bool) => Datum::Bool(i != 0),
+            (Datum::Float(f), t) if t.is_integer() => {
+                let r = f.round_ties_even();
+                if !r.is_finite() || r < i64::MIN as f64 || r > i64::MAX as f64 {
+                    return Err(out_of_range(t));
+                }
+                Datum::Int(int_range(t, r as i64)?)
+            }
+            (Datum::Float(f), Float4 | Float8) => Datum::Float(if ty == Float4 { f as f32 as f64 } else { f }),
+            (Datum::Float(f), Numeric) => Datum::Numeric(Decimal::from_str(&f.to_string()).map_err(|_| out_of_range(Numeric))?),
+            (Datum::Bool(b), t) if t.is_integer() => Datum::Int(b as i64),
+            (Datum::Bool(b), Bool) => Datum::Bool(b),
+            (Datum::Bytes(b), Bytea) => Datum::Bytes(b),
+            (Datum::Timestamp(t), Timestamp | Timestamptz) => Datum::Timestamp(t),
+            (Datum::Timestamp(t), Date) => Datum::Date(t.div_euclid(86_400_000_000) as i32),
+            (Datum::Date(d), Date) => Datum::Date(d),
+            (Datum::Date(d), Timestamp | Timestamptz) => Datum::Timestamp(d as i64 * 86_400_000_000),
+            (Datum::Uuid(u), Uuid) => Datum::Uuid(u),
+            (d, t) if t.is_text() || t == Json || t == Jsonb => {
+                // Anything has a text form.
+                let from = d.natural_type();
+                Datum::Text(d.to_pg_text(from).unwrap_or_default())
+            }
+            (d, t) => {
+                return Err(QueryError::DatatypeMismatch(format!("cannot cast type {} to {}", d.natural_type().pg_name(), t.pg_name())))
+            }
+        })
+    }
+
+    /// The type a value has when nothing declared one.
+    pub fn natural_type(&self) -> SqlType {
+        match self {
+            Datum::Null => SqlType::Unknown,
+            Datum::Bool(_) => SqlType::Bool,
+            Datum::Int(_) => SqlType::Int8,
+            Datum::Float(_) => SqlType::Float8,
+            Datum::Text(_) => SqlType::Text,
+            Datum::Numeric(_) => SqlType::Numeric,
+            Datum::Bytes(_) => SqlType::Bytea,
+            Datum::Timestamp(_) => SqlType::Timestamp,
+            Datum::Date(_) => SqlType::Date,
+            Datum::Uuid(_) => SqlType::Uuid,
+        }
+    }
+
+    /// The engine value a column of type `ty` stores.
+    pub fn to_value(&self) -> Option<Value> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Bool(b) => Value::Boolean(*b),
+            Datum::Int(i) => Value::Integer(*i),
+            Datum::Float(f) => Value::Double(*f),
+            Datum::Text(s) => Value::String(s.clone()),
+            Datum::Numeric(d) => Value::String(d.to_string()),
+            Datum::Bytes(b) => Value::Binary(b.clone()),
+            Datum::Timestamp(t) => Value::Integer(*t),
+            Datum::Date(d) => Value::Integer(*d as i64),
+            Datum::Uuid(u) => Value::Binary(u.to_be_bytes().to_vec()),
+        })
+    }
+
+    /// Reads an engine value back as the declared type.
+    pub fn from_value(v: &Value, ty: SqlType) -> Result<Datum> {
+        use SqlType::*;
+        Ok(match (v, ty) {
+            (Value::Integer(i), Timestamp | Timestamptz) => Datum::Timestamp(*i),
+            (Value::Integer(i), Date) => Datum::Date(*i as i32),
+            (Value::Binary(b), Uuid) if b.len() == 16 => Datum::Uuid(u128::from_be_bytes(b.as_slice().try_into().unwrap())),
+            (Value::Boolean(b), _) => Datum::Bool(*b).cast(ty)?,
+            (Value::Integer(i), _) => Datum::Int(*i).cast(ty)?,
+            (Value::Double(f), _) => Datum::Float(*f).cast(ty)?,
+            (Value::String(s), _) => Datum::Text(s.clone()).cast(ty)?,
+            (Value::Binary(b), Bytea) => Datum::Bytes(b.clone()),
+            (Value::Binary(b), t) => Datum::Text(String::from_utf8_lossy(b).into_owned()).cast(t)?,
+        })
+    }
+
+    pub fn to_pk(&self, ty: SqlType) -> Option<PkValue> {
+        match (self, ty.pk_type()?) {
+            (Datum::Int(i), PkType::Integer) => Some(PkValue::Integer(*i)),
+            (Datum::Text(s), PkType::String) => Some(PkValue::String(s.clone())),
+            (Datum::Bytes(b), PkType::Binary) => Some(PkValue::Binary(b.clone())),
+            _ => None,
+        }
+    }
+
+    pub fn from_pk(v: &PkValue) -> Datum {
+        match v {
+            PkValue::Integer(i) => Datum::Int(*i),
+            PkValue::String(s) => Datum::Text(s.clone()),
+            PkValue::Binary(b) => Datum::Bytes(b.clone()),
+        }
+    }
+
+    /// SQL comparison; `None` when either side is NULL or the types do not compare.
+    pub fn sql_cmp(&self, other: &Datum) -> Option<std::cmp::Ordering> {
+        use Datum::*;
+        match (self, other) {
+            (Null, _) | (_, Null) => None,
+            (Bool(a), Bool(b)) => Some(a.cmp(b)),
+            (Int(a), Int(b)) => Some(a.cmp(b)),
+            (Float(a), Float(b)) => Some(a.total_cmp(b)),
+            (Int(a), Float(b)) => Some((*a as f64).total_cmp(b)),
+            (Float(a), Int(b)) => Some(a.total_cmp(&(*b as f64))),
+            (Text(a), Text(b)) => Some(a.cmp(b)),
+            (Numeric(a), Numeric(b)) => Some(a.cmp(b)),
+            (Numeric(a), Int(b)) => Some(a.cmp(&Decimal::from(*b))),
+            (Int(a), Numeric(b)) => Some(Decimal::from(*a).cmp(b)),
+            (Numeric(a), Float(b)) => a.to_string().parse::<f64>().ok().map(|a| a.total_cmp(b)),
+            (Float(a), Numeric(b)) => b.to_string().parse::<f64>().ok().map(|b| a.total_cmp(&b)),
+            (Bytes(a), Bytes(b)) => Some(a.cmp(b)),
+            (Timestamp(a), Timestamp(b)) => Some(a.cmp(b)),
+            (Date(a), Date(b)) => Some(a.cmp(b)),
+            (Timestamp(a), Date(b)) => Some(a.cmp(&(*b as i64 * 86_400_000_000))),
+            (Date(a), Timestamp(b)) => Some((*a as i64 * 86_400_000_000).cmp(b)),
+            (Uuid(a), Uuid(b)) => Some(a.cmp(b)),
+            _ => None,
+        }
+    }
+
+    /// Ordering for ORDER BY: NULLs last ascending (PostgreSQL's default).
+    pub fn sort_cmp(&self, other: &Datum) -> std::cmp::Ordering {
+        match (self.is_null(), other.is_null()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            _ => self.sql_cmp(other).unwrap_or(std::cmp::Ordering::Equal),
+        }
+    }
+}
+
+fn parse_float(s: &str) -> Option<f64> {
+    let t = s.trim();
+    match t.to_ascii_lowercase().as_str() {
+        "nan" => Some(f64::NAN),
+        "infinity" | "inf" | "+infinity" => Some(f64::INFINITY),
+        "-infinity" | "-inf" => Some(f64::NEG_INFINITY),
+        _ => t.parse::<f64>().ok().filter(|f| f.is_finite()),
+    }
+}
+
+/// PostgreSQL's shortest round-trip float output: fixed notation for exponents -4..15, else `1e+20`.
+pub fn format_float(f: f64, single: bool) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sci = if single { format!("{:e}", f as f32) } else { format!("{f:e}") };
+    let (mantissa, exp) = sci.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    let limit = if single { 6 } else { 15 };
+    if exp < -4 || exp >= limit {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else if single {
+        format!("{}", f as f32)
+    } else {
+        format!("{f}")
+    }
+}
+
+fn parse_bytea(s: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = s.strip_prefix("\\x") {
+        let hex: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if hex.len() % 2 != 0 {
+            return None;
+        }
+        return hex.chunks(2).map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok()).collect();
+    }
+    // Escape format: backslash-octal and doubled backslashes.
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else {
+                let oct = std::str::from_utf8(b.get(i + 1..i + 4)?).ok()?;
+                out.push(u8::from_str_radix(oct, 8).ok()?);
+                i += 4;
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {
+    let t = s.trim();
+    if tz {
+        for f in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f %#z"] {
+            if let Ok(d) = DateTime::parse_from_str(t, f) {
+                return Some(d.timestamp_micros());
+            }
+        }
+        if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+            return Some(d.timestamp_micros());
+        }
+    }
+    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+        if let Ok(d) = NaiveDateTime::parse_from_str(t, f) {
+            return Some(d.and_utc().timestamp_micros());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        return Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_micros());
+    }
+    // With an offset on a plain timestamp, PostgreSQL ignores the offset.
+    if !tz {
+        return parse_timestamp(s, true);
+    }
+    None
+}
+
+fn format_timestamp(us: i64, tz: bool) -> String {
+    let Some(dt) = Utc.timestamp_micros(us).single() else { return us.to_string() };
+    let mut s = dt.format("%Y-%m-%d %H:%M:%S").to_string();
+    let frac = us.rem_euclid(1_000_000);
+    if frac != 0 {
+        let f = format!(".{frac:06}");
+        s.push_str(f.trim_end_matches('0'));
+    }
+    if tz {
+        s.push_str("+00");
+    }
+    s
+}
+
+fn parse_uuid(s: &str) -> Option<u128> {
+    let hex: String = s.trim().trim_matches(['{', '}']).chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 {
+        return None;
+    }
+    u128::from_str_radix(&hex, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_text_matches_postgres() {
+        assert_eq!(format_float(1.5, false), "1.5");
+        assert_eq!(format_float(0.1, false), "0.1");
+        assert_eq!(format_float(1e20, false), "1e+20");
+        assert_eq!(format_float(1e-5, false), "1e-05");
+        assert_eq!(format_float(123456.0, false), "123456");
+        assert_eq!(format_float(f64::NAN, false), "NaN");
+    }
+
+    #[test]
+    fn parse_and_print() {
+        assert_eq!(Datum::parse(SqlType::Int4, "12").unwrap(), Datum::Int(12));
+        assert_eq!(Datum::parse(SqlType::Int4, "abc").unwrap_err().sqlstate(), "22P02");
+        assert_eq!(Datum::parse(SqlType::Int2, "70000").unwrap_err().sqlstate(), "22003");
+        let ts = Datum::parse(SqlType::Timestamp, "2016-07-20 00:00:00").unwrap();
+        assert_eq!(ts, Datum::Timestamp(1468972800000000));
+        assert_eq!(ts.to_pg_text(SqlType::Timestamp).unwrap(), "2016-07-20 00:00:00");
+        let u = Datum::parse(SqlType::Uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
+        assert_eq!(u.to_pg_text(SqlType::Uuid).unwrap(), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+        assert_eq!(Datum::parse(SqlType::Bytea, "\\x0aff").unwrap(), Datum::Bytes(vec![10, 255]));
+    }
+}

@@ -1,0 +1,14 @@
+//! Errors as PostgreSQL ErrorResponses: the SQLSTATE each error knows, its message and DETAIL.
+
+use pgwire::error::{ErrorInfo, PgWireError};
+use tabula_query::QueryError;
+
+pub fn error_info(e: &QueryError) -> ErrorInfo {
+    let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string());
+    info.detail = e.detail();
+    info
+}
+
+pub fn to_pgwire(e: QueryError) -> PgWireError {
+    PgWireError::UserError(Box::new(error_info(&e)))
+}

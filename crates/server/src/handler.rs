@@ -1,0 +1,370 @@
+//! Per-connection protocol handlers: startup, simple and extended query, cancel.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use async_trait::async_trait;
+use bytes::BytesMut;
+use futures::{stream, Sink};
+use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::cancel::CancelHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::startup::SecretKey;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tabula_query::session::{display_setting_name, REPORTED_SETTINGS};
+use tabula_query::{Database, Datum, Output, Prepared, QueryError, Session, SqlType};
+use tracing::{debug, info_span, warn};
+
+use crate::errors::{error_info, to_pgwire};
+use crate::wire;
+
+/// State all connections share.
+pub struct Shared {
+    pub db: Arc<Database>,
+    /// Running statements' cancel flags by backend pid, with the secret a cancel request must match.
+    cancels: Mutex<HashMap<i32, (SecretKey, Arc<AtomicBool>)>>,
+    pids: RandomPidSecretKeyGenerator,
+    pub slow_statement_ms: u64,
+    next_conn: AtomicI32,
+}
+
+impl Shared {
+    pub fn new(db: Arc<Database>, slow_statement_ms: u64) -> Arc<Shared> {
+        Arc::new(Shared { db, cancels: Mutex::new(HashMap::new()), pids: RandomPidSecretKeyGenerator::default(), slow_statement_ms, next_conn: AtomicI32::new(1) })
+    }
+}
+
+/// The handlers of one connection; the session lives here.
+pub struct Connection {
+    shared: Arc<Shared>,
+    session: Mutex<Option<Session>>,
+    cancel: Arc<AtomicBool>,
+    pid: OnceLock<i32>,
+    pub id: i32,
+}
+
+impl Connection {
+    pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Connection { shared, session: Mutex::new(None), cancel: Arc::new(AtomicBool::new(false)), pid: OnceLock::new(), id })
+    }
+
+    /// Runs `f` on the session, creating it on first use with the client's user and database.
+    fn with_session<C: ClientInfo, T>(&self, client: &C, f: impl FnOnce(&mut Session) -> T) -> T {
+        let mut guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let session = guard.get_or_insert_with(|| {
+            let user = client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into());
+            let database = client.metadata().get("database").cloned().unwrap_or_else(|| "tabula".into());
+            let mut s = self.shared.db.session(&user, &database);
+            s.interrupt.cancelled = self.cancel.clone();
+            s
+        });
+        self.cancel.store(false, Ordering::SeqCst);
+        // Statements run on this worker; let the runtime move other connections elsewhere meanwhile.
+        tokio::task::block_in_place(|| f(session))
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.get() {
+            self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(pid);
+        }
+    }
+}
+
+struct Params {
+    user: String,
+    application_name: String,
+}
+
+impl ServerParameterProvider for Params {
+    fn server_parameters<C: ClientInfo>(&self, _client: &C) -> Option<HashMap<String, String>> {
+        let mut m = HashMap::new();
+        for (k, v) in [
+            ("server_version", tabula_query::expr::SERVER_VERSION),
+            ("server_encoding", "UTF8"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("TimeZone", "UTC"),
+            ("IntervalStyle", "postgres"),
+            ("integer_datetimes", "on"),
+            ("standard_conforming_strings", "on"),
+            ("is_superuser", "on"),
+            ("in_hot_standby", "off"),
+            ("default_transaction_read_only", "off"),
+            ("search_path", "\"$user\", public"),
+        ] {
+            m.insert(k.to_string(), v.to_string());
+        }
+        m.insert("session_authorization".into(), self.user.clone());
+        m.insert("application_name".into(), self.application_name.clone());
+        Some(m)
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // Trust authentication: any user name is accepted (the server listens on loopback by default).
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let (pid, key) = self.shared.pids.generate(client);
+            client.set_pid_and_secret_key(pid, key.clone());
+            let _ = self.pid.set(pid);
+            self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(pid, (key, self.cancel.clone()));
+            let params = Params {
+                user: client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into()),
+                application_name: client.metadata().get("application_name").cloned().unwrap_or_default(),
+            };
+            finish_authentication(client, &params).await?;
+        }
+        Ok(())
+    }
+}
+
+pub struct Canceller {
+    pub shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl CancelHandler for Canceller {
+    async fn on_cancel_request(&self, req: CancelRequest) {
+        let cancels = self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner());
+        match cancels.get(&req.pid) {
+            Some((key, flag)) if *key == req.secret_key => flag.store(true, Ordering::SeqCst),
+            _ => debug!(pid = req.pid, "cancel request for an unknown backend ignored"),
+        }
+    }
+}
+
+fn command_tag(tag: &str) -> Tag {
+    Tag::new(tag)
+}
+
+/// A query response: rows with their RowDescription, tagged like PostgreSQL (the row count is appended
+/// by the protocol layer).
+fn rows_response(columns: &[tabula_query::OutputColumn], rows: Vec<Vec<Datum>>, tag: &str, format: Option<&Format>) -> PgWireResult<Response> {
+    let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
+    let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+    let mut buf = BytesMut::with_capacity(256);
+    let encoded: Vec<PgWireResult<_>> = rows.iter().map(|r| wire::encode_row(r, &fields, &types, &mut buf).map_err(to_pgwire)).collect();
+    let mut resp = QueryResponse::new(fields, stream::iter(encoded));
+    // "SELECT 3" -> "SELECT", "INSERT 0 3" -> "INSERT 0": the count is added when the rows are sent.
+    let base = match tag.rsplit_once(' ') {
+        Some((head, n)) if n.parse::<u64>().is_ok() => head,
+        _ => tag,
+    };
+    resp.set_command_tag(base);
+    Ok(Response::Query(resp))
+}
+
+fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
+    Ok(match out {
+        Output::Rows { columns, rows, tag } => rows_response(&columns, rows, &tag, format)?,
+        Output::Command { tag } => match tag.as_str() {
+            "BEGIN" => Response::TransactionStart(command_tag(&tag)),
+            "COMMIT" | "ROLLBACK" => Response::TransactionEnd(command_tag(&tag)),
+            _ => Response::Execution(command_tag(&tag)),
+        },
+        Output::Set { tag, .. } => Response::Execution(command_tag(&tag)),
+        Output::Empty => Response::EmptyQuery,
+    })
+}
+
+impl Connection {
+    fn log_slow(&self, sql: &str, started: std::time::Instant) {
+        let ms = started.elapsed().as_millis() as u64;
+        if self.shared.slow_statement_ms > 0 && ms >= self.shared.slow_statement_ms {
+            let plan = tabula_query::session::parse(&format!("EXPLAIN {sql}")).ok().map(|_| ()).is_some();
+            warn!(conn = self.id, ms, sql, explainable = plan, "slow statement");
+        }
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let span = info_span!("statement", conn = self.id, protocol = "simple");
+        let _e = span.enter();
+        let started = std::time::Instant::now();
+        let (results, reported) = self.with_session(client, |s| {
+            let r = s.execute_sql(query);
+            let reported: Vec<(String, String)> = REPORTED_SETTINGS
+                .iter()
+                .filter_map(|k| s.setting(k).map(|v| (display_setting_name(k).to_string(), v.to_string())))
+                .collect();
+            (r, reported)
+        });
+        self.log_slow(query, started);
+        let mut out = Vec::new();
+        for r in results {
+            match r {
+                Ok(Output::Set { name, value, tag }) => {
+                    report_parameter(client, &name, &value, &reported).await?;
+                    out.push(Response::Execution(command_tag(&tag)));
+                }
+                Ok(o) => out.push(to_response(o, None)?),
+                Err(e) => {
+                    debug!(error = %e, code = e.sqlstate(), "statement failed");
+                    out.push(Response::Error(Box::new(error_info(&e))));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+async fn report_parameter<C>(client: &mut C, name: &str, value: &str, _all: &[(String, String)]) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::SinkExt;
+    client
+        .feed(PgWireBackendMessage::ParameterStatus(pgwire::messages::startup::ParameterStatus::new(name.to_string(), value.to_string())))
+        .await?;
+    Ok(())
+}
+
+/// Parses statements for the extended protocol; needs the connection's session for its transaction state.
+pub struct StatementParser {
+    conn: std::sync::Weak<Connection>,
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(&self, client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let conn = self.conn.upgrade().ok_or_else(|| PgWireError::IoError(std::io::Error::other("connection closed")))?;
+        let types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(wire::sql_type)).collect();
+        let p = conn.with_session(client, |s| s.prepare(sql, &types)).map_err(to_pgwire)?;
+        if p.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(p)))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_types.iter().map(|t| wire::pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(wire::fields(&stmt.columns, format))
+    }
+}
+
+pub struct Extended {
+    conn: Arc<Connection>,
+    parser: Arc<StatementParser>,
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Extended {
+    type Statement = Arc<Prepared>;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let span = info_span!("statement", conn = self.conn.id, protocol = "extended");
+        let _e = span.enter();
+        let prepared = &portal.statement.statement;
+        let started = std::time::Instant::now();
+        let mut params = Vec::with_capacity(portal.parameter_len());
+        for (i, raw) in portal.parameters.iter().enumerate() {
+            // The type the client declared at Parse, else the one the planner inferred.
+            let ty = portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .and_then(|t| wire::sql_type(&t))
+                .or_else(|| prepared.param_types.get(i).copied())
+                .unwrap_or(SqlType::Text);
+            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
+        }
+        let result = self.conn.with_session(client, |s| s.execute(prepared, &params));
+        self.conn.log_slow(&prepared.sql, started);
+        match result {
+            Ok(Output::Set { name, value, tag }) => {
+                report_parameter(client, &name, &value, &[]).await?;
+                Ok(Response::Execution(command_tag(&tag)))
+            }
+            Ok(o) => to_response(o, Some(&portal.result_column_format)),
+            Err(e) => {
+                debug!(error = %e, code = e.sqlstate(), "statement failed");
+                Ok(Response::Error(Box::new(error_info(&e))))
+            }
+        }
+    }
+}
+
+/// Everything pgwire asks for, for one connection.
+pub struct Handlers {
+    pub conn: Arc<Connection>,
+    extended: Arc<Extended>,
+    canceller: Arc<Canceller>,
+}
+
+impl Handlers {
+    pub fn new(shared: Arc<Shared>) -> Handlers {
+        let conn = Connection::new(shared.clone());
+        let parser = Arc::new(StatementParser { conn: Arc::downgrade(&conn) });
+        Handlers { extended: Arc::new(Extended { conn: conn.clone(), parser }), canceller: Arc::new(Canceller { shared }), conn }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.conn.clone()
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.extended.clone()
+    }
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.conn.clone()
+    }
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.canceller.clone()
+    }
+}
+
+#[allow(dead_code)]
+fn _assert(e: QueryError) -> PgWireError {
+    to_pgwire(e)
+}

@@ -1,0 +1,107 @@
+//! The `tabula` binary: `tabula` alone serves an embedded store in `./tabula-data` on 127.0.0.1:5432.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use serde::Deserialize;
+use tabula_server::{start, ServerConfig};
+use tabula_store::Durability;
+
+#[derive(Parser, Debug)]
+#[command(name = "tabula", version, about = "Tabula: a PostgreSQL-compatible wide-column database on RocksDB")]
+struct Cli {
+    /// Directory of the embedded store [default: ./tabula-data]
+    #[arg(long, env = "TABULA_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:5432]
+    #[arg(long, env = "TABULA_LISTEN")]
+    listen: Option<String>,
+    /// Commit durability: `sync` (fsync every commit) or `group` (fsync every few milliseconds)
+    #[arg(long, env = "TABULA_DURABILITY")]
+    durability: Option<String>,
+    /// Most simultaneous connections [default: 100]
+    #[arg(long, env = "TABULA_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Log statements slower than this many milliseconds (0: never) [default: 1000]
+    #[arg(long, env = "TABULA_SLOW_STATEMENT_MS")]
+    slow_statement_ms: Option<u64>,
+    /// Log level: error, warn, info, debug, trace [default: info]
+    #[arg(long, env = "TABULA_LOG")]
+    log_level: Option<String>,
+    /// A TOML file with any of the settings above (flags and environment win)
+    #[arg(long, env = "TABULA_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    data_dir: Option<PathBuf>,
+    listen: Option<String>,
+    durability: Option<String>,
+    max_connections: Option<usize>,
+    slow_statement_ms: Option<u64>,
+    log_level: Option<String>,
+}
+
+fn durability(s: &str) -> anyhow::Result<Durability> {
+    match s {
+        "sync" => Ok(Durability::Sync),
+        "group" => Ok(Durability::Group { interval: Duration::from_millis(5) }),
+        other => anyhow::bail!("unknown durability \"{other}\": use sync or group"),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("tabula: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let file: FileConfig = match &cli.config {
+        Some(p) => toml::from_str(&std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?)
+            .with_context(|| format!("bad configuration file {}", p.display()))?,
+        None => FileConfig::default(),
+    };
+    let level = cli.log_level.or(file.log_level).unwrap_or_else(|| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(format!("tabula={level},tabula_server={level},tabula_query={level},tabula_store={level}")).context("bad log level")?)
+        .with_writer(std::io::stderr)
+        .init();
+    let defaults = ServerConfig::default();
+    let config = ServerConfig {
+        data_dir: cli.data_dir.or(file.data_dir).unwrap_or(defaults.data_dir),
+        listen: cli.listen.or(file.listen).unwrap_or(defaults.listen),
+        durability: durability(cli.durability.or(file.durability).as_deref().unwrap_or("sync"))?,
+        max_connections: cli.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
+        slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
+        block_cache_bytes: defaults.block_cache_bytes,
+    };
+    let server = start(config.clone()).await?;
+    let addr = server.addr;
+    println!("Tabula {} serving {} on {addr}", env!("CARGO_PKG_VERSION"), config.data_dir.display());
+    println!("Connect with: psql -h {} -p {} -U tabula tabula", addr.ip(), addr.port());
+    shutdown_signal().await;
+    eprintln!("tabula: shutting down");
+    server.shutdown().await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("install SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

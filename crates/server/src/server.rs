@@ -1,0 +1,163 @@
+//! The listener: accepts connections, enforces limits, shuts down gracefully.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::{ClientInfo, PgWireServerHandlers};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tabula_query::Database;
+use tabula_store::{Durability, Store, StoreConfig};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use crate::handler::{Handlers, Shared};
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    pub listen: String,
+    pub durability: Durability,
+    pub max_connections: usize,
+    /// Statements slower than this are logged with their text (0: never).
+    pub slow_statement_ms: u64,
+    pub block_cache_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("tabula-data"),
+            listen: "127.0.0.1:5432".into(),
+            durability: Durability::Sync,
+            max_connections: 100,
+            slow_statement_ms: 1000,
+            block_cache_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A server started in the background (tests, embedding).
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, lets connections finish (up to a grace period), closes the store.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        self.task.await.map_err(|e| anyhow!("server task failed: {e}"))?
+    }
+}
+
+/// Opens the store and binds the listener; serving starts in a background task.
+pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
+    let store_config = StoreConfig { durability: config.durability, block_cache_bytes: config.block_cache_bytes, ..StoreConfig::default() };
+    let store = Store::open(&config.data_dir, store_config).map_err(|e| anyhow!("{e}"))?;
+    let listener = TcpListener::bind(&config.listen).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            anyhow!("cannot listen on {}: the address is already in use (is another server running? choose another with --listen)", config.listen)
+        } else {
+            anyhow!("cannot listen on {}: {e}", config.listen)
+        }
+    })?;
+    let addr = listener.local_addr().context("local address")?;
+    let db = Database::new(Arc::new(store));
+    let shared = Shared::new(db, config.slow_statement_ms);
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(serve(listener, shared, config, stopped));
+    Ok(RunningServer { addr, stop, task })
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, config: ServerConfig, mut stopped: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (socket, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let _ = socket.set_nodelay(true);
+                let n = active.fetch_add(1, Ordering::SeqCst) + 1;
+                let active = active.clone();
+                if n > config.max_connections {
+                    conns.spawn(async move {
+                        let _ = pgwire::tokio::process_socket(socket, None, TooManyClients).await;
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                    continue;
+                }
+                let handlers = Handlers::new(shared.clone());
+                let id = handlers.conn.id;
+                conns.spawn(async move {
+                    let span = tracing::info_span!("connection", conn = id, %peer);
+                    let _e = span.enter();
+                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                    active.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            _ = stopped.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    info!("shutting down: no new connections; waiting for open ones");
+    drop(listener);
+    let grace = tokio::time::sleep(Duration::from_secs(5));
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            next = conns.join_next() => if next.is_none() { break },
+            _ = &mut grace => {
+                warn!(open = conns.len(), "closing connections still open after the grace period");
+                conns.abort_all();
+                while conns.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+    // Dropping the last handle closes the store: statistics persisted, log flushed.
+    drop(shared);
+    info!("stopped");
+    Ok(())
+}
+
+/// Answers a connection over the limit with 53300, as PostgreSQL does.
+struct TooManyClients;
+
+#[async_trait]
+impl StartupHandler for TooManyClients {
+    async fn on_startup<C>(&self, client: &mut C, _message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let info = ErrorInfo::new("FATAL".into(), "53300".into(), "sorry, too many clients already".into());
+        client.send(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+        Err(PgWireError::IoError(std::io::Error::other("too many clients")))
+    }
+}
+
+impl PgWireServerHandlers for TooManyClients {
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::new(TooManyClients)
+    }
+}

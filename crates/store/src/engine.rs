@@ -1,0 +1,1150 @@
+//! The engine: tables, rows, versions, conditions, increments, ranges, partitions and transactions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::catalog::{self, TableDef, TableOptions};
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, StoreError};
+use crate::keys;
+use crate::kv::{Kv, KvTxn, RawIter, Source};
+use crate::ops::*;
+use crate::partition::{self, Partition, PartitionInfo};
+use crate::row::{self, StoredRow, VersionRules};
+use crate::value::{validate_name, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
+
+/// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
+/// also survives the machine losing power at once, `Group` within `interval`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Durability {
+    /// fsync the write-ahead log before every commit returns (concurrent commits share one fsync).
+    Sync,
+    /// Commits return once in the OS; a background thread fsyncs the log every `interval`.
+    Group { interval: Duration },
+}
+
+#[derive(Clone)]
+pub struct StoreConfig {
+    pub durability: Durability,
+    pub clock: Arc<dyn Clock>,
+    /// A partition larger than this splits.
+    pub split_bytes: i64,
+    /// A partition taking more writes per second than this splits.
+    pub split_write_rate: f64,
+    /// Two neighbours smaller than this together, and idle, merge.
+    pub merge_bytes: i64,
+    /// Operations per second below which a partition counts as idle.
+    pub idle_rate: f64,
+    /// How often the maintenance thread looks at partitions (`None`: only when asked).
+    pub maintenance_interval: Option<Duration>,
+    pub block_cache_bytes: usize,
+    /// Default byte budget of one `get_range` call.
+    pub scan_budget_bytes: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            durability: Durability::Sync,
+            clock: Arc::new(SystemClock),
+            split_bytes: 256 << 20,
+            split_write_rate: 20_000.0,
+            merge_bytes: 32 << 20,
+            idle_rate: 10.0,
+            maintenance_interval: Some(Duration::from_secs(1)),
+            block_cache_bytes: 256 << 20,
+            scan_budget_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A table as the engine holds it in memory.
+pub(crate) struct Table {
+    pub id: u32,
+    pub def: RwLock<TableDef>,
+    pub pk_types: Vec<PkType>,
+    pub partition_key_len: usize,
+    pub buckets: u16,
+    pub partitions: RwLock<Vec<Arc<Partition>>>,
+    pub next_partition_id: AtomicU64,
+}
+
+impl Table {
+    /// Bytes before the primary-key columns: table id and the hash bucket, if any.
+    fn prefix_len(&self) -> usize {
+        if self.buckets > 0 {
+            5
+        } else {
+            4
+        }
+    }
+
+    fn rules(&self) -> VersionRules {
+        self.def.read().options.rules()
+    }
+
+    fn check_pk(&self, pk: &[PkValue]) -> Result<()> {
+        let def = self.def.read();
+        if pk.len() != def.primary_key.len() {
+            return Err(StoreError::PrimaryKeyArity { expected: def.primary_key.len(), got: pk.len() });
+        }
+        for (v, col) in pk.iter().zip(&def.primary_key) {
+            if v.pk_type() != col.ty {
+                return Err(StoreError::PrimaryKeyType { column: col.name.clone(), expected: col.ty.name(), got: v.pk_type().name() });
+            }
+            let len = match v {
+                PkValue::String(s) => s.len(),
+                PkValue::Binary(b) => b.len(),
+                PkValue::Integer(_) => 8,
+            };
+            if len > MAX_PK_VALUE_BYTES {
+                return Err(StoreError::PrimaryKeyTooLong { column: col.name.clone(), len });
+            }
+        }
+        Ok(())
+    }
+
+    /// The data key of a row: `table_id [bucket] pk`.
+    fn key(&self, pk: &[PkValue]) -> Result<Vec<u8>> {
+        self.check_pk(pk)?;
+        let mut k = Vec::with_capacity(32);
+        k.extend_from_slice(&keys::table_prefix(self.id));
+        if self.buckets > 0 {
+            let mut pkey = Vec::with_capacity(16);
+            keys::encode_pk(&mut pkey, &pk[..self.partition_key_len]);
+            k.push(keys::bucket(&pkey, self.buckets));
+        }
+        keys::encode_pk(&mut k, pk);
+        Ok(k)
+    }
+
+    fn decode_pk(&self, key: &[u8]) -> Result<Vec<PkValue>> {
+        keys::decode_pk(&key[self.prefix_len()..], &self.pk_types)
+    }
+
+    fn partition_of(&self, key: &[u8]) -> Arc<Partition> {
+        partition::locate(&self.partitions.read(), key).clone()
+    }
+
+    /// The key prefix that identifies the partition-key value of a data key.
+    fn partition_key_prefix<'k>(&self, key: &'k [u8]) -> Result<&'k [u8]> {
+        let p = self.prefix_len();
+        Ok(&key[..p + keys::prefix_len(&key[p..], &self.pk_types, self.partition_key_len)?])
+    }
+
+    fn bucket_prefixes(&self) -> Vec<Vec<u8>> {
+        let base = keys::table_prefix(self.id).to_vec();
+        if self.buckets == 0 {
+            return vec![base];
+        }
+        (0..self.buckets)
+            .map(|b| {
+                let mut p = base.clone();
+                p.push(b as u8);
+                p
+            })
+            .collect()
+    }
+}
+
+/// Statistics changes of a write, applied once its transaction commits.
+struct Delta {
+    partition: Arc<Partition>,
+    bytes: i64,
+    rows: i64,
+}
+
+pub(crate) struct Inner {
+    kv: Kv,
+    config: StoreConfig,
+    tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// What compaction needs to know of each table.
+    rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
+    ddl: Mutex<()>,
+    stripes: Vec<Mutex<()>>,
+    stop: AtomicBool,
+}
+
+/// The storage engine. Cheap to share: clone the `Arc` it lives in.
+pub struct Store {
+    inner: Arc<Inner>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let _ = self.inner.persist_partitions();
+        let _ = self.inner.kv.flush_wal();
+    }
+}
+
+/// The compaction filter: drops versions beyond `max_versions`, expired versions, rows nothing of which
+/// is visible any more, and rows of dropped tables.
+struct CompactionFilterFactory {
+    rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
+    clock: Arc<dyn Clock>,
+}
+
+struct CompactionFilter {
+    rules: HashMap<u32, VersionRules>,
+    now_ms: i64,
+    buf: Vec<u8>,
+}
+
+impl rocksdb::compaction_filter::CompactionFilter for CompactionFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> rocksdb::CompactionDecision {
+        use rocksdb::CompactionDecision as D;
+        let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return D::Keep };
+        let Some(rules) = self.rules.get(&id) else { return D::Remove };
+        match row::compact(value, *rules, self.now_ms) {
+            row::Compacted::Keep => D::Keep,
+            row::Compacted::Remove => D::Remove,
+            row::Compacted::Change(v) => {
+                self.buf = v;
+                // SAFETY: RocksDB copies the new value before calling the filter again, and `buf` lives
+                // until then; the 'static is only what the binding's signature asks for.
+                D::Change(unsafe { std::mem::transmute::<&[u8], &'static [u8]>(self.buf.as_slice()) })
+            }
+        }
+    }
+    fn name(&self) -> &std::ffi::CStr {
+        c"tabula-versions"
+    }
+}
+
+impl rocksdb::compaction_filter_factory::CompactionFilterFactory for CompactionFilterFactory {
+    type Filter = CompactionFilter;
+    fn create(&mut self, _: rocksdb::compaction_filter_factory::CompactionFilterContext) -> CompactionFilter {
+        CompactionFilter { rules: self.rules.read().clone(), now_ms: self.clock.now_ms(), buf: Vec::new() }
+    }
+    fn name(&self) -> &std::ffi::CStr {
+        c"tabula-versions-factory"
+    }
+}
+
+impl Store {
+    /// Opens (or creates) a store in `path`, restoring its catalog.
+    pub fn open(path: impl AsRef<Path>, config: StoreConfig) -> Result<Store> {
+        let path = path.as_ref();
+        std::fs::create_dir_all(path).map_err(|e| StoreError::Storage(format!("cannot create data directory {}: {e}", path.display())))?;
+        let rules = Arc::new(RwLock::new(HashMap::new()));
+        let factory = CompactionFilterFactory { rules: rules.clone(), clock: config.clock.clone() };
+        let sync = config.durability == Durability::Sync;
+        let kv = Kv::open(path, config.block_cache_bytes, sync, |o| o.set_compaction_filter_factory(factory))?;
+        let inner = Arc::new(Inner {
+            kv,
+            config,
+            tables: RwLock::new(HashMap::new()),
+            rules,
+            ddl: Mutex::new(()),
+            stripes: (0..256).map(|_| Mutex::new(())).collect(),
+            stop: AtomicBool::new(false),
+        });
+        inner.load_catalog()?;
+        let mut threads = Vec::new();
+        if let Some(every) = inner.config.maintenance_interval {
+            let weak = Arc::downgrade(&inner);
+            threads.push(spawn_loop("tabula-partitions", weak, every, |i| {
+                let _ = i.maintain();
+            }));
+        }
+        if let Durability::Group { interval } = inner.config.durability {
+            let weak = Arc::downgrade(&inner);
+            threads.push(spawn_loop("tabula-group-commit", weak, interval, |i| {
+                let _ = i.kv.flush_wal();
+            }));
+        }
+        Ok(Store { inner, threads })
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.config.clock
+    }
+
+    // ---- catalog ----
+
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        self.inner.create_table(def)
+    }
+
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_table(name)
+    }
+
+    /// Removes every row; the table, its options and its auto-increment counters stay.
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.inner.truncate_table(name)
+    }
+
+    pub fn table(&self, name: &str) -> Result<TableDef> {
+        Ok(self.inner.table(name)?.def.read().clone())
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.tables.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Changes options; effective on the next read. `hash_prefix` is fixed at creation.
+    pub fn set_options(&self, name: &str, options: TableOptions) -> Result<()> {
+        self.inner.alter(name, |def| {
+            if options.hash_prefix != def.options.hash_prefix {
+                return Err(StoreError::InvalidOption("hash_prefix cannot change after a table is created".into()));
+            }
+            options.validate()?;
+            def.options = options;
+            Ok(())
+        })
+    }
+
+    /// Replaces the SQL layer's metadata of a table.
+    pub fn set_user_meta(&self, name: &str, meta: Vec<u8>) -> Result<()> {
+        self.inner.alter(name, |def| {
+            def.user_meta = meta;
+            Ok(())
+        })
+    }
+
+    pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
+        Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
+    }
+
+    /// Decodes a partition bound into primary-key bounds (for display); `None` for hash-prefixed tables.
+    pub fn partition_bound(&self, name: &str, key: &[u8]) -> Result<Option<Vec<PkValue>>> {
+        let t = self.inner.table(name)?;
+        if t.buckets > 0 || key.len() <= 4 || key[..4] != keys::table_prefix(t.id) {
+            return Ok(None);
+        }
+        Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
+    }
+
+    /// The table's largest partition-key values by stored bytes (seed 004's 10 GB guideline), largest first.
+    /// Scans the table.
+    pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
+        let t = self.inner.table(name)?;
+        let mut sizes: HashMap<Vec<u8>, u64> = HashMap::new();
+        let src = Source::Db(&self.inner.kv.db);
+        let mut it = src.iter(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec());
+        it.seek_to_first();
+        while it.valid() {
+            let key = it.key();
+            let p = t.partition_key_prefix(key)?;
+            *sizes.entry(p.to_vec()).or_default() += (key.len() + it.value().len()) as u64;
+            it.advance(false);
+        }
+        it.status()?;
+        let mut v: Vec<_> = sizes
+            .into_iter()
+            .map(|(k, s)| Ok((keys::decode_pk(&k[t.prefix_len()..], &t.pk_types[..t.partition_key_len])?, s)))
+            .collect::<Result<_>>()?;
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        Ok(v)
+    }
+
+    /// Runs one round of partition maintenance now (statistics, splits, merges).
+    pub fn run_maintenance(&self) -> Result<()> {
+        self.inner.maintain()
+    }
+
+    /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.kv.compact_all()
+    }
+
+    /// Stored versions of a row as they are on disk, visible or not (for tests and diagnostics).
+    pub fn raw_row(&self, table: &str, pk: &[PkValue]) -> Result<Option<StoredRow>> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.kv.db.get(&key)?.map(|v| StoredRow::decode(&v)).transpose()
+    }
+
+    /// Starts a transaction: snapshot reads, read-your-writes, atomic commit, write-conflict detection.
+    pub fn begin(&self) -> Txn {
+        let txn = self.inner.kv.begin(true);
+        // SAFETY: the transaction borrows the database inside `inner`; `Txn` holds an `Arc` of it and
+        // drops the transaction first (field order).
+        let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
+        Txn { txn: Some(txn), deltas: RefCell::new(Vec::new()), inner: self.inner.clone() }
+    }
+
+    /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
+    /// then names the failing row and nothing is written); otherwise each row succeeds or fails alone.
+    pub fn batch_write(&self, table: &str, writes: &[RowWrite]) -> Result<Vec<Result<WriteOutcome>>> {
+        let t = self.inner.table(table)?;
+        let same_partition = {
+            let mut first: Option<Vec<PkValue>> = None;
+            writes.iter().all(|w| {
+                let pk: Vec<Option<PkValue>> = match w {
+                    RowWrite::Put { pk, .. } => pk.clone(),
+                    RowWrite::Update { pk, .. } | RowWrite::Delete { pk, .. } => pk.iter().cloned().map(Some).collect(),
+                };
+                let Some(pkey) = pk.get(..t.partition_key_len).and_then(|p| p.iter().cloned().collect::<Option<Vec<_>>>()) else {
+                    return false;
+                };
+                match &first {
+                    None => {
+                        first = Some(pkey);
+                        true
+                    }
+                    Some(f) => *f == pkey,
+                }
+            })
+        };
+        if same_partition {
+            let outcomes = self.inner.autocommit(&[], |ctx| {
+                writes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| {
+                        ctx.row_write(&t, w).map_err(|e| match e {
+                            StoreError::Conflict => e,
+                            e => StoreError::ConditionFailed(format!("row {i} of the batch failed, nothing was written: {e}")).with_source(e),
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            Ok(outcomes.into_iter().map(Ok).collect())
+        } else {
+            Ok(writes.iter().map(|w| self.inner.autocommit(&[], |ctx| ctx.row_write(&t, w))).collect())
+        }
+    }
+}
+
+impl StoreError {
+    /// Keeps the original error's kind when it carries more meaning than the wrapper.
+    fn with_source(self, source: StoreError) -> StoreError {
+        match source {
+            StoreError::ConditionFailed(_) => self,
+            other => other,
+        }
+    }
+}
+
+fn spawn_loop(name: &str, weak: Weak<Inner>, every: Duration, f: fn(&Inner)) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || loop {
+            std::thread::park_timeout(every);
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            f(&inner);
+        })
+        .expect("spawn maintenance thread")
+}
+
+/// The operations of the engine, offered alike by the store (each call commits on its own) and by a
+/// transaction.
+pub trait Access {
+    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>>;
+    /// One multi-get; results in the order of `pks`.
+    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>>;
+    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult>;
+    /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome>;
+}
+
+impl Access for Store {
+    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+        let t = self.inner.table(table)?;
+        self.inner.get_row(Source::Db(&self.inner.kv.db), &t, pk, read)
+    }
+    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+        let t = self.inner.table(table)?;
+        self.inner.batch_get(Source::Db(&self.inner.kv.db), &t, pks, read)
+    }
+    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let t = self.inner.table(table)?;
+        self.inner.get_range(Source::Db(&self.inner.kv.db), &t, req)
+    }
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let lock = pk.iter().cloned().collect::<Option<Vec<_>>>().map(|pk| t.key(&pk)).transpose()?;
+        self.inner.autocommit(lock.as_slice(), |ctx| ctx.put_row(&t, pk, cells, cond))
+    }
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.autocommit(&[key], |ctx| ctx.update_row(&t, pk, ops, cond))
+    }
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.autocommit(&[key], |ctx| ctx.delete_row(&t, pk, cond))
+    }
+}
+
+/// A transaction of the SQL layer. Dropped without `commit`, it rolls back.
+pub struct Txn {
+    // Declared before `inner`: dropped before the database it borrows.
+    txn: Option<KvTxn>,
+    deltas: RefCell<Vec<Delta>>,
+    inner: Arc<Inner>,
+}
+
+impl Txn {
+    fn kv(&self) -> &KvTxn {
+        self.txn.as_ref().expect("transaction is open until commit or rollback")
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
+        let mut ctx = WriteCtx { inner: &self.inner, txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
+        let r = f(&mut ctx)?;
+        self.deltas.borrow_mut().extend(ctx.deltas);
+        Ok(r)
+    }
+
+    /// Marks a point the transaction can return to (a statement's start).
+    pub fn savepoint(&self) {
+        self.kv().set_savepoint();
+    }
+
+    /// Undoes everything since the last savepoint (a failed statement).
+    pub fn rollback_to_savepoint(&self) -> Result<()> {
+        Ok(self.kv().rollback_to_savepoint()?)
+    }
+
+    /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.
+    pub fn commit(mut self) -> Result<()> {
+        let txn = self.txn.take().expect("open transaction");
+        txn.commit()?;
+        for d in self.deltas.take() {
+            d.partition.add(d.bytes, d.rows);
+        }
+        Ok(())
+    }
+
+    pub fn rollback(mut self) -> Result<()> {
+        let txn = self.txn.take().expect("open transaction");
+        Ok(txn.rollback()?)
+    }
+}
+
+impl Access for Txn {
+    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+        let t = self.inner.table(table)?;
+        self.inner.get_row(Source::Txn(self.kv()), &t, pk, read)
+    }
+    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+        let t = self.inner.table(table)?;
+        self.inner.batch_get(Source::Txn(self.kv()), &t, pks, read)
+    }
+    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let t = self.inner.table(table)?;
+        self.inner.get_range(Source::Txn(self.kv()), &t, req)
+    }
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
+    }
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.update_row(&t, pk, ops, cond))
+    }
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.delete_row(&t, pk, cond))
+    }
+}
+
+impl Inner {
+    fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.tables.read().get(name).cloned().ok_or_else(|| StoreError::UnknownTable(name.to_string()))
+    }
+
+    fn load_catalog(&self) -> Result<()> {
+        for (_, v) in self.kv.meta_scan(b"t")? {
+            let (id, def) = TableDef::decode(&v)?;
+            let (next_pid, parts) = match self.kv.meta_get(&catalog::partitions_key(id))? {
+                Some(p) => partition::decode_all(&p)?,
+                None => (2, vec![Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0)]),
+            };
+            self.install(id, def, parts, next_pid);
+        }
+        Ok(())
+    }
+
+    fn install(&self, id: u32, def: TableDef, parts: Vec<Partition>, next_pid: u64) {
+        let table = Table {
+            id,
+            pk_types: def.primary_key.iter().map(|c| c.ty).collect(),
+            partition_key_len: def.partition_key_len,
+            buckets: def.options.hash_prefix,
+            partitions: RwLock::new(parts.into_iter().map(Arc::new).collect()),
+            next_partition_id: AtomicU64::new(next_pid),
+            def: RwLock::new(def.clone()),
+        };
+        self.rules.write().insert(id, def.options.rules());
+        self.tables.write().insert(def.name.clone(), Arc::new(table));
+    }
+
+    fn create_table(&self, def: TableDef) -> Result<()> {
+        def.validate()?;
+        let _ddl = self.ddl.lock();
+        if self.tables.read().contains_key(&def.name) {
+            return Err(StoreError::TableExists(def.name));
+        }
+        let id = match self.kv.meta_get(catalog::NEXT_TABLE_ID)? {
+            Some(v) => u32::from_be_bytes(v.as_slice().try_into().map_err(|_| StoreError::Corrupt("next table id".into()))?),
+            None => 1,
+        };
+        let part = Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0);
+        self.kv.meta_write(
+            &[
+                (catalog::NEXT_TABLE_ID.to_vec(), Some((id + 1).to_be_bytes().to_vec())),
+                (catalog::table_key(&def.name), Some(def.encode(id))),
+                (catalog::partitions_key(id), Some(partition::encode_all(2, &[&part]))),
+            ],
+            &[],
+        )?;
+        self.install(id, def, vec![part], 2);
+        Ok(())
+    }
+
+    fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self.table(name)?;
+        self.kv.meta_write(
+            &[(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)],
+            &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())],
+        )?;
+        self.kv.meta_delete_prefix(&catalog::autoinc_key(t.id, &[]))?;
+        self.tables.write().remove(name);
+        self.rules.write().remove(&t.id);
+        Ok(())
+    }
+
+    fn truncate_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self.table(name)?;
+        let pid = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
+        let part = Partition::new(pid, keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), 0, 0);
+        self.kv.meta_write(
+            &[(catalog::partitions_key(t.id), Some(partition::encode_all(pid + 1, &[&part])))],
+            &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())],
+        )?;
+        *t.partitions.write() = vec![Arc::new(part)];
+        Ok(())
+    }
+
+    fn alter(&self, name: &str, f: impl FnOnce(&mut TableDef) -> Result<()>) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self.table(name)?;
+        let mut def = t.def.read().clone();
+        f(&mut def)?;
+        self.kv.meta_write(&[(catalog::table_key(name), Some(def.encode(t.id)))], &[])?;
+        self.rules.write().insert(t.id, def.options.rules());
+        *t.def.write() = def;
+        Ok(())
+    }
+
+    /// Runs `f` in a fresh transaction and commits it, retrying when a concurrent transaction conflicts.
+    /// `lock_keys` serialise writers of the same rows in this process so they rarely need to retry.
+    fn autocommit<T>(&self, lock_keys: &[Vec<u8>], mut f: impl FnMut(&mut WriteCtx) -> Result<T>) -> Result<T> {
+        let mut stripes: Vec<usize> = lock_keys.iter().map(|k| stripe(k, self.stripes.len())).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
+        let mut attempt = 0u32;
+        loop {
+            let txn = self.kv.begin(false);
+            // SAFETY: the transaction does not outlive this call, and `self` outlives the call.
+            let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
+            let mut ctx = WriteCtx { inner: self, txn: &txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
+            let value = f(&mut ctx)?;
+            let deltas = std::mem::take(&mut ctx.deltas);
+            match txn.commit() {
+                Ok(()) => {
+                    for d in deltas {
+                        d.partition.add(d.bytes, d.rows);
+                    }
+                    return Ok(value);
+                }
+                Err(e) => match StoreError::from(e) {
+                    StoreError::Conflict if attempt < 100 => {
+                        attempt += 1;
+                        std::thread::sleep(Duration::from_micros(50 * attempt as u64));
+                    }
+                    e => return Err(e),
+                },
+            }
+        }
+    }
+
+    fn get_row(&self, src: Source, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+        let key = t.key(pk)?;
+        let raw = src.get(&key)?;
+        t.partition_of(&key).reads.fetch_add(1, Ordering::Relaxed);
+        let now = self.config.clock.now_ms();
+        raw.map(|v| materialize(t, pk.to_vec(), &v, read, now)).transpose().map(Option::flatten)
+    }
+
+    fn batch_get(&self, src: Source, t: &Table, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+        let keys = pks.iter().map(|pk| t.key(pk)).collect::<Result<Vec<_>>>()?;
+        let values = src.multi_get(&keys)?;
+        let now = self.config.clock.now_ms();
+        values
+            .into_iter()
+            .zip(pks)
+            .map(|(v, pk)| v.map(|v| materialize(t, pk.clone(), &v, read, now)).transpose().map(Option::flatten))
+            .collect()
+    }
+
+    fn get_range(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<RangeResult> {
+        let backward = req.direction == Direction::Backward;
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        keys::encode_bound(&mut lo, &req.start);
+        keys::encode_bound(&mut hi, &req.end);
+        if backward {
+            std::mem::swap(&mut lo, &mut hi);
+        }
+        if lo > hi {
+            return Err(StoreError::InvalidRange(if backward {
+                "a backward range starts at its larger end".into()
+            } else {
+                "a forward range's start is after its end".into()
+            }));
+        }
+        let now = self.config.clock.now_ms();
+        let limit = req.limit.unwrap_or(usize::MAX);
+        let budget = req.budget_bytes.unwrap_or(self.config.scan_budget_bytes);
+        let plen = t.prefix_len();
+        // One iterator per hash bucket (one in all for plain tables), merged in key order.
+        let mut iters: Vec<RawIter> = t
+            .bucket_prefixes()
+            .into_iter()
+            .map(|p| {
+                // Backward ranges are (end, start]: shift both bounds past their own key.
+                let (mut l, mut u) = (p.clone(), p);
+                l.extend_from_slice(&lo);
+                u.extend_from_slice(&hi);
+                if backward {
+                    l.push(0);
+                    u.push(0);
+                }
+                let mut it = src.iter(l, u);
+                if backward {
+                    it.seek_to_last()
+                } else {
+                    it.seek_to_first()
+                }
+                it
+            })
+            .collect();
+        let mut rows = Vec::new();
+        let mut bytes = 0usize;
+        let mut scanned = 0u64;
+        loop {
+            let mut best: Option<usize> = None;
+            for (i, it) in iters.iter().enumerate() {
+                if !it.valid() {
+                    continue;
+                }
+                best = match best {
+                    None => Some(i),
+                    Some(b) => {
+                        let ord = it.key()[plen..].cmp(&iters[b].key()[plen..]);
+                        if (ord.is_lt() && !backward) || (ord.is_gt() && backward) {
+                            Some(i)
+                        } else {
+                            Some(b)
+                        }
+                    }
+                };
+            }
+            let Some(b) = best else { break };
+            let it = &mut iters[b];
+            if rows.len() >= limit || bytes >= budget {
+                let next = t.decode_pk(it.key())?;
+                return Ok(RangeResult { rows, next_start: Some(next) });
+            }
+            scanned += 1;
+            bytes += it.key().len() + it.value().len();
+            let pk = t.decode_pk(it.key())?;
+            if let Some(row) = materialize(t, pk, it.value(), &req.read, now)? {
+                rows.push(row);
+            }
+            it.advance(backward);
+        }
+        for it in &iters {
+            it.status()?;
+        }
+        let mut first = keys::table_prefix(t.id).to_vec();
+        first.extend_from_slice(&lo);
+        t.partition_of(&first).reads.fetch_add(scanned, Ordering::Relaxed);
+        Ok(RangeResult { rows, next_start: None })
+    }
+
+    fn persist_partitions(&self) -> Result<()> {
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        let puts: Vec<_> = tables
+            .iter()
+            .map(|t| (catalog::partitions_key(t.id), Some(partition::encode_all(t.next_partition_id.load(Ordering::SeqCst), &t.partitions.read()))))
+            .collect();
+        if puts.is_empty() {
+            return Ok(());
+        }
+        self.kv.meta_write(&puts, &[])
+    }
+
+    /// One round of partition maintenance: rates, splits, merges, persisted statistics.
+    fn maintain(&self) -> Result<()> {
+        thread_local!(static LAST: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) });
+        let now = Instant::now();
+        let elapsed = LAST.with(|l| l.replace(Some(now))).map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(1.0);
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        for t in tables {
+            let parts: Vec<Arc<Partition>> = t.partitions.read().clone();
+            for p in &parts {
+                p.tick(elapsed);
+            }
+            for p in &parts {
+                let hot = p.write_rate() > self.config.split_write_rate;
+                if p.bytes.load(Ordering::Relaxed) > self.config.split_bytes || hot {
+                    self.split(&t, p)?;
+                }
+            }
+            self.merge_idle(&t);
+        }
+        self.persist_partitions()
+    }
+
+    /// Splits a partition near the middle of its bytes, on a partition-key boundary.
+    fn split(&self, t: &Table, p: &Arc<Partition>) -> Result<()> {
+        let src = Source::Db(&self.kv.db);
+        // First pass: sizes per partition-key value, in key order.
+        let mut groups: Vec<(Vec<u8>, i64, i64)> = Vec::new();
+        let mut it = src.iter(p.start.clone(), p.end.clone());
+        it.seek_to_first();
+        while it.valid() {
+            let size = (it.key().len() + it.value().len()) as i64;
+            let prefix = t.partition_key_prefix(it.key())?;
+            match groups.last_mut() {
+                Some((k, b, r)) if k.as_slice() == prefix => {
+                    *b += size;
+                    *r += 1;
+                }
+                _ => groups.push((prefix.to_vec(), size, 1)),
+            }
+            it.advance(false);
+        }
+        it.status()?;
+        if groups.len() < 2 {
+            return Ok(()); // one partition-key value is never split
+        }
+        let total: i64 = groups.iter().map(|g| g.1).sum();
+        // The first partition-key value whose middle lies past half of the bytes starts the right half.
+        let mut before = 0i64;
+        let mut cut = groups.len() - 1;
+        for (i, g) in groups.iter().enumerate() {
+            if i > 0 && before + g.1 / 2 >= total / 2 {
+                cut = i;
+                break;
+            }
+            before += g.1;
+        }
+        let left = groups[..cut].iter().fold((0i64, 0i64), |acc, g| (acc.0 + g.1, acc.1 + g.2));
+        let right_rows: i64 = groups[cut..].iter().map(|g| g.2).sum();
+        let split_key = groups[cut].0.clone();
+        let lid = t.next_partition_id.fetch_add(2, Ordering::SeqCst);
+        let rid = lid + 1;
+        let l = Arc::new(Partition::new(lid, p.start.clone(), split_key.clone(), left.0, left.1));
+        let r = Arc::new(Partition::new(rid, split_key, p.end.clone(), total - left.0, right_rows));
+        let mut parts = t.partitions.write();
+        if let Some(i) = parts.iter().position(|q| Arc::ptr_eq(q, p)) {
+            parts.splice(i..=i, [l, r]);
+        }
+        Ok(())
+    }
+
+    fn merge_idle(&self, t: &Table) {
+        let mut parts = t.partitions.write();
+        let mut i = 0;
+        while i + 1 < parts.len() {
+            let (a, b) = (&parts[i], &parts[i + 1]);
+            let idle = |p: &Partition| p.read_rate() + p.write_rate() < self.config.idle_rate;
+            let small = a.bytes.load(Ordering::Relaxed).max(0) + b.bytes.load(Ordering::Relaxed).max(0) < self.config.merge_bytes;
+            if small && idle(a) && idle(b) {
+                let id = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
+                let merged = Partition::new(
+                    id,
+                    a.start.clone(),
+                    b.end.clone(),
+                    a.bytes.load(Ordering::Relaxed) + b.bytes.load(Ordering::Relaxed),
+                    a.rows.load(Ordering::Relaxed) + b.rows.load(Ordering::Relaxed),
+                );
+                parts.splice(i..=i + 1, [Arc::new(merged)]);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+fn stripe(key: &[u8], n: usize) -> usize {
+    // FNV-1a: cheap and spreads neighbouring keys.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in key {
+        h = (h ^ *b as u64).wrapping_mul(0x100000001b3);
+    }
+    (h % n as u64) as usize
+}
+
+/// Turns a stored row into what a read returns, or `None` when nothing of it is visible.
+fn materialize(t: &Table, pk: Vec<PkValue>, raw: &[u8], read: &ReadSpec, now: i64) -> Result<Option<Row>> {
+    let Some(mut row) = StoredRow::decode(raw)?.visible(t.rules(), now) else { return Ok(None) };
+    row.select(read.columns.as_deref(), read.max_versions, read.time_range);
+    Ok(Some(Row { pk, columns: row.columns }))
+}
+
+/// The state of one write operation inside a transaction.
+struct WriteCtx<'a> {
+    inner: &'a Inner,
+    txn: &'a KvTxn,
+    deltas: Vec<Delta>,
+    now: i64,
+}
+
+impl WriteCtx<'_> {
+    fn src(&self) -> Source<'_> {
+        Source::Txn(self.txn)
+    }
+
+    fn row_write(&mut self, t: &Table, w: &RowWrite) -> Result<WriteOutcome> {
+        match w {
+            RowWrite::Put { pk, cells, condition } => self.put_row(t, pk, cells, condition),
+            RowWrite::Update { pk, ops, condition } => self.update_row(t, pk, ops, condition),
+            RowWrite::Delete { pk, condition } => self.delete_row(t, pk, condition),
+        }
+    }
+
+    /// Reads the row a write depends on: the raw bytes (for statistics) and what is visible of it.
+    fn read_for_write(&self, t: &Table, key: &[u8]) -> Result<(Option<Vec<u8>>, Option<StoredRow>)> {
+        let raw = self.src().get_for_update(key)?;
+        let visible = match &raw {
+            Some(v) => StoredRow::decode(v)?.visible(t.rules(), self.now),
+            None => None,
+        };
+        Ok((raw, visible))
+    }
+
+    fn check_version(&self, t: &Table, column: &str, version: i64) -> Result<()> {
+        let o = t.def.read().options;
+        let mut start = self.now.saturating_sub(o.max_version_offset.saturating_mul(1000));
+        if o.ttl >= 0 {
+            start = start.max(self.now.saturating_sub(o.ttl.saturating_mul(1000)).saturating_add(1));
+        }
+        let end = self.now.saturating_add(o.max_version_offset.saturating_mul(1000));
+        if version < start || version >= end {
+            return Err(StoreError::VersionOutOfWindow { column: column.to_string(), version, start, end });
+        }
+        Ok(())
+    }
+
+    fn check_cell(&self, t: &Table, column: &str, value: &Value) -> Result<()> {
+        validate_name(column)?;
+        if t.def.read().primary_key.iter().any(|c| c.name == column) {
+            return Err(StoreError::InvalidTableDefinition(format!("\"{column}\" is a primary key column, not an attribute")));
+        }
+        if value.size() > MAX_VALUE_BYTES {
+            return Err(StoreError::ValueTooLong { column: column.to_string(), len: value.size() });
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow>) -> Result<()> {
+        let old_len = old.as_ref().map(|v| v.len() + key.len()).unwrap_or(0) as i64;
+        let (new_len, rows) = match &new {
+            Some(row) => {
+                let v = row.encode();
+                let n = (v.len() + key.len()) as i64;
+                self.txn.put(&key, v)?;
+                (n, if old.is_none() { 1 } else { 0 })
+            }
+            None => {
+                if old.is_some() {
+                    self.txn.delete(&key)?;
+                }
+                (0, if old.is_some() { -1 } else { 0 })
+            }
+        };
+        self.deltas.push(Delta { partition: t.partition_of(&key), bytes: new_len - old_len, rows });
+        Ok(())
+    }
+
+    /// Fills auto-increment columns and validates the key.
+    fn resolve_pk(&mut self, t: &Table, pk: &[Option<PkValue>]) -> Result<Vec<PkValue>> {
+        let def = t.def.read().clone();
+        if pk.len() != def.primary_key.len() {
+            return Err(StoreError::PrimaryKeyArity { expected: def.primary_key.len(), got: pk.len() });
+        }
+        let mut out = Vec::with_capacity(pk.len());
+        for (i, (v, col)) in pk.iter().zip(&def.primary_key).enumerate() {
+            match v {
+                Some(v) => out.push(v.clone()),
+                None if col.auto_increment => {
+                    let mut pkey = Vec::new();
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    out.push(PkValue::Integer(self.next_autoinc(t, &pkey)?));
+                }
+                None => return Err(StoreError::MissingPrimaryKey(col.name.clone())),
+            }
+        }
+        t.check_pk(&out)?;
+        Ok(out)
+    }
+
+    fn next_autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
+        let key = catalog::autoinc_key(t.id, partition_key);
+        let meta = self.inner.kv.db.cf_handle("meta").expect("meta column family");
+        let current = self
+            .txn
+            .get_for_update_cf(meta, &key, true)?
+            .map(|v| v.as_slice().try_into().map(i64::from_be_bytes).map_err(|_| StoreError::Corrupt("auto-increment counter".into())))
+            .transpose()?
+            .unwrap_or(0);
+        let next = current + 1;
+        self.txn.put_cf(meta, &key, next.to_be_bytes())?;
+        Ok(next)
+    }
+
+    fn check_condition(&self, cond: &Condition, visible: Option<&StoredRow>) -> Result<()> {
+        match (cond.row, visible.is_some()) {
+            (RowExistence::ExpectExist, false) => return Err(StoreError::RowNotFound),
+            (RowExistence::ExpectNotExist, true) => return Err(StoreError::RowExists),
+            _ => {}
+        }
+        if let Some(c) = &cond.column {
+            let empty = StoredRow::default();
+            if !eval_condition(c, visible.unwrap_or(&empty)) {
+                return Err(StoreError::ConditionFailed("the column condition is false".into()));
+            }
+        }
+        Ok(())
+    }
+
+    fn put_row(&mut self, t: &Table, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let pk = self.resolve_pk(t, pk)?;
+        let key = t.key(&pk)?;
+        let max_versions = t.def.read().options.max_versions;
+        let mut row = StoredRow { marker: self.now, columns: Vec::new() };
+        for c in cells {
+            self.check_cell(t, &c.column, &c.value)?;
+            if let Some(v) = c.version {
+                self.check_version(t, &c.column, v)?;
+            }
+            row.put_cell(&c.column, c.version.unwrap_or(self.now), c.value.clone(), max_versions);
+        }
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        self.finish(t, key, raw, Some(row))?;
+        Ok(WriteOutcome { pk, existed, increments: Vec::new() })
+    }
+
+    fn update_row(&mut self, t: &Table, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let key = t.key(pk)?;
+        let max_versions = t.def.read().options.max_versions;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        // Start from what is stored (not only what is visible): hidden versions stay for compaction.
+        let mut row = match &raw {
+            Some(v) => StoredRow::decode(v)?,
+            None => StoredRow::default(),
+        };
+        row.marker = self.now;
+        let mut increments = Vec::new();
+        for (column, op) in ops {
+            match op {
+                UpdateOp::Put { value, version } => {
+                    self.check_cell(t, column, value)?;
+                    if let Some(v) = version {
+                        self.check_version(t, column, *v)?;
+                    }
+                    row.put_cell(column, version.unwrap_or(self.now), value.clone(), max_versions);
+                }
+                UpdateOp::DeleteVersion(v) => {
+                    validate_name(column)?;
+                    row.column_mut(column).retain(|c| c.version != *v);
+                }
+                UpdateOp::DeleteAll => {
+                    validate_name(column)?;
+                    row.column_mut(column).clear();
+                }
+                UpdateOp::Increment(delta) => {
+                    validate_name(column)?;
+                    let current = match visible.as_ref().and_then(|r| r.column(column)).and_then(|c| c.first()) {
+                        None => 0,
+                        Some(c) => match &c.value {
+                            Value::Integer(i) => *i,
+                            other => return Err(StoreError::IncrementNonInteger { column: column.clone(), got: other.type_name() }),
+                        },
+                    };
+                    // A second increment of the same column in one call builds on the first.
+                    let current = increments.iter().rev().find(|(c, _)| c == column).map(|(_, v)| *v).unwrap_or(current);
+                    let next = current.checked_add(*delta).ok_or_else(|| StoreError::IncrementOverflow(column.clone()))?;
+                    row.put_cell(column, self.now, Value::Integer(next), max_versions);
+                    increments.push((column.clone(), next));
+                }
+            }
+        }
+        row.remove_empty_columns();
+        self.finish(t, key, raw, Some(row))?;
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments })
+    }
+
+    fn delete_row(&mut self, t: &Table, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let key = t.key(pk)?;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        self.finish(t, key, raw, None)?;
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments: Vec::new() })
+    }
+}
+
+fn eval_condition(c: &ColumnCondition, row: &StoredRow) -> bool {
+    match c {
+        ColumnCondition::And(cs) => cs.iter().all(|c| eval_condition(c, row)),
+        ColumnCondition::Or(cs) => cs.iter().any(|c| eval_condition(c, row)),
+        ColumnCondition::Not(c) => !eval_condition(c, row),
+        ColumnCondition::Single { column, op, value, pass_if_missing, latest_version_only } => {
+            let cells = row.column(column).map(|c| c.as_slice()).unwrap_or(&[]);
+            if cells.is_empty() {
+                return *pass_if_missing;
+            }
+            let check = |v: &Value| {
+                v.compare(value).is_some_and(|o| match op {
+                    CompareOp::Eq => o.is_eq(),
+                    CompareOp::Ne => o.is_ne(),
+                    CompareOp::Lt => o.is_lt(),
+                    CompareOp::Le => o.is_le(),
+                    CompareOp::Gt => o.is_gt(),
+                    CompareOp::Ge => o.is_ge(),
+                })
+            };
+            if *latest_version_only {
+                check(&cells[0].value)
+            } else {
+                cells.iter().any(|c| check(&c.value))
+            }
+        }
+    }
+}

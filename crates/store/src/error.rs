@@ -1,0 +1,94 @@
+//! The engine's errors. Each variant knows the PostgreSQL SQLSTATE the SQL layer reports for it, so a
+//! mistake made through the engine API and one made through SQL read the same.
+
+use thiserror::Error;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum StoreError {
+    #[error("table \"{0}\" does not exist")]
+    UnknownTable(String),
+    #[error("table \"{0}\" already exists")]
+    TableExists(String),
+    #[error("invalid name \"{name}\": {reason}")]
+    InvalidName { name: String, reason: &'static str },
+    #[error("invalid table definition: {0}")]
+    InvalidTableDefinition(String),
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+    #[error("primary key column \"{0}\" is missing")]
+    MissingPrimaryKey(String),
+    #[error("primary key column \"{column}\" expects {expected}, got {got}")]
+    PrimaryKeyType { column: String, expected: &'static str, got: &'static str },
+    #[error("wrong number of primary key columns: expected {expected}, got {got}")]
+    PrimaryKeyArity { expected: usize, got: usize },
+    #[error("value of primary key column \"{column}\" is {len} bytes, the limit is 1024")]
+    PrimaryKeyTooLong { column: String, len: usize },
+    #[error("value of column \"{column}\" is {len} bytes, the limit is 2097152")]
+    ValueTooLong { column: String, len: usize },
+    #[error("version {version} of column \"{column}\" is outside the allowed window [{start}, {end})")]
+    VersionOutOfWindow { column: String, version: i64, start: i64, end: i64 },
+    #[error("cannot increment column \"{column}\": its value is {got}, not an integer")]
+    IncrementNonInteger { column: String, got: &'static str },
+    #[error("integer out of range: incrementing column \"{0}\" overflows")]
+    IncrementOverflow(String),
+    #[error("row condition failed: {0}")]
+    ConditionFailed(String),
+    #[error("duplicate key: the row already exists")]
+    RowExists,
+    #[error("the row does not exist")]
+    RowNotFound,
+    #[error("could not serialize access due to a concurrent update")]
+    Conflict,
+    #[error("invalid range: {0}")]
+    InvalidRange(String),
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("corrupt data: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// The PostgreSQL SQLSTATE of this error.
+    pub fn sqlstate(&self) -> &'static str {
+        use StoreError::*;
+        match self {
+            UnknownTable(_) => "42P01",
+            TableExists(_) => "42P07",
+            InvalidName { .. } => "42602",
+            InvalidTableDefinition(_) => "42P16",
+            InvalidOption(_) => "22023",
+            MissingPrimaryKey(_) => "23502",
+            PrimaryKeyType { .. } | PrimaryKeyArity { .. } => "42804",
+            PrimaryKeyTooLong { .. } | ValueTooLong { .. } => "22001",
+            VersionOutOfWindow { .. } => "22008",
+            IncrementNonInteger { .. } => "42804",
+            IncrementOverflow(_) => "22003",
+            ConditionFailed(_) => "P0001",
+            RowExists => "23505",
+            RowNotFound => "P0002",
+            Conflict => "40001",
+            InvalidRange(_) => "22023",
+            NotSupported(_) => "0A000",
+            Storage(_) => "58030",
+            Corrupt(_) => "XX001",
+        }
+    }
+
+    /// Whether running the same operation again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Conflict)
+    }
+}
+
+impl From<rocksdb::Error> for StoreError {
+    fn from(e: rocksdb::Error) -> Self {
+        match e.kind() {
+            rocksdb::ErrorKind::Busy | rocksdb::ErrorKind::TryAgain => StoreError::Conflict,
+            _ => StoreError::Storage(e.into_string()),
+        }
+    }
+}

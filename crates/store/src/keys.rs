@@ -1,0 +1,236 @@
+//! Key encoding of the `data` column family.
+//!
+//! One RocksDB key holds one whole row (all its columns and versions), so a point get is one lookup.
+//! The key is order-preserving: rows sort by primary key column by column, integers numerically
+//! (negatives first), strings and binaries bytewise, exactly as seed 004's tables expect, so composite keys
+//! need no zero-padding or connector tricks.
+//!
+//! ```text
+//! key    = table_id:u32-BE  [bucket:u8]  column+
+//! bucket = present iff the table has hash_prefix = N: md5(partition key columns)[0] % N
+//! column = 0x01 value                    (a real value; 0x00 and 0xFF are reserved for range bounds)
+//!   Integer        8 bytes big-endian of (v XOR 1<<63)       sign bit flipped: negatives sort first
+//!   String/Binary  bytes with 0x00 escaped as 0x00 0xFF, then terminator 0x00 0x01
+//! ```
+//! The escape keeps a shorter value before any longer value it prefixes (`"ab"` < `"ab\0"` < `"abc"`),
+//! and the terminator keeps the next column from leaking into the comparison.
+//!
+//! Range bounds: `INF_MIN` on a column ends the key there (the bare prefix sorts before every row under it);
+//! `INF_MAX` appends 0xFF (sorts after every row under the prefix, since columns start with 0x01).
+
+use crate::error::{Result, StoreError};
+use crate::value::{PkBound, PkType, PkValue};
+
+const TAG_VALUE: u8 = 0x01;
+const TAG_INF_MAX: u8 = 0xFF;
+
+/// The key prefix of all rows of a table.
+pub fn table_prefix(table_id: u32) -> [u8; 4] {
+    table_id.to_be_bytes()
+}
+
+/// The first key after every row of the table.
+pub fn table_end(table_id: u32) -> [u8; 4] {
+    (table_id + 1).to_be_bytes()
+}
+
+pub fn encode_pk_value(out: &mut Vec<u8>, v: &PkValue) {
+    out.push(TAG_VALUE);
+    match v {
+        PkValue::Integer(i) => out.extend_from_slice(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
+        PkValue::String(s) => encode_bytes(out, s.as_bytes()),
+        PkValue::Binary(b) => encode_bytes(out, b),
+    }
+}
+
+fn encode_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    for &byte in b {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+/// Encodes the primary-key columns (no table prefix).
+pub fn encode_pk(out: &mut Vec<u8>, pk: &[PkValue]) {
+    for v in pk {
+        encode_pk_value(out, v);
+    }
+}
+
+/// Encodes a range bound; columns after the first INF are irrelevant and ignored.
+pub fn encode_bound(out: &mut Vec<u8>, bound: &[PkBound]) {
+    for b in bound {
+        match b {
+            PkBound::Value(v) => encode_pk_value(out, v),
+            PkBound::InfMin => return,
+            PkBound::InfMax => {
+                out.push(TAG_INF_MAX);
+                return;
+            }
+        }
+    }
+}
+
+/// Decodes primary-key columns of the given types.
+pub fn decode_pk(mut buf: &[u8], types: &[PkType]) -> Result<Vec<PkValue>> {
+    let mut out = Vec::with_capacity(types.len());
+    for t in types {
+        let (v, rest) = decode_pk_value(buf, *t)?;
+        out.push(v);
+        buf = rest;
+    }
+    Ok(out)
+}
+
+fn corrupt() -> StoreError {
+    StoreError::Corrupt("bad primary key encoding".into())
+}
+
+fn decode_pk_value(buf: &[u8], t: PkType) -> Result<(PkValue, &[u8])> {
+    if buf.first() != Some(&TAG_VALUE) {
+        return Err(corrupt());
+    }
+    let buf = &buf[1..];
+    match t {
+        PkType::Integer => {
+            let raw: [u8; 8] = buf.get(..8).ok_or_else(corrupt)?.try_into().unwrap();
+            Ok((PkValue::Integer((u64::from_be_bytes(raw) ^ (1 << 63)) as i64), &buf[8..]))
+        }
+        PkType::String | PkType::Binary => {
+            let mut bytes = Vec::new();
+            let mut i = 0;
+            loop {
+                let b = *buf.get(i).ok_or_else(corrupt)?;
+                if b == 0 {
+                    match buf.get(i + 1) {
+                        Some(0xFF) => bytes.push(0),
+                        Some(0x01) => break,
+                        _ => return Err(corrupt()),
+                    }
+                    i += 2;
+                } else {
+                    bytes.push(b);
+                    i += 1;
+                }
+            }
+            let rest = &buf[i + 2..];
+            let v = if t == PkType::String {
+                PkValue::String(String::from_utf8(bytes).map_err(|_| corrupt())?)
+            } else {
+                PkValue::Binary(bytes)
+            };
+            Ok((v, rest))
+        }
+    }
+}
+
+/// Length in bytes of the first `n` encoded columns of `buf` (used to find the partition-key prefix).
+pub fn prefix_len(buf: &[u8], types: &[PkType], n: usize) -> Result<usize> {
+    let mut rest = buf;
+    for t in &types[..n] {
+        rest = decode_pk_value(rest, *t)?.1;
+    }
+    Ok(buf.len() - rest.len())
+}
+
+/// The hash bucket of a row of a hash-prefixed table: stable across releases (md5).
+pub fn bucket(partition_key_encoded: &[u8], buckets: u16) -> u8 {
+    let digest = md5::compute(partition_key_encoded);
+    (u16::from_be_bytes([digest[0], digest[1]]) % buckets) as u8
+}
+
+/// The smallest key strictly greater than every key starting with `prefix`, if there is one.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last < 0xFF {
+            out.push(last + 1);
+            return Some(out);
+        }
+    }
+    None
+}
+
+/// md5 of some bytes (exposed so the SQL layer's md5() shares the engine's implementation).
+pub fn md5_bytes(b: &[u8]) -> [u8; 16] {
+    md5::compute(b).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pk_value() -> impl Strategy<Value = PkValue> {
+        prop_oneof![
+            any::<i64>().prop_map(PkValue::Integer),
+            prop_oneof![Just(i64::MIN), Just(-1i64), Just(0), Just(1), Just(i64::MAX)].prop_map(PkValue::Integer),
+            ".{0,6}".prop_map(PkValue::String),
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()], 0..6)
+                .prop_map(PkValue::Binary),
+        ]
+    }
+
+    fn enc(pk: &[PkValue]) -> Vec<u8> {
+        let mut v = Vec::new();
+        encode_pk(&mut v, pk);
+        v
+    }
+
+    fn typed_pair(t: u8) -> BoxedStrategy<PkValue> {
+        match t % 3 {
+            0 => any::<i64>().prop_map(PkValue::Integer).boxed(),
+            1 => "[a-c\u{0}]{0,4}".prop_map(PkValue::String).boxed(),
+            _ => proptest::collection::vec(prop_oneof![Just(0u8), Just(0xFF), any::<u8>()], 0..4)
+                .prop_map(PkValue::Binary)
+                .boxed(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn single_column_order_matches_value_order(a in pk_value(), b in pk_value()) {
+            prop_assume!(a.pk_type() == b.pk_type());
+            prop_assert_eq!(enc(&[a.clone()]).cmp(&enc(&[b.clone()])), a.cmp(&b));
+        }
+
+        #[test]
+        fn composite_order_matches_tuple_order(
+            types in proptest::collection::vec(0u8..3, 1..=4),
+            seed in any::<u64>(),
+        ) {
+            // Two keys of the same schema, compared as tuples and as bytes.
+            let mut runner = proptest::test_runner::TestRunner::new_with_rng(
+                Default::default(),
+                proptest::test_runner::TestRng::from_seed(
+                    proptest::test_runner::RngAlgorithm::ChaCha,
+                    &{ let mut s = [0u8; 32]; s[..8].copy_from_slice(&seed.to_le_bytes()); s },
+                ),
+            );
+            let mut gen = || types.iter().map(|t| typed_pair(*t).new_tree(&mut runner).unwrap().current()).collect::<Vec<_>>();
+            let a = gen();
+            let b = gen();
+            prop_assert_eq!(enc(&a).cmp(&enc(&b)), a.cmp(&b));
+            let tys: Vec<PkType> = a.iter().map(|v| v.pk_type()).collect();
+            prop_assert_eq!(decode_pk(&enc(&a), &tys).unwrap(), a);
+        }
+
+        #[test]
+        fn round_trip(v in pk_value()) {
+            prop_assert_eq!(decode_pk(&enc(&[v.clone()]), &[v.pk_type()]).unwrap(), vec![v]);
+        }
+
+        #[test]
+        fn bounds_enclose_their_prefix(a in pk_value(), b in pk_value()) {
+            let row = enc(&[a.clone(), b]);
+            let mut lo = Vec::new();
+            encode_bound(&mut lo, &[PkBound::Value(a.clone()), PkBound::InfMin]);
+            let mut hi = Vec::new();
+            encode_bound(&mut hi, &[PkBound::Value(a), PkBound::InfMax]);
+            prop_assert!(lo <= row && row < hi);
+        }
+    }
+}

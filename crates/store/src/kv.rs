@@ -1,0 +1,223 @@
+//! The one narrow layer over RocksDB: ordered keys, snapshots, write batches, optimistic transactions.
+//!
+//! Nothing above this module names a RocksDB type except through [`Source`] and [`KvTxn`], so another
+//! ordered transactional key-value engine (TiKV, say) can stand in here.
+//!
+//! Column families: `default` holds rows (see `keys`), `meta` holds the catalog (see `catalog`).
+
+use std::path::Path;
+
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, OptimisticTransactionDB,
+    OptimisticTransactionOptions, Options, ReadOptions, SingleThreaded, Transaction, WriteBatchWithTransaction,
+    WriteOptions,
+};
+
+use crate::error::{Result, StoreError};
+
+pub(crate) type Db = OptimisticTransactionDB<SingleThreaded>;
+/// A transaction; `'static` because it lives beside an `Arc` of the database that outlives it.
+pub(crate) type KvTxn = Transaction<'static, Db>;
+
+const META: &str = "meta";
+
+pub(crate) struct Kv {
+    pub db: Db,
+    pub write_opts: WriteOptions,
+}
+
+impl Kv {
+    pub fn open(path: &Path, cache_bytes: usize, sync: bool, configure: impl FnOnce(&mut Options)) -> Result<Kv> {
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_bytes_per_sync(1 << 20);
+
+        let cache = Cache::new_lru_cache(cache_bytes);
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        table.set_bloom_filter(10.0, false);
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        table.set_format_version(5);
+
+        let mut data_opts = Options::default();
+        data_opts.set_block_based_table_factory(&table);
+        data_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        data_opts.set_write_buffer_size(64 << 20);
+        configure(&mut data_opts);
+
+        let meta_opts = Options::default();
+        let cfs = vec![
+            ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, data_opts),
+            ColumnFamilyDescriptor::new(META, meta_opts),
+        ];
+        let db = Db::open_cf_descriptors(&db_opts, path, cfs).map_err(|e| {
+            let msg = e.into_string();
+            if msg.contains("lock") || msg.contains("LOCK") {
+                StoreError::Storage(format!("data directory {} is locked by another process ({msg})", path.display()))
+            } else {
+                StoreError::Storage(format!("cannot open data directory {}: {msg}", path.display()))
+            }
+        })?;
+        let mut write_opts = WriteOptions::default();
+        write_opts.set_sync(sync);
+        Ok(Kv { db, write_opts })
+    }
+
+    fn meta_cf(&self) -> &rocksdb::ColumnFamily {
+        self.db.cf_handle(META).expect("meta column family is created at open")
+    }
+
+    pub fn meta_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.meta_cf(), key)?)
+    }
+
+    /// All meta records whose key starts with `prefix`.
+    pub fn meta_scan(&self, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut it = self.db.raw_iterator_cf(self.meta_cf());
+        it.seek(prefix);
+        while it.valid() {
+            let k = it.key().unwrap();
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k.to_vec(), it.value().unwrap().to_vec()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Writes meta records (`None` deletes) and deletes data key ranges, atomically and durably.
+    pub fn meta_write(&self, puts: &[(Vec<u8>, Option<Vec<u8>>)], delete_data: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let mut batch = WriteBatchWithTransaction::<true>::default();
+        for (k, v) in puts {
+            match v {
+                Some(v) => batch.put_cf(self.meta_cf(), k, v),
+                None => batch.delete_cf(self.meta_cf(), k),
+            }
+        }
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.db.write_opt(batch, &opts)?;
+        let data = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).expect("default column family");
+        for (s, e) in delete_data {
+            self.db.delete_range_cf(data, s, e)?;
+        }
+        Ok(())
+    }
+
+    pub fn meta_delete_prefix(&self, prefix: &[u8]) -> Result<()> {
+        let keys: Vec<_> = self.meta_scan(prefix)?.into_iter().map(|(k, _)| (k, None)).collect();
+        self.meta_write(&keys, &[])
+    }
+
+    pub fn begin(&self, snapshot: bool) -> Transaction<'_, Db> {
+        let mut o = OptimisticTransactionOptions::default();
+        o.set_snapshot(snapshot);
+        self.db.transaction_opt(&self.write_opts, &o)
+    }
+
+    pub fn flush_wal(&self) -> Result<()> {
+        Ok(self.db.flush_wal(true)?)
+    }
+
+    pub fn compact_all(&self) -> Result<()> {
+        self.db.flush()?;
+        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+        Ok(())
+    }
+}
+
+/// Where a read comes from: the latest committed data, or a transaction (its snapshot plus its own writes).
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    Db(&'a Db),
+    Txn(&'a KvTxn),
+}
+
+impl<'a> Source<'a> {
+    fn read_opts(&self) -> ReadOptions {
+        let mut o = ReadOptions::default();
+        if let Source::Txn(t) = self {
+            // Copies the transaction's snapshot pointer; the wrapper may go right after.
+            o.set_snapshot(&t.snapshot());
+        }
+        o
+    }
+
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(match self {
+            Source::Db(db) => db.get_pinned(key)?.map(|v| v.to_vec()),
+            Source::Txn(t) => t.get_opt(key, &self.read_opts())?,
+        })
+    }
+
+    /// Reads a key a write will depend on: in a transaction, the commit fails if it changed meanwhile.
+    pub fn get_for_update(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(match self {
+            Source::Db(db) => db.get(key)?,
+            Source::Txn(t) => t.get_for_update_opt(key, true, &self.read_opts())?,
+        })
+    }
+
+    pub fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let res = match self {
+            Source::Db(db) => db.multi_get(keys),
+            Source::Txn(t) => t.multi_get_opt(keys, &self.read_opts()),
+        };
+        res.into_iter().map(|r| r.map_err(StoreError::from)).collect()
+    }
+
+    /// An iterator over `[lower, upper)`.
+    pub fn iter(&self, lower: Vec<u8>, upper: Vec<u8>) -> RawIter<'a> {
+        let mut o = self.read_opts();
+        o.set_iterate_lower_bound(lower);
+        o.set_iterate_upper_bound(upper);
+        match self {
+            Source::Db(db) => RawIter::Db(db.raw_iterator_opt(o)),
+            Source::Txn(t) => RawIter::Txn(t.raw_iterator_opt(o)),
+        }
+    }
+}
+
+pub(crate) enum RawIter<'a> {
+    Db(DBRawIteratorWithThreadMode<'a, Db>),
+    Txn(DBRawIteratorWithThreadMode<'a, KvTxn>),
+}
+
+macro_rules! each {
+    ($self:ident, $it:ident => $e:expr) => {
+        match $self {
+            RawIter::Db($it) => $e,
+            RawIter::Txn($it) => $e,
+        }
+    };
+}
+
+impl RawIter<'_> {
+    pub fn seek_to_first(&mut self) {
+        each!(self, it => it.seek_to_first())
+    }
+    pub fn seek_to_last(&mut self) {
+        each!(self, it => it.seek_to_last())
+    }
+    pub fn valid(&self) -> bool {
+        each!(self, it => it.valid())
+    }
+    pub fn key(&self) -> &[u8] {
+        each!(self, it => it.key().unwrap_or_default())
+    }
+    pub fn value(&self) -> &[u8] {
+        each!(self, it => it.value().unwrap_or_default())
+    }
+    pub fn advance(&mut self, backward: bool) {
+        each!(self, it => if backward { it.prev() } else { it.next() })
+    }
+    pub fn status(&self) -> Result<()> {
+        Ok(each!(self, it => it.status())?)
+    }
+}

@@ -1,0 +1,166 @@
+//! The request and result types of the engine's operations.
+
+use crate::row::Cell;
+use crate::value::{PkBound, PkValue, TimeRange, Value};
+
+/// A row as a read returns it: primary key and the selected columns' versions, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub pk: Vec<PkValue>,
+    pub columns: Vec<(String, Vec<Cell>)>,
+}
+
+impl Row {
+    /// The newest visible value of a column.
+    pub fn get(&self, column: &str) -> Option<&Value> {
+        self.cells(column).and_then(|c| c.first()).map(|c| &c.value)
+    }
+
+    /// All returned versions of a column, newest first.
+    pub fn cells(&self, column: &str) -> Option<&[Cell]> {
+        self.columns.iter().find(|(n, _)| n == column).map(|(_, c)| c.as_slice())
+    }
+}
+
+/// What a read returns of each row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadSpec {
+    /// Only these columns (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Versions per column (1 when `None`).
+    pub max_versions: Option<u32>,
+    pub time_range: Option<TimeRange>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    #[default]
+    Forward,
+    Backward,
+}
+
+/// A range read. Forward: `[start, end)`. Backward: from `start` (inclusive) down to `end` (exclusive),
+/// so `start` is the larger key, as in Tablestore's GetRange.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeRequest {
+    pub start: Vec<PkBound>,
+    pub end: Vec<PkBound>,
+    pub direction: Direction,
+    pub limit: Option<usize>,
+    pub read: ReadSpec,
+    /// Stop after about this many bytes of row data (the engine's default budget when `None`).
+    pub budget_bytes: Option<usize>,
+}
+
+impl RangeRequest {
+    pub fn full(direction: Direction) -> Self {
+        let (s, e) = match direction {
+            Direction::Forward => (PkBound::InfMin, PkBound::InfMax),
+            Direction::Backward => (PkBound::InfMax, PkBound::InfMin),
+        };
+        RangeRequest { start: vec![s], end: vec![e], direction, limit: None, read: ReadSpec::default(), budget_bytes: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeResult {
+    pub rows: Vec<Row>,
+    /// Where to resume (as an inclusive start) when a limit or the budget cut the read short.
+    pub next_start: Option<Vec<PkValue>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RowExistence {
+    #[default]
+    Ignore,
+    ExpectExist,
+    ExpectNotExist,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A condition on a row's columns, checked before a write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnCondition {
+    Single {
+        column: String,
+        op: CompareOp,
+        value: Value,
+        /// Result when the column has no visible value.
+        pass_if_missing: bool,
+        /// Compare only the newest version; otherwise any version passing is enough.
+        latest_version_only: bool,
+    },
+    And(Vec<ColumnCondition>),
+    Or(Vec<ColumnCondition>),
+    Not(Box<ColumnCondition>),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Condition {
+    pub row: RowExistence,
+    pub column: Option<ColumnCondition>,
+}
+
+impl Condition {
+    pub fn ignore() -> Self {
+        Condition::default()
+    }
+    pub fn expect_exist() -> Self {
+        Condition { row: RowExistence::ExpectExist, column: None }
+    }
+    pub fn expect_not_exist() -> Self {
+        Condition { row: RowExistence::ExpectNotExist, column: None }
+    }
+}
+
+/// One cell of a `put_row`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellWrite {
+    pub column: String,
+    pub value: Value,
+    /// The version to write at; the server's clock when `None`.
+    pub version: Option<i64>,
+}
+
+impl CellWrite {
+    pub fn new(column: impl Into<String>, value: Value) -> Self {
+        CellWrite { column: column.into(), value, version: None }
+    }
+}
+
+/// One column change of an `update_row`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateOp {
+    Put { value: Value, version: Option<i64> },
+    DeleteVersion(i64),
+    DeleteAll,
+    /// Adds to the newest integer value (a missing value counts as 0); writes a new version.
+    Increment(i64),
+}
+
+/// One row write of a `batch_write`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowWrite {
+    Put { pk: Vec<Option<PkValue>>, cells: Vec<CellWrite>, condition: Condition },
+    Update { pk: Vec<PkValue>, ops: Vec<(String, UpdateOp)>, condition: Condition },
+    Delete { pk: Vec<PkValue>, condition: Condition },
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WriteOutcome {
+    /// The written row's primary key, with generated auto-increment values filled in.
+    pub pk: Vec<PkValue>,
+    /// Whether the row was visible before the write.
+    pub existed: bool,
+    /// New values of incremented columns.
+    pub increments: Vec<(String, i64)>,
+}

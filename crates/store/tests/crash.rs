@@ -1,0 +1,79 @@
+//! Durability: a child process writes and acknowledges rows, is killed with SIGKILL mid-stream, and after
+//! reopening every acknowledged write is there.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use common::*;
+use tabula_store::*;
+
+const CHILD_ENV: &str = "TABULA_CRASH_CHILD_DIR";
+
+/// The child: writes rows forever, printing each key once its write returned.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let durability = match std::env::var("TABULA_CRASH_DURABILITY").as_deref() {
+        Ok("group") => Durability::Group { interval: std::time::Duration::from_millis(5) },
+        _ => Durability::Sync,
+    };
+    let config = StoreConfig { durability, maintenance_interval: None, ..StoreConfig::default() };
+    let store = Store::open(&dir, config).unwrap();
+    let _ = store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default()));
+    let mut out = std::io::stdout().lock();
+    for i in 0.. {
+        store.put_row("c", &[Some(int(i))], &[CellWrite::new("v", Value::Integer(i * 7))], &Condition::ignore()).unwrap();
+        store.update_row("c", &[int(0)], &[("n".into(), UpdateOp::Increment(1))], &Condition::ignore()).unwrap();
+        writeln!(out, "{i}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn crash_and_check(durability: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir.path())
+        .env("TABULA_CRASH_DURABILITY", durability)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut acked = -1i64;
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
+        if let Ok(i) = line.trim().parse::<i64>() {
+            acked = i;
+            if acked >= 300 {
+                break;
+            }
+        }
+    }
+    // SIGKILL: no destructor, no flush.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(acked >= 300, "the child acknowledged writes before it was killed");
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    for i in 0..=acked {
+        let row = store.get_row("c", &[int(i)], &ReadSpec::default()).unwrap();
+        assert_eq!(row.and_then(|r| r.get("v").cloned()), Some(Value::Integer(i * 7)), "acknowledged row {i} survived");
+    }
+    let n = store.get_row("c", &[int(0)], &ReadSpec::default()).unwrap().unwrap().get("n").cloned();
+    match n {
+        Some(Value::Integer(n)) => assert!(n > acked, "every acknowledged increment survived ({n} > {acked})"),
+        other => panic!("counter lost: {other:?}"),
+    }
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_sync() {
+    crash_and_check("sync");
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_group_commit() {
+    crash_and_check("group");
+}

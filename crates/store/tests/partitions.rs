@@ -1,0 +1,118 @@
+//! Partitions split when large and merge when small and idle, without blocking, losing or duplicating
+//! reads and writes that run meanwhile.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use tabula_store::*;
+
+#[test]
+fn split_and_merge_under_concurrent_reads_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        split_bytes: 16 * 1024,
+        merge_bytes: 8 * 1024,
+        idle_rate: f64::MAX,
+        split_write_rate: f64::MAX,
+        maintenance_interval: Some(std::time::Duration::from_millis(5)),
+        block_cache_bytes: 8 << 20,
+        ..StoreConfig::default()
+    };
+    let store = Arc::new(Store::open(dir.path(), config).unwrap());
+    store.create_table(table("p", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default())).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Readers: a full scan always sees each written row exactly once, in order.
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, stop) = (store.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut scans = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let rows = store.get_range("p", &RangeRequest::full(Direction::Forward)).unwrap().rows;
+                    let keys: Vec<_> = rows.iter().map(|r| r.pk.clone()).collect();
+                    let mut sorted = keys.clone();
+                    sorted.sort();
+                    sorted.dedup();
+                    assert_eq!(keys, sorted, "no duplicates, key order kept");
+                    scans += 1;
+                }
+                scans
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for n in 0..600i64 {
+                    let g = (n % 40) * 2 + w;
+                    store.put_row("p", &[Some(int(g)), Some(int(n))], &[CellWrite::new("v", Value::Binary(vec![7; 100]))], &Condition::expect_not_exist()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    store.run_maintenance().unwrap();
+    let parts = store.partitions("p").unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    assert!(parts.len() > 1, "the table split: {} partitions", parts.len());
+    // Partitions cover the table without gaps or overlaps; splits fall between partition-key values.
+    for pair in parts.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start);
+    }
+    let total_rows: i64 = parts.iter().map(|p| p.approx_rows).sum();
+    assert_eq!(total_rows, 1200);
+    let rows = store.get_range("p", &RangeRequest { limit: None, ..RangeRequest::full(Direction::Forward) }).unwrap();
+    let mut all = rows.rows.len();
+    let mut next = rows.next_start;
+    while let Some(n) = next {
+        let r = store.get_range("p", &RangeRequest { start: n.into_iter().map(PkBound::Value).collect(), ..RangeRequest::full(Direction::Forward) }).unwrap();
+        all += r.rows.len();
+        next = r.next_start;
+    }
+    assert_eq!(all, 1200, "every write is readable exactly once");
+    // Each partition key value sits in exactly one partition.
+    for p in &parts {
+        if let Some(bound) = store.partition_bound("p", &p.start).unwrap() {
+            assert_eq!(bound.len(), 1, "split points are partition-key values");
+        }
+    }
+    let largest = store.largest_partition_keys("p", 3).unwrap();
+    assert_eq!(largest.len(), 3);
+    assert!(largest[0].1 >= largest[2].1);
+
+    // Delete almost everything: the small idle neighbours merge back.
+    for g in 0..80 {
+        let rows = store
+            .get_range("p", &RangeRequest { start: vec![PkBound::Value(int(g)), PkBound::InfMin], end: vec![PkBound::Value(int(g)), PkBound::InfMax], ..RangeRequest::full(Direction::Forward) })
+            .unwrap()
+            .rows;
+        for r in rows {
+            store.delete_row("p", &r.pk, &Condition::ignore()).unwrap();
+        }
+    }
+    store.run_maintenance().unwrap();
+    assert_eq!(store.partitions("p").unwrap().len(), 1, "merged back to one partition");
+}
+
+#[test]
+fn one_partition_key_value_is_never_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig { clock: Arc::new(ManualClock::new(NOW)), split_bytes: 4 * 1024, maintenance_interval: None, ..StoreConfig::default() };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("one", &[("g", PkType::String), ("i", PkType::Integer)], TableOptions::default())).unwrap();
+    for i in 0..200 {
+        store.put_row("one", &[Some(s("only")), Some(int(i))], &[CellWrite::new("v", Value::Binary(vec![1; 100]))], &Condition::ignore()).unwrap();
+    }
+    store.run_maintenance().unwrap();
+    assert_eq!(store.partitions("one").unwrap().len(), 1);
+}
