@@ -125,8 +125,15 @@ impl<'a> Executor<'a> {
         Ok(match &scan.versions {
             Versions::Latest => ReadSpec { columns, max_versions: Some(1), time_range: None },
             Versions::AsOf(e) => {
-                let ms = self.eval_const(e)?.as_int().ok_or_else(|| QueryError::InvalidParameterValue("as_of must be a number of milliseconds".into()))?;
-                ReadSpec { columns, max_versions: Some(1), time_range: Some(TimeRange::Range { start: i64::MIN, end: ms.saturating_add(1) }) }
+                let ms = self
+                    .eval_const(e)?
+                    .as_int()
+                    .ok_or_else(|| QueryError::InvalidParameterValue("as_of must be a number of milliseconds".into()))?;
+                ReadSpec {
+                    columns,
+                    max_versions: Some(1),
+                    time_range: Some(TimeRange::Range { start: i64::MIN, end: ms.saturating_add(1) }),
+                }
             }
             Versions::History { latest_n, after_or_equal, before } => {
                 let n = match latest_n {
@@ -177,7 +184,9 @@ impl<'a> Executor<'a> {
                 for v in versions {
                     let mut r = base.clone();
                     for (name, cells) in &row.columns {
-                        if let (Some(ci), Some(cell)) = (t.column_index(name).filter(|i| *i < n && !t.is_pk(*i)), cells.iter().find(|c| c.version == v)) {
+                        if let (Some(ci), Some(cell)) =
+                            (t.column_index(name).filter(|i| *i < n && !t.is_pk(*i)), cells.iter().find(|c| c.version == v))
+                        {
                             r[ci] = Datum::from_value(&cell.value, t.column_type(ci))?;
                         }
                     }
@@ -345,9 +354,7 @@ impl<'a> Executor<'a> {
     }
 
     fn pk_of(&self, t: &TableSchema, row: &SqlRow) -> Result<Vec<PkValue>> {
-        t.pk.iter()
-            .map(|&c| row[c].to_pk(t.column_type(c)).ok_or_else(|| QueryError::Internal("row without its key".into())))
-            .collect()
+        t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c)).ok_or_else(|| QueryError::Internal("row without its key".into()))).collect()
     }
 
     fn returning(&self, r: &Option<Returning>, row: &SqlRow, out: &mut Vec<SqlRow>) -> Result<()> {
@@ -399,7 +406,8 @@ impl<'a> Executor<'a> {
                     for (pos, &c) in t.pk.iter().enumerate() {
                         row[c] = Datum::from_pk(&outcome.pk[pos]);
                     }
-                    row[n] = version.or_else(|| (!cells.is_empty()).then_some(self.ctx.now_us / 1000)).map(Datum::Int).unwrap_or(Datum::Null);
+                    row[n] =
+                        version.or_else(|| (!cells.is_empty()).then_some(self.ctx.now_us / 1000)).map(Datum::Int).unwrap_or(Datum::Null);
                     count += 1;
                     self.returning(&p.returning, &row, &mut returned)?;
                 }
@@ -441,7 +449,15 @@ impl<'a> Executor<'a> {
     }
 
     /// Applies SET assignments to one existing row; returns the row as it is after.
-    fn apply_update(&self, t: &TableSchema, pk: &[PkValue], before: &SqlRow, eval_row: &SqlRow, assignments: &[(usize, Expr)], version: Option<i64>) -> Result<SqlRow> {
+    fn apply_update(
+        &self,
+        t: &TableSchema,
+        pk: &[PkValue],
+        before: &SqlRow,
+        eval_row: &SqlRow,
+        assignments: &[(usize, Expr)],
+        version: Option<i64>,
+    ) -> Result<SqlRow> {
         let mut ops = Vec::with_capacity(assignments.len());
         let mut after = before.clone();
         for (col, e) in assignments {
@@ -457,10 +473,13 @@ impl<'a> Executor<'a> {
                 return Err(QueryError::NotNull { table: t.name.clone(), column: name });
             }
             after[*col] = v.clone();
-            ops.push((name, match v.to_value() {
-                Some(value) => UpdateOp::Put { value, version },
-                None => UpdateOp::DeleteAll,
-            }));
+            ops.push((
+                name,
+                match v.to_value() {
+                    Some(value) => UpdateOp::Put { value, version },
+                    None => UpdateOp::DeleteAll,
+                },
+            ));
         }
         let outcome = self.access.update_row(&t.name, pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
         for (name, v) in outcome.increments {
@@ -474,7 +493,14 @@ impl<'a> Executor<'a> {
 
     pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.scan.table;
-        let version = p.version.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let version = p
+            .version
+            .as_ref()
+            .map(|e| self.eval_const(e))
+            .transpose()?
+            .map(|d| d.cast(SqlType::Int8))
+            .transpose()?
+            .and_then(|d| d.as_int());
         let mut targets = Vec::new();
         self.scan(&p.scan, |r| {
             targets.push(r);
@@ -505,7 +531,14 @@ impl<'a> Executor<'a> {
             targets.push(r);
             Ok(true)
         })?;
-        let version = p.version.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let version = p
+            .version
+            .as_ref()
+            .map(|e| self.eval_const(e))
+            .transpose()?
+            .map(|d| d.cast(SqlType::Int8))
+            .transpose()?
+            .and_then(|d| d.as_int());
         let mut count = 0;
         let mut returned = Vec::new();
         for row in targets {
@@ -513,7 +546,8 @@ impl<'a> Executor<'a> {
             let pk = self.pk_of(t, &row)?;
             let res = match version {
                 Some(v) => {
-                    let ops: Vec<(String, UpdateOp)> = t.attributes().map(|i| (t.columns[i].name.clone(), UpdateOp::DeleteVersion(v))).collect();
+                    let ops: Vec<(String, UpdateOp)> =
+                        t.attributes().map(|i| (t.columns[i].name.clone(), UpdateOp::DeleteVersion(v))).collect();
                     // Only rows that have that version count.
                     let had = self
                         .access

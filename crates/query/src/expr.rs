@@ -173,7 +173,9 @@ impl fmt::Display for Expr {
             Expr::Not(e) => write!(f, "(NOT {e})"),
             Expr::Neg(e) => write!(f, "(-{e})"),
             Expr::IsNull { expr, negated } => write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" }),
-            Expr::IsBool { expr, value, negated } => write!(f, "({expr} IS {}{})", if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" }),
+            Expr::IsBool { expr, value, negated } => {
+                write!(f, "({expr} IS {}{})", if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+            }
             Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN (", if *negated { "NOT " } else { "" })?;
                 for (i, e) in list.iter().enumerate() {
@@ -184,7 +186,9 @@ impl fmt::Display for Expr {
                 }
                 write!(f, "))")
             }
-            Expr::Between { expr, low, high, negated } => write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" }),
+            Expr::Between { expr, low, high, negated } => {
+                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
+            }
             Expr::Like { expr, pattern, negated, case_insensitive } => {
                 write!(f, "({expr} {}{} {pattern})", if *negated { "NOT " } else { "" }, if *case_insensitive { "ILIKE" } else { "LIKE" })
             }
@@ -238,10 +242,20 @@ impl Expr {
                     numeric_result(left.ty(), right.ty())
                 }
             }
-            Expr::Not(_) | Expr::IsNull { .. } | Expr::IsBool { .. } | Expr::InList { .. } | Expr::Between { .. } | Expr::Like { .. } => Bool,
+            Expr::Not(_) | Expr::IsNull { .. } | Expr::IsBool { .. } | Expr::InList { .. } | Expr::Between { .. } | Expr::Like { .. } => {
+                Bool
+            }
             Expr::Neg(e) => e.ty(),
             Expr::Func { func, args } => match func {
-                Func::Lower | Func::Upper | Func::Concat | Func::Substr | Func::Version | Func::CurrentSchema | Func::CurrentDatabase | Func::CurrentUser | Func::Md5 => Text,
+                Func::Lower
+                | Func::Upper
+                | Func::Concat
+                | Func::Substr
+                | Func::Version
+                | Func::CurrentSchema
+                | Func::CurrentDatabase
+                | Func::CurrentUser
+                | Func::Md5 => Text,
                 Func::Length => Int4,
                 Func::Now => Timestamptz,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
@@ -249,12 +263,9 @@ impl Expr {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
                 }
             },
-            Expr::Case { whens, otherwise, .. } => whens
-                .iter()
-                .map(|(_, e)| e.ty())
-                .chain(otherwise.iter().map(|e| e.ty()))
-                .find(|t| *t != Unknown)
-                .unwrap_or(Text),
+            Expr::Case { whens, otherwise, .. } => {
+                whens.iter().map(|(_, e)| e.ty()).chain(otherwise.iter().map(|e| e.ty())).find(|t| *t != Unknown).unwrap_or(Text)
+            }
         }
     }
 
@@ -274,7 +285,12 @@ impl Expr {
         Ok(match self {
             Expr::Literal(d, _) => d.clone(),
             Expr::Column { index, .. } => row.get(*index).cloned().unwrap_or(Datum::Null),
-            Expr::Param { index, ty } => ctx.params.get(*index).cloned().ok_or_else(|| QueryError::Syntax(format!("there is no parameter ${}", index + 1)))?.cast(*ty)?,
+            Expr::Param { index, ty } => ctx
+                .params
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| QueryError::Syntax(format!("there is no parameter ${}", index + 1)))?
+                .cast(*ty)?,
             Expr::Binary { op: BinOp::And, left, right } => {
                 let l = truth(&left.eval(row, ctx)?)?;
                 if l == Some(false) {
@@ -409,7 +425,9 @@ impl Expr {
                 left.columns(out);
                 right.columns(out);
             }
-            Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } => e.columns(out),
+            Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } => {
+                e.columns(out)
+            }
             Expr::InList { expr, list, .. } => {
                 expr.columns(out);
                 list.iter().for_each(|e| e.columns(out));
@@ -508,13 +526,20 @@ fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
         let rt = r.natural_type();
         return Ok(Datum::Text(l.to_pg_text(lt).unwrap_or_default() + &r.to_pg_text(rt).unwrap_or_default()));
     }
-    let mismatch = || QueryError::UndefinedFunction(format!("operator does not exist: {} {} {}", l.natural_type(), op.symbol(), r.natural_type()));
+    let mismatch =
+        || QueryError::UndefinedFunction(format!("operator does not exist: {} {} {}", l.natural_type(), op.symbol(), r.natural_type()));
     match result_ty {
         t if t.is_integer() => {
             let (Datum::Int(a), Datum::Int(b)) = (&l, &r) else {
                 // An untyped text operand: parse it as an integer.
-                let a = Datum::Int(match &l { Datum::Int(a) => *a, other => other.clone().cast(SqlType::Int8)?.as_int().ok_or_else(mismatch)? });
-                let b = Datum::Int(match &r { Datum::Int(b) => *b, other => other.clone().cast(SqlType::Int8)?.as_int().ok_or_else(mismatch)? });
+                let a = Datum::Int(match &l {
+                    Datum::Int(a) => *a,
+                    other => other.clone().cast(SqlType::Int8)?.as_int().ok_or_else(mismatch)?,
+                });
+                let b = Datum::Int(match &r {
+                    Datum::Int(b) => *b,
+                    other => other.clone().cast(SqlType::Int8)?.as_int().ok_or_else(mismatch)?,
+                });
                 return binary(op, a, b, result_ty);
             };
             let (a, b) = (*a, *b);
@@ -717,10 +742,12 @@ impl<'a> Scope<'a> {
                 return Err(QueryError::UndefinedTable(format!("missing FROM-clause entry for table \"{q}\"")));
             }
         }
-        found.ok_or_else(|| QueryError::UndefinedColumn(match qualifier {
-            Some(q) => format!("{q}.{name}"),
-            None => name.to_string(),
-        }))
+        found.ok_or_else(|| {
+            QueryError::UndefinedColumn(match qualifier {
+                Some(q) => format!("{q}.{name}"),
+                None => name.to_string(),
+            })
+        })
     }
 }
 
@@ -764,7 +791,9 @@ impl Binder<'_, '_> {
             Expr::Literal(d @ Datum::Text(_), SqlType::Unknown) => Expr::Literal(d.cast(ty)?, ty),
             Expr::Literal(Datum::Null, _) => Expr::Literal(Datum::Null, ty),
             // An integer literal against a float or numeric column: convert now.
-            Expr::Literal(d @ Datum::Int(_), t) if t.is_integer() && matches!(ty, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) => Expr::Literal(d.cast(ty)?, ty),
+            Expr::Literal(d @ Datum::Int(_), t) if t.is_integer() && matches!(ty, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) => {
+                Expr::Literal(d.cast(ty)?, ty)
+            }
             e => e,
         })
     }
@@ -832,11 +861,15 @@ impl Binder<'_, '_> {
             E::InList { expr, list, negated } => {
                 let inner = self.bind(expr)?;
                 let ty = inner.ty();
-                let list = list.iter().map(|e| {
-                    let b = self.bind(e)?;
-                    self.coerce(b, ty)
-                }).collect::<Result<Vec<_>>>()?;
-                let ty = if ty == SqlType::Unknown { list.iter().map(|e| e.ty()).find(|t| *t != SqlType::Unknown).unwrap_or(ty) } else { ty };
+                let list = list
+                    .iter()
+                    .map(|e| {
+                        let b = self.bind(e)?;
+                        self.coerce(b, ty)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let ty =
+                    if ty == SqlType::Unknown { list.iter().map(|e| e.ty()).find(|t| *t != SqlType::Unknown).unwrap_or(ty) } else { ty };
                 Expr::InList { expr: Box::new(self.coerce(inner, ty)?), list, negated: *negated }
             }
             E::Between { expr, negated, low, high } => {
@@ -851,7 +884,12 @@ impl Binder<'_, '_> {
             E::Like { negated, expr, pattern, .. } | E::ILike { negated, expr, pattern, .. } => {
                 let ci = matches!(e, E::ILike { .. });
                 let p = self.bind(pattern)?;
-                Expr::Like { expr: Box::new(self.bind(expr)?), pattern: Box::new(self.coerce(p, SqlType::Text)?), negated: *negated, case_insensitive: ci }
+                Expr::Like {
+                    expr: Box::new(self.bind(expr)?),
+                    pattern: Box::new(self.coerce(p, SqlType::Text)?),
+                    negated: *negated,
+                    case_insensitive: ci,
+                }
             }
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
@@ -873,10 +911,7 @@ impl Binder<'_, '_> {
             E::Function(f) => self.function(f)?,
             E::Case { operand, conditions, else_result, .. } => {
                 let operand = operand.as_ref().map(|o| self.bind(o)).transpose()?;
-                let whens = conditions
-                    .iter()
-                    .map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?)))
-                    .collect::<Result<Vec<_>>>()?;
+                let whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
                 let otherwise = else_result.as_ref().map(|e| self.bind(e)).transpose()?;
                 Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new) }
             }
@@ -920,7 +955,8 @@ impl Binder<'_, '_> {
                 || rt == SqlType::Unknown
                 || (lt.is_numeric() && rt.is_numeric())
                 || (lt.is_text() && rt.is_text())
-                || (matches!(lt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date) && matches!(rt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date))
+                || (matches!(lt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
+                    && matches!(rt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date))
                 || (matches!(lt, SqlType::Json | SqlType::Jsonb) && rt.is_text());
             if !comparable {
                 return Err(QueryError::UndefinedFunction(format!("operator does not exist: {lt} {} {rt}", op.symbol())));
@@ -1043,7 +1079,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::DoublePrecision | D::Float8 | D::Double(_) | D::Float(_) => SqlType::Float8,
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Numeric,
         D::Text | D::String(_) => SqlType::Text,
-        D::Varchar(_) | D::CharacterVarying(_) | D::Char(_) | D::Character(_) | D::Bpchar(_) => SqlType::Varchar,
+        D::Varchar(_) | D::CharacterVarying(_) | D::CharVarying(_) | D::Char(_) | D::Character(_) => SqlType::Varchar,
         D::Bytea => SqlType::Bytea,
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::Timestamptz,

@@ -27,3 +27,6 @@ pub use error::{QueryError, Result};
 pub use plan::{OutputColumn, Plan};
 pub use session::{Database, Output, Prepared, Session, TxnStatus};
 pub use types::{Datum, SqlType};
+
+#[cfg(test)]
+mod planner_tests;

@@ -64,14 +64,17 @@ impl<'a> Planner<'a> {
             Statement::StartTransaction { .. } => Ok(Plan::Begin),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Rollback { savepoint: None, .. } => Ok(Plan::Rollback),
-            Statement::Explain { statement, analyze, .. } => {
-                Ok(Plan::Explain { plan: Box::new(self.plan(statement)?), analyze: *analyze })
-            }
+            Statement::Explain { statement, analyze, .. } => Ok(Plan::Explain { plan: Box::new(self.plan(statement)?), analyze: *analyze }),
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {
                 Ok(Plan::ShowVariable { name: variable.iter().map(ident_name).collect::<Vec<_>>().join(" ") })
             }
             Statement::Discard { .. } => Ok(Plan::Discard),
+            Statement::Reset(r) => match &r.reset {
+                ast::Reset::ALL => Ok(Plan::Discard),
+                ast::Reset::ConfigurationParameter(name) => Ok(Plan::SetVariable { name: name.to_string().to_lowercase(), value: None }),
+                ast::Reset::SessionAuthorization => Ok(Plan::SetVariable { name: "session_authorization".into(), value: None }),
+            },
             other => Err(QueryError::NotSupported(format!("statement not supported: {}", first_words(&other.to_string())))),
         }
     }
@@ -105,7 +108,9 @@ impl<'a> Planner<'a> {
                     other => other.to_string(),
                 }),
             }),
-            ast::Set::SetNames { charset_name, .. } => Ok(Plan::SetVariable { name: "client_encoding".into(), value: Some(charset_name.to_string()) }),
+            ast::Set::SetNames { charset_name, .. } => {
+                Ok(Plan::SetVariable { name: "client_encoding".into(), value: Some(charset_name.to_string()) })
+            }
             // SET SESSION CHARACTERISTICS / SET TRANSACTION: every transaction is snapshot isolation.
             ast::Set::SetTransaction { .. } => Ok(Plan::SetVariable { name: "transaction_characteristics".into(), value: None }),
             other => Err(QueryError::NotSupported(format!("statement not supported: {other}"))),
@@ -121,7 +126,11 @@ impl<'a> Planner<'a> {
         let select = match q.body.as_ref() {
             SetExpr::Select(s) => s,
             SetExpr::Values(_) => return Err(QueryError::NotSupported("VALUES lists as queries are not supported yet".into())),
-            _ => return Err(QueryError::NotSupported("set operations (UNION, INTERSECT, EXCEPT) need the analytic engine, which is not built yet".into())),
+            _ => {
+                return Err(QueryError::NotSupported(
+                    "set operations (UNION, INTERSECT, EXCEPT) need the analytic engine, which is not built yet".into(),
+                ))
+            }
         };
         if select.distinct.is_some() {
             return Err(QueryError::NotSupported("DISTINCT needs the analytic engine, which is not built yet".into()));
@@ -158,15 +167,22 @@ impl<'a> Planner<'a> {
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
                     if contains_aggregate(e) {
-                        return Err(QueryError::NotSupported("aggregate functions need the analytic engine, which is not built yet".into()));
+                        return Err(QueryError::NotSupported(
+                            "aggregate functions need the analytic engine, which is not built yet".into(),
+                        ));
                     }
                     let b = self.binder(&scope).bind(e)?;
                     columns.push(output_column(&b, default_name(e), table.as_deref()));
                     projection.push(b);
                 }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(QueryError::NotSupported("several aliases for one expression".into()))
+                }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
                     if contains_aggregate(expr) {
-                        return Err(QueryError::NotSupported("aggregate functions need the analytic engine, which is not built yet".into()));
+                        return Err(QueryError::NotSupported(
+                            "aggregate functions need the analytic engine, which is not built yet".into(),
+                        ));
                     }
                     let b = self.binder(&scope).bind(expr)?;
                     let mut c = output_column(&b, ident_name(alias), table.as_deref());
@@ -188,11 +204,11 @@ impl<'a> Planner<'a> {
         }
         let filter = select.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
         let (limit, offset) = self.limit_offset(&scope, q)?;
-        let Some(table) = table else {
+        let Some(table) = table.clone() else {
             if filter.is_some() {
-                // SELECT ... WHERE without FROM: evaluate against the one empty row.
+                return Err(QueryError::NotSupported("WHERE without FROM".into()));
             }
-            return Ok(SelectPlan { scan: None, projection: filter_projection(projection, filter), columns, sort: vec![], offset, limit });
+            return Ok(SelectPlan { scan: None, projection, columns, sort: vec![], offset, limit });
         };
         let versions = self.versions(&scope, versions_args.as_ref())?;
         // ORDER BY.
@@ -200,14 +216,19 @@ impl<'a> Planner<'a> {
         if let Some(ob) = &q.order_by {
             if let ast::OrderByKind::Expressions(items) = &ob.kind {
                 for item in items {
-                    let asc = item.options.asc.unwrap_or(true);
+                    let asc = !matches!(item.options.sort, Some(ast::OrderBySort::Desc));
                     // ORDER BY 2 and ORDER BY alias refer to the select list.
                     let e = match &item.expr {
                         ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
                             let n: usize = v.value.to_string().parse().unwrap_or(0);
-                            projection.get(n.wrapping_sub(1)).cloned().ok_or_else(|| QueryError::Syntax(format!("ORDER BY position {n} is not in select list")))?
+                            projection
+                                .get(n.wrapping_sub(1))
+                                .cloned()
+                                .ok_or_else(|| QueryError::Syntax(format!("ORDER BY position {n} is not in select list")))?
                         }
-                        ast::Expr::Identifier(id) if columns.iter().any(|c| c.name == ident_name(id)) && table.column_index(&ident_name(id)).is_none() => {
+                        ast::Expr::Identifier(id)
+                            if columns.iter().any(|c| c.name == ident_name(id)) && table.column_index(&ident_name(id)).is_none() =>
+                        {
                             let i = columns.iter().position(|c| c.name == ident_name(id)).unwrap();
                             projection[i].clone()
                         }
@@ -269,20 +290,32 @@ impl<'a> Planner<'a> {
         let mut before = None;
         let mut as_of = None;
         for a in &args.args {
-            let ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } = a else {
-                return Err(QueryError::Syntax("table arguments are named: latest_n => n, after_or_equal => ms, before => ms, as_of => ms".into()));
+            let (name, e) = match a {
+                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } => (ident_name(name), e),
+                ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(name), arg: ast::FunctionArgExpr::Expr(e), .. } => {
+                    (ident_name(name), e)
+                }
+                _ => {
+                    return Err(QueryError::Syntax(
+                        "table arguments are named: latest_n => n, after_or_equal => ms, before => ms, as_of => ms".into(),
+                    ))
+                }
             };
             let b = self.binder(scope).bind(e)?;
             let b = self.binder(scope).coerce(b, SqlType::Int8)?;
             if !b.is_constant() {
                 return Err(QueryError::Syntax("table arguments must be constants".into()));
             }
-            match ident_name(name).as_str() {
+            match name.as_str() {
                 "latest_n" => latest_n = Some(b),
                 "after_or_equal" => after = Some(b),
                 "before" => before = Some(b),
                 "as_of" => as_of = Some(b),
-                other => return Err(QueryError::InvalidParameterValue(format!("unknown table argument \"{other}\" (expected latest_n, after_or_equal, before or as_of)"))),
+                other => {
+                    return Err(QueryError::InvalidParameterValue(format!(
+                        "unknown table argument \"{other}\" (expected latest_n, after_or_equal, before or as_of)"
+                    )))
+                }
             }
         }
         match as_of {
@@ -371,7 +404,9 @@ impl<'a> Planner<'a> {
                     ast::OnConflictAction::DoNothing => OnConflict::DoNothing,
                     ast::OnConflictAction::DoUpdate(du) => {
                         if oc.conflict_target.is_none() {
-                            return Err(QueryError::Syntax("ON CONFLICT DO UPDATE requires inference specification or constraint name".into()));
+                            return Err(QueryError::Syntax(
+                                "ON CONFLICT DO UPDATE requires inference specification or constraint name".into(),
+                            ));
                         }
                         // Existing row's columns first, then `excluded`'s.
                         let offset = table.columns.len() + 1;
@@ -400,7 +435,8 @@ impl<'a> Planner<'a> {
             || (et.is_numeric() && ty.is_numeric())
             || (et.is_text() && ty.is_text())
             || (et.is_text() && matches!(ty, SqlType::Json | SqlType::Jsonb))
-            || (matches!(et, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date) && matches!(ty, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date));
+            || (matches!(et, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
+                && matches!(ty, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date));
         if !compatible {
             return Err(QueryError::DatatypeMismatch(format!("column \"{column}\" is of type {ty} but expression is of type {et}")));
         }
@@ -419,9 +455,12 @@ impl<'a> Planner<'a> {
                 ast::AssignmentTarget::Tuple(_) => return Err(QueryError::NotSupported("tuple assignments".into())),
             };
             let name = &names[0];
-            let idx = table.column_index(name).ok_or_else(|| QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)))?;
+            let idx =
+                table.column_index(name).ok_or_else(|| QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)))?;
             if table.is_pk(idx) {
-                return Err(QueryError::NotSupported(format!("updating primary key column \"{name}\" is not supported: delete and insert the row")));
+                return Err(QueryError::NotSupported(format!(
+                    "updating primary key column \"{name}\" is not supported: delete and insert the row"
+                )));
             }
             let b = self.binder(scope).bind(&a.value)?;
             out.push((idx, self.assign(b, table.column_type(idx), name)?));
@@ -447,6 +486,9 @@ impl<'a> Planner<'a> {
                     columns.push(output_column(&b, default_name(e), Some(table)));
                     exprs.push(b);
                 }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(QueryError::NotSupported("several aliases for one expression".into()))
+                }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
                     let b = self.binder(&scope).bind(expr)?;
                     let mut c = output_column(&b, ident_name(alias), Some(table));
@@ -463,7 +505,9 @@ impl<'a> Planner<'a> {
 
     fn table_target(&mut self, relation: &TableFactor) -> Result<(Arc<TableSchema>, Option<String>)> {
         match relation {
-            TableFactor::Table { name, alias, args: None, .. } => Ok((self.catalog.table(&object_name(name))?, alias.as_ref().map(|a| ident_name(&a.name)))),
+            TableFactor::Table { name, alias, args: None, .. } => {
+                Ok((self.catalog.table(&object_name(name))?, alias.as_ref().map(|a| ident_name(&a.name))))
+            }
             _ => Err(QueryError::NotSupported("only plain tables can be updated".into())),
         }
     }
@@ -547,7 +591,9 @@ impl<'a> Planner<'a> {
                     ast::ColumnOption::Null => def.not_null = false,
                     ast::ColumnOption::PrimaryKey(_) => {
                         if !pk_names.is_empty() {
-                            return Err(QueryError::InvalidTableDefinition(format!("multiple primary keys for table \"{name}\" are not allowed")));
+                            return Err(QueryError::InvalidTableDefinition(format!(
+                                "multiple primary keys for table \"{name}\" are not allowed"
+                            )));
                         }
                         pk_names.push(cname.clone());
                     }
@@ -565,7 +611,9 @@ impl<'a> Planner<'a> {
             match con {
                 ast::TableConstraint::PrimaryKey(pk) => {
                     if !pk_names.is_empty() {
-                        return Err(QueryError::InvalidTableDefinition(format!("multiple primary keys for table \"{name}\" are not allowed")));
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "multiple primary keys for table \"{name}\" are not allowed"
+                        )));
                     }
                     for (i, ic) in pk.columns.iter().enumerate() {
                         match &ic.column.expr {
@@ -596,14 +644,20 @@ impl<'a> Planner<'a> {
         }
         let mut pk = Vec::new();
         for n in &pk_names {
-            let i = columns.iter().position(|c| &c.name == n).ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" named in key does not exist")))?;
+            let i = columns
+                .iter()
+                .position(|c| &c.name == n)
+                .ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" named in key does not exist")))?;
             if pk.contains(&i) {
                 return Err(QueryError::InvalidTableDefinition(format!("column \"{n}\" appears twice in primary key constraint")));
             }
             pk.push(i);
         }
         if pk.len() > 4 {
-            return Err(QueryError::InvalidTableDefinition(format!("a primary key has at most 4 columns, table \"{name}\" names {}", pk.len())));
+            return Err(QueryError::InvalidTableDefinition(format!(
+                "a primary key has at most 4 columns, table \"{name}\" names {}",
+                pk.len()
+            )));
         }
         for &i in &pk {
             let col = &mut columns[i];
@@ -619,9 +673,17 @@ impl<'a> Planner<'a> {
             if col.identity {
                 let pos = pk.iter().position(|&k| k == i);
                 match pos {
-                    None => return Err(QueryError::InvalidTableDefinition(format!("identity column \"{}\" must be a primary key column after the partition key", col.name))),
+                    None => {
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "identity column \"{}\" must be a primary key column after the partition key",
+                            col.name
+                        )))
+                    }
                     Some(p) if p < partition_key_len => {
-                        return Err(QueryError::InvalidTableDefinition(format!("identity column \"{}\" cannot be part of the partition key", col.name)))
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "identity column \"{}\" cannot be part of the partition key",
+                            col.name
+                        )))
                     }
                     _ => {}
                 }
@@ -637,7 +699,10 @@ impl<'a> Planner<'a> {
     fn table_options(&mut self, opts: &ast::CreateTableOptions, mut o: TableOptions, creating: bool) -> Result<TableOptions> {
         let list = match opts {
             ast::CreateTableOptions::None => return Ok(o),
-            ast::CreateTableOptions::With(l) | ast::CreateTableOptions::Options(l) | ast::CreateTableOptions::Plain(l) | ast::CreateTableOptions::TableProperties(l) => l,
+            ast::CreateTableOptions::With(l)
+            | ast::CreateTableOptions::Options(l)
+            | ast::CreateTableOptions::Plain(l)
+            | ast::CreateTableOptions::TableProperties(l) => l,
         };
         for opt in list {
             let ast::SqlOption::KeyValue { key, value } = opt else {
@@ -674,7 +739,11 @@ impl<'a> Planner<'a> {
                     match &opt.option {
                         ast::ColumnOption::Null => {}
                         ast::ColumnOption::Default(e) => col.default = Some(e.to_string()),
-                        other => return Err(QueryError::NotSupported(format!("ADD COLUMN with {other}: adding a column is instant and cannot constrain existing rows"))),
+                        other => {
+                            return Err(QueryError::NotSupported(format!(
+                                "ADD COLUMN with {other}: adding a column is instant and cannot constrain existing rows"
+                            )))
+                        }
                     }
                 }
                 Ok(Plan::AddColumn { table, column: col, if_not_exists: *if_not_exists })
@@ -715,10 +784,17 @@ pub fn apply_option_text(o: &mut TableOptions, key: &str, text: &str, creating: 
         "ttl" => {
             o.ttl = match text.trim().parse::<i64>() {
                 Ok(v) => v,
-                Err(_) => parse_interval_seconds(text).ok_or_else(|| QueryError::InvalidParameterValue(format!("invalid value for option \"ttl\": \"{text}\" (seconds, -1 for forever, or an interval such as '1 day')")))?,
+                Err(_) => parse_interval_seconds(text).ok_or_else(|| {
+                    QueryError::InvalidParameterValue(format!(
+                        "invalid value for option \"ttl\": \"{text}\" (seconds, -1 for forever, or an interval such as '1 day')"
+                    ))
+                })?,
             };
             if o.ttl < -1 || o.ttl == 0 {
-                return Err(QueryError::InvalidParameterValue(format!("ttl must be -1 (forever) or a positive number of seconds, got {}", o.ttl)));
+                return Err(QueryError::InvalidParameterValue(format!(
+                    "ttl must be -1 (forever) or a positive number of seconds, got {}",
+                    o.ttl
+                )));
             }
         }
         "max_versions" => {
@@ -731,7 +807,9 @@ pub fn apply_option_text(o: &mut TableOptions, key: &str, text: &str, creating: 
         "max_version_offset" => {
             let v = match text.trim().parse::<i64>() {
                 Ok(v) => v,
-                Err(_) => parse_interval_seconds(text).ok_or_else(|| QueryError::InvalidParameterValue(format!("invalid value for option \"max_version_offset\": \"{text}\"")))?,
+                Err(_) => parse_interval_seconds(text).ok_or_else(|| {
+                    QueryError::InvalidParameterValue(format!("invalid value for option \"max_version_offset\": \"{text}\""))
+                })?,
             };
             if v < 1 {
                 return Err(QueryError::InvalidParameterValue(format!("max_version_offset must be a positive number of seconds, got {v}")));
@@ -748,7 +826,11 @@ pub fn apply_option_text(o: &mut TableOptions, key: &str, text: &str, creating: 
             }
             o.hash_prefix = v as u16;
         }
-        other => return Err(QueryError::InvalidParameterValue(format!("unrecognized table option \"{other}\" (expected ttl, max_versions, max_version_offset or hash_prefix)"))),
+        other => {
+            return Err(QueryError::InvalidParameterValue(format!(
+                "unrecognized table option \"{other}\" (expected ttl, max_versions, max_version_offset or hash_prefix)"
+            )))
+        }
     }
     Ok(())
 }
@@ -782,10 +864,6 @@ fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn filter_projection(projection: Vec<Expr>, _filter: Option<Expr>) -> Vec<Expr> {
-    projection
-}
-
 fn default_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(id) => ident_name(id),
@@ -793,15 +871,17 @@ fn default_name(e: &ast::Expr) -> String {
         ast::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_else(|| "?column?".into()),
         ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => default_name(expr),
-            _ => sql_type(data_type).map(|t| match t {
-                SqlType::Int4 => "int4".to_string(),
-                SqlType::Int8 => "int8".to_string(),
-                SqlType::Int2 => "int2".to_string(),
-                SqlType::Text => "text".to_string(),
-                SqlType::Bool => "bool".to_string(),
-                SqlType::Float8 => "float8".to_string(),
-                other => other.pg_name().to_string(),
-            }).unwrap_or_else(|_| "?column?".into()),
+            _ => sql_type(data_type)
+                .map(|t| match t {
+                    SqlType::Int4 => "int4".to_string(),
+                    SqlType::Int8 => "int8".to_string(),
+                    SqlType::Int2 => "int2".to_string(),
+                    SqlType::Text => "text".to_string(),
+                    SqlType::Bool => "bool".to_string(),
+                    SqlType::Float8 => "float8".to_string(),
+                    other => other.pg_name().to_string(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
         },
         ast::Expr::Nested(inner) => default_name(inner),
         _ => "?column?".into(),
@@ -817,7 +897,8 @@ fn output_column(e: &Expr, name: String, table: Option<&TableSchema>) -> OutputC
 }
 
 fn contains_aggregate(e: &ast::Expr) -> bool {
-    const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max", "array_agg", "string_agg", "bool_and", "bool_or", "every", "stddev", "variance"];
+    const AGGREGATES: &[&str] =
+        &["count", "sum", "avg", "min", "max", "array_agg", "string_agg", "bool_and", "bool_or", "every", "stddev", "variance"];
     match e {
         ast::Expr::Function(f) => {
             let n = f.name.to_string().to_lowercase();
@@ -854,7 +935,9 @@ fn needed_columns(t: &TableSchema, projection: &[Expr], filter: Option<&Expr>, s
 fn eq_column_const(e: &Expr, col: usize) -> Option<Expr> {
     if let Expr::Binary { op: BinOp::Eq, left, right } = e {
         match (left.as_ref(), right.as_ref()) {
-            (Expr::Column { index, .. }, c) | (c, Expr::Column { index, .. }) if *index == col && c.is_constant() => return Some(c.clone()),
+            (Expr::Column { index, .. }, c) | (c, Expr::Column { index, .. }) if *index == col && c.is_constant() => {
+                return Some(c.clone())
+            }
             _ => {}
         }
     }
@@ -933,7 +1016,8 @@ fn keyset(t: &TableSchema, e: &Expr, pos: usize) -> Option<(bool, bool, Vec<Expr
     }
     // c op v  OR  (c = v AND rest)
     if let Expr::Binary { op: BinOp::Or, left, right } = e {
-        let [(lower, false, v)] = key_range(t, left, pos).as_slice() else { return None };
+        let first = key_range(t, left, pos);
+        let [(lower, false, v)] = first.as_slice() else { return None };
         if let Expr::Binary { op: BinOp::And, left: eq, right: rest } = right.as_ref() {
             let v2 = key_eq(t, eq, pos)?;
             if v2 != *v || pos + 1 >= t.pk.len() {
@@ -1023,11 +1107,16 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
         if ok && count <= MAX_BATCH_KEYS {
             let mut keys: Vec<Vec<Expr>> = vec![vec![]];
             for l in &lists {
-                keys = keys.into_iter().flat_map(|k| l.iter().map(move |v| {
-                    let mut k = k.clone();
-                    k.push(v.clone());
-                    k
-                })).collect();
+                keys = keys
+                    .into_iter()
+                    .flat_map(|k| {
+                        l.iter().map(move |v| {
+                            let mut k = k.clone();
+                            k.push(v.clone());
+                            k
+                        })
+                    })
+                    .collect();
             }
             return (AccessPath::BatchGet { keys }, residual(&used_in));
         }
@@ -1122,10 +1211,15 @@ fn key_order(t: &TableSchema, access: &AccessPath, order: &[(Expr, bool)]) -> Op
                 _ => 0,
             };
             // Only the columns both bounds pin to the same value are fixed: the equality prefix.
-            (0..k.min(end_k)).filter(|i| match (start.get(*i), access) {
-                (Some(KeyBound::Value(a)), AccessPath::RangeScan { end, .. }) => matches!(end.get(*i), Some(KeyBound::Value(b)) if a == b),
-                _ => false,
-            }).map(|i| t.pk[i]).collect()
+            (0..k.min(end_k))
+                .filter(|i| match (start.get(*i), access) {
+                    (Some(KeyBound::Value(a)), AccessPath::RangeScan { end, .. }) => {
+                        matches!(end.get(*i), Some(KeyBound::Value(b)) if a == b)
+                    }
+                    _ => false,
+                })
+                .map(|i| t.pk[i])
+                .collect()
         }
         _ => vec![],
     };

@@ -52,7 +52,12 @@ impl TableSchema {
         let pk = def
             .primary_key
             .iter()
-            .map(|k| columns.iter().position(|c| c.name == k.name).ok_or_else(|| QueryError::Internal(format!("primary key column {} is not declared", k.name))))
+            .map(|k| {
+                columns
+                    .iter()
+                    .position(|c| c.name == k.name)
+                    .ok_or_else(|| QueryError::Internal(format!("primary key column {} is not declared", k.name)))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(TableSchema { name: def.name.clone(), columns, pk, partition_key_len: def.partition_key_len, options: def.options })
     }

@@ -109,8 +109,17 @@ fn default_settings() -> BTreeMap<String, String> {
 }
 
 /// Settings whose changes clients are told about (ParameterStatus).
-pub const REPORTED_SETTINGS: &[&str] =
-    &["application_name", "client_encoding", "datestyle", "intervalstyle", "is_superuser", "server_version", "standard_conforming_strings", "timezone", "integer_datetimes"];
+pub const REPORTED_SETTINGS: &[&str] = &[
+    "application_name",
+    "client_encoding",
+    "datestyle",
+    "intervalstyle",
+    "is_superuser",
+    "server_version",
+    "standard_conforming_strings",
+    "timezone",
+    "integer_datetimes",
+];
 
 /// The canonical name clients see for a setting (`DateStyle`, `TimeZone`, ...).
 pub fn display_setting_name(name: &str) -> &str {
@@ -125,10 +134,20 @@ pub fn display_setting_name(name: &str) -> &str {
 /// What a statement returns.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    Rows { columns: Vec<OutputColumn>, rows: Vec<SqlRow>, tag: String },
-    Command { tag: String },
+    Rows {
+        columns: Vec<OutputColumn>,
+        rows: Vec<SqlRow>,
+        tag: String,
+    },
+    Command {
+        tag: String,
+    },
     /// A setting changed: the server reports it to the client.
-    Set { tag: String, name: String, value: String },
+    Set {
+        tag: String,
+        name: String,
+        value: String,
+    },
     Empty,
 }
 
@@ -291,7 +310,14 @@ impl Session {
     fn prepare_parsed(&self, sql: &str, stmt: Option<ParsedStatement>, param_types: &[Option<SqlType>]) -> Result<Prepared> {
         let version = self.db.catalog_version();
         let Some(stmt) = stmt else {
-            return Ok(Prepared { sql: sql.into(), stmt: None, plan: None, catalog_version: version, param_types: vec![], columns: vec![] });
+            return Ok(Prepared {
+                sql: sql.into(),
+                stmt: None,
+                plan: None,
+                catalog_version: version,
+                param_types: vec![],
+                columns: vec![],
+            });
         };
         let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
         let (plan, params, stmt) = match stmt {
@@ -331,7 +357,11 @@ impl Session {
             fresh
         };
         if params.len() != p.param_types.len() {
-            return Err(QueryError::Syntax(format!("bind message supplies {} parameters, but prepared statement requires {}", params.len(), p.param_types.len())));
+            return Err(QueryError::Syntax(format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                p.param_types.len()
+            )));
         }
         let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
         let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
@@ -437,7 +467,9 @@ impl Session {
                         "ttl" => o.ttl = defaults.ttl,
                         "max_versions" => o.max_versions = defaults.max_versions,
                         "max_version_offset" => o.max_version_offset = defaults.max_version_offset,
-                        "hash_prefix" => return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into())),
+                        "hash_prefix" => {
+                            return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into()))
+                        }
                         other => return Err(QueryError::InvalidParameterValue(format!("unrecognized table option \"{other}\""))),
                     }
                 }
@@ -451,7 +483,10 @@ impl Session {
                     if *if_not_exists {
                         return Ok(Output::Command { tag: "ALTER TABLE".into() });
                     }
-                    return Err(QueryError::InvalidTableDefinition(format!("column \"{}\" of relation \"{table}\" already exists", column.name)));
+                    return Err(QueryError::InvalidTableDefinition(format!(
+                        "column \"{}\" of relation \"{table}\" already exists",
+                        column.name
+                    )));
                 }
                 tabula_store::value::validate_name(&column.name)?;
                 let mut cols = schema.columns.clone();
@@ -518,7 +553,11 @@ impl Session {
             primary_key: c
                 .pk
                 .iter()
-                .map(|&i| PkColumn { name: c.columns[i].name.clone(), ty: c.columns[i].ty.pk_type().unwrap(), auto_increment: c.columns[i].identity })
+                .map(|&i| PkColumn {
+                    name: c.columns[i].name.clone(),
+                    ty: c.columns[i].ty.pk_type().unwrap(),
+                    auto_increment: c.columns[i].identity,
+                })
                 .collect(),
             partition_key_len: c.partition_key_len,
             options: c.options,
@@ -632,7 +671,8 @@ impl Session {
         }
         let t = &u.scan.table;
         let ctx = self.ctx(params, now_us);
-        let version = u.version.as_ref().map(|e| e.eval(&[], &ctx)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
+        let version =
+            u.version.as_ref().map(|e| e.eval(&[], &ctx)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
         let mut ops = Vec::new();
         for (col, e) in &u.assignments {
             let name = t.columns[*col].name.clone();
@@ -644,10 +684,13 @@ impl Session {
                 if v.is_null() && t.columns[*col].not_null {
                     return Err(QueryError::NotNull { table: t.name.clone(), column: name });
                 }
-                ops.push((name, match v.to_value() {
-                    Some(value) => UpdateOp::Put { value, version },
-                    None => UpdateOp::DeleteAll,
-                }));
+                ops.push((
+                    name,
+                    match v.to_value() {
+                        Some(value) => UpdateOp::Put { value, version },
+                        None => UpdateOp::DeleteAll,
+                    },
+                ));
             } else {
                 return Ok(None);
             }

@@ -250,7 +250,9 @@ impl Datum {
                 s
             }
             Datum::Timestamp(us) => format_timestamp(*us, ty == SqlType::Timestamptz),
-            Datum::Date(d) => (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64)).format("%Y-%m-%d").to_string(),
+            Datum::Date(d) => {
+                (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64)).format("%Y-%m-%d").to_string()
+            }
             Datum::Uuid(u) => {
                 let h = format!("{u:032x}");
                 format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use bytes::BytesMut;
 use futures::{stream, Sink};
-use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
+};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -39,7 +41,13 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(db: Arc<Database>, slow_statement_ms: u64) -> Arc<Shared> {
-        Arc::new(Shared { db, cancels: Mutex::new(HashMap::new()), pids: RandomPidSecretKeyGenerator::default(), slow_statement_ms, next_conn: AtomicI32::new(1) })
+        Arc::new(Shared {
+            db,
+            cancels: Mutex::new(HashMap::new()),
+            pids: RandomPidSecretKeyGenerator::default(),
+            slow_statement_ms,
+            next_conn: AtomicI32::new(1),
+        })
     }
 }
 
@@ -159,7 +167,12 @@ fn command_tag(tag: &str) -> Tag {
 
 /// A query response: rows with their RowDescription, tagged like PostgreSQL (the row count is appended
 /// by the protocol layer).
-fn rows_response(columns: &[tabula_query::OutputColumn], rows: Vec<Vec<Datum>>, tag: &str, format: Option<&Format>) -> PgWireResult<Response> {
+fn rows_response(
+    columns: &[tabula_query::OutputColumn],
+    rows: Vec<Vec<Datum>>,
+    tag: &str,
+    format: Option<&Format>,
+) -> PgWireResult<Response> {
     let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
     let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
     let mut buf = BytesMut::with_capacity(256);

@@ -71,7 +71,12 @@ async fn run() -> anyhow::Result<()> {
     };
     let level = cli.log_level.or(file.log_level).unwrap_or_else(|| "info".into());
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(format!("tabula={level},tabula_server={level},tabula_query={level},tabula_store={level}")).context("bad log level")?)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(format!(
+                "tabula={level},tabula_server={level},tabula_query={level},tabula_store={level}"
+            ))
+            .context("bad log level")?,
+        )
         .with_writer(std::io::stderr)
         .init();
     let defaults = ServerConfig::default();

@@ -67,7 +67,10 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let store = Store::open(&config.data_dir, store_config).map_err(|e| anyhow!("{e}"))?;
     let listener = TcpListener::bind(&config.listen).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
-            anyhow!("cannot listen on {}: the address is already in use (is another server running? choose another with --listen)", config.listen)
+            anyhow!(
+                "cannot listen on {}: the address is already in use (is another server running? choose another with --listen)",
+                config.listen
+            )
         } else {
             anyhow!("cannot listen on {}: {e}", config.listen)
         }

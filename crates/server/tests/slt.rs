@@ -17,6 +17,27 @@ enum Protocol {
     Extended,
 }
 
+/// A driver error that shows the server's message and keeps its SQLSTATE.
+#[derive(Debug)]
+struct PgError(tokio_postgres::Error);
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_db_error() {
+            Some(db) => write!(f, "{}: {}", db.code().code(), db.message()),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl std::error::Error for PgError {}
+
+impl From<tokio_postgres::Error> for PgError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PgError(e)
+    }
+}
+
 struct Db {
     client: Client,
     protocol: Protocol,
@@ -55,7 +76,9 @@ fn text_of(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>, tokio_
         Type::NUMERIC => row.try_get::<_, Option<rust_decimal::Decimal>>(i)?.map(|v| v.to_string()),
         Type::BYTEA => row.try_get::<_, Option<Vec<u8>>>(i)?.map(|v| hex(&v)),
         Type::TIMESTAMP => row.try_get::<_, Option<chrono::NaiveDateTime>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f").to_string()),
-        Type::TIMESTAMPTZ => row.try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f+00").to_string()),
+        Type::TIMESTAMPTZ => {
+            row.try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f+00").to_string())
+        }
         Type::DATE => row.try_get::<_, Option<chrono::NaiveDate>>(i)?.map(|v| v.format("%Y-%m-%d").to_string()),
         Type::UUID => row.try_get::<_, Option<Raw>>(i)?.map(|r| {
             let h: String = r.0.iter().map(|b| format!("{b:02x}")).collect();
@@ -76,7 +99,7 @@ fn cell(v: Option<String>) -> String {
 
 #[async_trait]
 impl AsyncDB for Db {
-    type Error = tokio_postgres::Error;
+    type Error = PgError;
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, Self::Error> {
@@ -128,7 +151,7 @@ impl AsyncDB for Db {
     }
 
     fn error_sql_state(err: &Self::Error) -> Option<String> {
-        err.code().map(|c| c.code().to_string())
+        err.0.code().map(|c| c.code().to_string())
     }
 }
 
@@ -140,7 +163,7 @@ fn run_file(path: &Path, protocol: Protocol) -> Result<(), Failed> {
         let mut runner = sqllogictest::Runner::new(move || {
             let conn = conn.clone();
             async move {
-                let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await?;
+                let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.map_err(PgError)?;
                 tokio::spawn(async move {
                     let _ = connection.await;
                 });

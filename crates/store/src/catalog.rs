@@ -49,10 +49,16 @@ impl TableOptions {
             return Err(StoreError::InvalidOption("max_versions must be at least 1".into()));
         }
         if self.max_version_offset < 1 {
-            return Err(StoreError::InvalidOption(format!("max_version_offset must be a positive number of seconds, got {}", self.max_version_offset)));
+            return Err(StoreError::InvalidOption(format!(
+                "max_version_offset must be a positive number of seconds, got {}",
+                self.max_version_offset
+            )));
         }
         if self.hash_prefix == 1 || self.hash_prefix > 256 {
-            return Err(StoreError::InvalidOption(format!("hash_prefix must be between 2 and 256 buckets (or 0 for none), got {}", self.hash_prefix)));
+            return Err(StoreError::InvalidOption(format!(
+                "hash_prefix must be between 2 and 256 buckets (or 0 for none), got {}",
+                self.hash_prefix
+            )));
         }
         Ok(())
     }
@@ -91,7 +97,10 @@ impl TableDef {
             }
             if c.auto_increment {
                 if i < self.partition_key_len {
-                    return Err(StoreError::InvalidTableDefinition(format!("auto-increment column \"{}\" cannot be part of the partition key", c.name)));
+                    return Err(StoreError::InvalidTableDefinition(format!(
+                        "auto-increment column \"{}\" cannot be part of the partition key",
+                        c.name
+                    )));
                 }
                 if c.ty != PkType::Integer {
                     return Err(StoreError::InvalidTableDefinition(format!("auto-increment column \"{}\" must be an integer", c.name)));
@@ -141,12 +150,7 @@ impl TableDef {
             primary_key.push(PkColumn { name, ty, auto_increment: r.u8()? != 0 });
         }
         let partition_key_len = r.u8()? as usize;
-        let options = TableOptions {
-            ttl: r.i64()?,
-            max_versions: r.u32()?,
-            max_version_offset: r.i64()?,
-            hash_prefix: r.u32()? as u16,
-        };
+        let options = TableOptions { ttl: r.i64()?, max_versions: r.u32()?, max_version_offset: r.i64()?, hash_prefix: r.u32()? as u16 };
         let user_meta = r.bytes()?.to_vec();
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta }))
     }

@@ -17,7 +17,7 @@ use crate::kv::{Kv, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, StoredRow, VersionRules};
-use crate::value::{validate_name, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
+use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
 
 /// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
 /// also survives the machine losing power at once, `Group` within `interval`.
@@ -122,6 +122,20 @@ impl Table {
         }
         keys::encode_pk(&mut k, pk);
         Ok(k)
+    }
+
+    /// What a write of this key serialises on: the row, or for a generated key the partition key's
+    /// auto-increment counter (two writers must not draw the same value).
+    fn write_lock_key(&self, pk: &[Option<PkValue>]) -> Result<Vec<u8>> {
+        match pk.iter().cloned().collect::<Option<Vec<_>>>() {
+            Some(full) => self.key(&full),
+            None => {
+                let mut pkey = Vec::new();
+                let known: Vec<PkValue> = pk.iter().take(self.partition_key_len).map_while(|v| v.clone()).collect();
+                keys::encode_pk(&mut pkey, &known);
+                Ok(catalog::autoinc_key(self.id, &pkey))
+            }
+        }
     }
 
     fn decode_pk(&self, key: &[u8]) -> Result<Vec<PkValue>> {
@@ -411,7 +425,9 @@ impl Store {
                     .map(|(i, w)| {
                         ctx.row_write(&t, w).map_err(|e| match e {
                             StoreError::Conflict => e,
-                            e => StoreError::ConditionFailed(format!("row {i} of the batch failed, nothing was written: {e}")).with_source(e),
+                            e => {
+                                StoreError::ConditionFailed(format!("row {i} of the batch failed, nothing was written: {e}")).with_source(e)
+                            }
                         })
                     })
                     .collect::<Result<Vec<_>>>()
@@ -475,8 +491,8 @@ impl Access for Store {
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
-        let lock = pk.iter().cloned().collect::<Option<Vec<_>>>().map(|pk| t.key(&pk)).transpose()?;
-        self.inner.autocommit(lock.as_slice(), |ctx| ctx.put_row(&t, pk, cells, cond))
+        let lock = t.write_lock_key(pk)?;
+        self.inner.autocommit(&[lock], |ctx| ctx.put_row(&t, pk, cells, cond))
     }
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
@@ -721,6 +737,10 @@ impl Inner {
                 "a forward range's start is after its end".into()
             }));
         }
+        // A bound that ends in an infinity (or stops before the last key column) sits just before or after
+        // every row under its prefix; only a complete key is a row itself, excluded by shifting past it.
+        let complete = |b: &[PkBound]| b.len() >= t.pk_types.len() && b.iter().all(|v| matches!(v, PkBound::Value(_)));
+        let (shift_lo, shift_hi) = (backward && complete(&req.end), backward && complete(&req.start));
         let now = self.config.clock.now_ms();
         let limit = req.limit.unwrap_or(usize::MAX);
         let budget = req.budget_bytes.unwrap_or(self.config.scan_budget_bytes);
@@ -730,12 +750,14 @@ impl Inner {
             .bucket_prefixes()
             .into_iter()
             .map(|p| {
-                // Backward ranges are (end, start]: shift both bounds past their own key.
+                // Backward ranges are (end, start]: a complete key bound is shifted past its own row.
                 let (mut l, mut u) = (p.clone(), p);
                 l.extend_from_slice(&lo);
                 u.extend_from_slice(&hi);
-                if backward {
+                if shift_lo {
                     l.push(0);
+                }
+                if shift_hi {
                     u.push(0);
                 }
                 let mut it = src.iter(l, u);
@@ -795,7 +817,12 @@ impl Inner {
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let puts: Vec<_> = tables
             .iter()
-            .map(|t| (catalog::partitions_key(t.id), Some(partition::encode_all(t.next_partition_id.load(Ordering::SeqCst), &t.partitions.read()))))
+            .map(|t| {
+                (
+                    catalog::partitions_key(t.id),
+                    Some(partition::encode_all(t.next_partition_id.load(Ordering::SeqCst), &t.partitions.read())),
+                )
+            })
             .collect();
         if puts.is_empty() {
             return Ok(());

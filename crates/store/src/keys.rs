@@ -169,8 +169,7 @@ mod tests {
             any::<i64>().prop_map(PkValue::Integer),
             prop_oneof![Just(i64::MIN), Just(-1i64), Just(0), Just(1), Just(i64::MAX)].prop_map(PkValue::Integer),
             ".{0,6}".prop_map(PkValue::String),
-            proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()], 0..6)
-                .prop_map(PkValue::Binary),
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()], 0..6).prop_map(PkValue::Binary),
         ]
     }
 
@@ -184,9 +183,7 @@ mod tests {
         match t % 3 {
             0 => any::<i64>().prop_map(PkValue::Integer).boxed(),
             1 => "[a-c\u{0}]{0,4}".prop_map(PkValue::String).boxed(),
-            _ => proptest::collection::vec(prop_oneof![Just(0u8), Just(0xFF), any::<u8>()], 0..4)
-                .prop_map(PkValue::Binary)
-                .boxed(),
+            _ => proptest::collection::vec(prop_oneof![Just(0u8), Just(0xFF), any::<u8>()], 0..4).prop_map(PkValue::Binary).boxed(),
         }
     }
 

@@ -8,9 +8,8 @@
 use std::path::Path;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, OptimisticTransactionDB,
-    OptimisticTransactionOptions, Options, ReadOptions, SingleThreaded, Transaction, WriteBatchWithTransaction,
-    WriteOptions,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, OptimisticTransactionDB, OptimisticTransactionOptions,
+    Options, ReadOptions, SingleThreaded, Transaction, WriteBatchWithTransaction, WriteOptions,
 };
 
 use crate::error::{Result, StoreError};
@@ -49,10 +48,8 @@ impl Kv {
         configure(&mut data_opts);
 
         let meta_opts = Options::default();
-        let cfs = vec![
-            ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, data_opts),
-            ColumnFamilyDescriptor::new(META, meta_opts),
-        ];
+        let cfs =
+            vec![ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, data_opts), ColumnFamilyDescriptor::new(META, meta_opts)];
         let db = Db::open_cf_descriptors(&db_opts, path, cfs).map_err(|e| {
             let msg = e.into_string();
             if msg.contains("lock") || msg.contains("LOCK") {

@@ -140,7 +140,10 @@ impl CellWrite {
 /// One column change of an `update_row`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpdateOp {
-    Put { value: Value, version: Option<i64> },
+    Put {
+        value: Value,
+        version: Option<i64>,
+    },
     DeleteVersion(i64),
     DeleteAll,
     /// Adds to the newest integer value (a missing value counts as 0); writes a new version.

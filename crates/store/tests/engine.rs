@@ -36,7 +36,12 @@ fn put_get_update_delete() {
     assert_eq!(row.get("w"), Some(&Value::Boolean(true)));
 
     let out = store
-        .update_row("t", &[s("x"), int(1)], &[("n".into(), UpdateOp::Increment(3)), ("w".into(), UpdateOp::DeleteAll)], &Condition::expect_exist())
+        .update_row(
+            "t",
+            &[s("x"), int(1)],
+            &[("n".into(), UpdateOp::Increment(3)), ("w".into(), UpdateOp::DeleteAll)],
+            &Condition::expect_exist(),
+        )
         .unwrap();
     assert!(out.existed);
     assert_eq!(out.increments, vec![("n".to_string(), 3)]);
@@ -64,7 +69,13 @@ fn row_conditions() {
 
     let cond = |op, v, pass_if_missing| Condition {
         row: RowExistence::ExpectExist,
-        column: Some(ColumnCondition::Single { column: "v".into(), op, value: Value::Integer(v), pass_if_missing, latest_version_only: true }),
+        column: Some(ColumnCondition::Single {
+            column: "v".into(),
+            op,
+            value: Value::Integer(v),
+            pass_if_missing,
+            latest_version_only: true,
+        }),
     };
     let set = |v: i64| vec![("v".to_string(), UpdateOp::Put { value: Value::Integer(v), version: None })];
     let pk = [s("x"), int(1)];
@@ -74,10 +85,28 @@ fn row_conditions() {
     let complex = Condition {
         row: RowExistence::Ignore,
         column: Some(ColumnCondition::And(vec![
-            ColumnCondition::Not(Box::new(ColumnCondition::Single { column: "v".into(), op: CompareOp::Lt, value: Value::Integer(2), pass_if_missing: false, latest_version_only: true })),
+            ColumnCondition::Not(Box::new(ColumnCondition::Single {
+                column: "v".into(),
+                op: CompareOp::Lt,
+                value: Value::Integer(2),
+                pass_if_missing: false,
+                latest_version_only: true,
+            })),
             ColumnCondition::Or(vec![
-                ColumnCondition::Single { column: "missing".into(), op: CompareOp::Eq, value: Value::Integer(0), pass_if_missing: true, latest_version_only: true },
-                ColumnCondition::Single { column: "v".into(), op: CompareOp::Eq, value: Value::Integer(100), pass_if_missing: false, latest_version_only: true },
+                ColumnCondition::Single {
+                    column: "missing".into(),
+                    op: CompareOp::Eq,
+                    value: Value::Integer(0),
+                    pass_if_missing: true,
+                    latest_version_only: true,
+                },
+                ColumnCondition::Single {
+                    column: "v".into(),
+                    op: CompareOp::Eq,
+                    value: Value::Integer(100),
+                    pass_if_missing: false,
+                    latest_version_only: true,
+                },
             ]),
         ])),
     };
@@ -91,7 +120,9 @@ fn versions_and_max_versions() {
     let pk = [s("x"), int(1)];
     for (i, v) in [10, 20, 30].iter().enumerate() {
         clock.advance(1);
-        store.update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(*v), version: None })], &Condition::ignore()).unwrap();
+        store
+            .update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(*v), version: None })], &Condition::ignore())
+            .unwrap();
         let _ = i;
     }
     let spec = ReadSpec { max_versions: Some(10), ..ReadSpec::default() };
@@ -101,7 +132,9 @@ fn versions_and_max_versions() {
 
     // Explicit versions, exact-version and time-range reads.
     store.set_options("t", TableOptions { max_versions: 5, ..TableOptions::default() }).unwrap();
-    store.update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(1), version: Some(NOW - 1000) })], &Condition::ignore()).unwrap();
+    store
+        .update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(1), version: Some(NOW - 1000) })], &Condition::ignore())
+        .unwrap();
     let exact = ReadSpec { time_range: Some(TimeRange::Exact(NOW - 1000)), max_versions: Some(5), ..ReadSpec::default() };
     assert_eq!(store.get_row("t", &pk, &exact).unwrap().unwrap().get("v"), Some(&Value::Integer(1)));
     let range = ReadSpec { time_range: Some(TimeRange::Range { start: NOW, end: NOW + 3 }), max_versions: Some(5), ..ReadSpec::default() };
@@ -142,7 +175,14 @@ fn seed_003_ttl_example_rejects_expired_version() {
 #[test]
 fn max_version_offset_window() {
     let (_d, _c, store) = setup(TableOptions { max_version_offset: 60, ..TableOptions::default() });
-    let w = |v| store.put_row("t", &[Some(s("x")), Some(int(1))], &[CellWrite { column: "v".into(), value: Value::Integer(1), version: Some(v) }], &Condition::ignore());
+    let w = |v| {
+        store.put_row(
+            "t",
+            &[Some(s("x")), Some(int(1))],
+            &[CellWrite { column: "v".into(), value: Value::Integer(1), version: Some(v) }],
+            &Condition::ignore(),
+        )
+    };
     assert!(w(NOW - 60_000).is_ok());
     assert!(matches!(w(NOW - 60_001), Err(StoreError::VersionOutOfWindow { .. })));
     assert!(w(NOW + 59_999).is_ok());
@@ -155,7 +195,9 @@ fn ttl_and_max_versions_before_and_after_compaction() {
     let pk = [s("x"), int(1)];
     for i in 0..3 {
         clock.advance(1000);
-        store.update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(i), version: None })], &Condition::ignore()).unwrap();
+        store
+            .update_row("t", &pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(i), version: None })], &Condition::ignore())
+            .unwrap();
     }
     put(&store, "y", 1, &[("v", Value::Integer(9))]).unwrap();
     // Lower max_versions: hidden at once, still on disk until compaction.
@@ -222,7 +264,14 @@ fn ranges_limits_resume_and_directions() {
         }
     }
     let keys = |rows: &[Row]| rows.iter().map(|r| format!("{:?}{:?}", r.pk[0], r.pk[1])).collect::<Vec<_>>();
-    let req = |start: Vec<PkBound>, end: Vec<PkBound>, direction, limit| RangeRequest { start, end, direction, limit, read: ReadSpec::default(), budget_bytes: None };
+    let req = |start: Vec<PkBound>, end: Vec<PkBound>, direction, limit| RangeRequest {
+        start,
+        end,
+        direction,
+        limit,
+        read: ReadSpec::default(),
+        budget_bytes: None,
+    };
     let v = |p: PkValue| PkBound::Value(p);
     // All of "b", forward, in pages of 2, resuming exactly where each page stopped.
     let mut start = vec![v(s("b")), PkBound::InfMin];
@@ -248,10 +297,16 @@ fn ranges_limits_resume_and_directions() {
     assert_eq!(r.rows.len(), 1);
     assert_eq!(r.next_start, Some(vec![s("a"), int(-1)]));
     // A forward range whose start is after its end is an error.
-    assert!(matches!(store.get_range("t", &req(vec![v(s("c"))], vec![v(s("a"))], Direction::Forward, None)), Err(StoreError::InvalidRange(_))));
+    assert!(matches!(
+        store.get_range("t", &req(vec![v(s("c"))], vec![v(s("a"))], Direction::Forward, None)),
+        Err(StoreError::InvalidRange(_))
+    ));
     // batch_get in request order, missing keys as None.
     let got = store.batch_get("t", &[vec![s("c"), int(2)], vec![s("zz"), int(0)], vec![s("a"), int(-2)]], &all()).unwrap();
-    assert_eq!(got.iter().map(|r| r.as_ref().map(|r| r.pk.clone())).collect::<Vec<_>>(), vec![Some(vec![s("c"), int(2)]), None, Some(vec![s("a"), int(-2)])]);
+    assert_eq!(
+        got.iter().map(|r| r.as_ref().map(|r| r.pk.clone())).collect::<Vec<_>>(),
+        vec![Some(vec![s("c"), int(2)]), None, Some(vec![s("a"), int(-2)])]
+    );
 }
 
 #[test]
@@ -294,7 +349,11 @@ fn transactions_snapshot_read_your_writes_conflicts() {
 fn batch_write_atomic_within_one_partition_key() {
     let (_d, _c, store) = setup(TableOptions::default());
     put(&store, "p", 2, &[]).unwrap();
-    let w = |b: i64| RowWrite::Put { pk: vec![Some(s("p")), Some(int(b))], cells: vec![CellWrite::new("v", Value::Integer(b))], condition: Condition::expect_not_exist() };
+    let w = |b: i64| RowWrite::Put {
+        pk: vec![Some(s("p")), Some(int(b))],
+        cells: vec![CellWrite::new("v", Value::Integer(b))],
+        condition: Condition::expect_not_exist(),
+    };
     // Same partition key: all or nothing.
     let err = store.batch_write("t", &[w(1), w(2), w(3)]).unwrap_err();
     assert_eq!(err, StoreError::RowExists);

@@ -139,10 +139,15 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
         Op::Options { ttl, max_versions } => {
             model.ttl = *ttl;
             model.max_versions = *max_versions;
-            store.set_options("m", TableOptions { ttl: *ttl, max_versions: *max_versions, max_version_offset: model.offset, hash_prefix: 0 }).unwrap();
+            store
+                .set_options("m", TableOptions { ttl: *ttl, max_versions: *max_versions, max_version_offset: model.offset, hash_prefix: 0 })
+                .unwrap();
         }
         Op::Put { k, cells, cond } => {
-            let writes: Vec<CellWrite> = cells.iter().map(|(c, v, ver)| CellWrite { column: COLS[*c as usize].into(), value: Value::Integer(*v), version: ver.map(|d| now + d) }).collect();
+            let writes: Vec<CellWrite> = cells
+                .iter()
+                .map(|(c, v, ver)| CellWrite { column: COLS[*c as usize].into(), value: Value::Integer(*v), version: ver.map(|d| now + d) })
+                .collect();
             let got = store.put_row("m", &[Some(int(*k))], &writes, &cond_of(*cond));
             let expected = (|| {
                 let mut row = MRow { marker: now, cols: BTreeMap::new() };
@@ -195,7 +200,8 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                 model.cond(*k, *cond, now)?;
                 let visible = model.visible(*k, now);
                 if let Some((c, v)) = col_cond {
-                    let latest = visible.as_ref().and_then(|r| r.get(COLS[*c as usize])).and_then(|cells| cells.first()).map(|(_, v)| v.clone());
+                    let latest =
+                        visible.as_ref().and_then(|r| r.get(COLS[*c as usize])).and_then(|cells| cells.first()).map(|(_, v)| v.clone());
                     let pass = match latest {
                         None => true,
                         Some(Value::Integer(x)) => x >= *v,
@@ -267,7 +273,12 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
 fn check_reads(model: &Model, store: &Store, clock: &ManualClock) -> Result<(), TestCaseError> {
     let now = clock.now_ms();
     let spec = ReadSpec { max_versions: Some(100), ..ReadSpec::default() };
-    let as_map = |r: &Row| r.columns.iter().map(|(c, cells)| (c.clone(), cells.iter().map(|c| (c.version, c.value.clone())).collect::<Vec<_>>())).collect::<BTreeMap<_, _>>();
+    let as_map = |r: &Row| {
+        r.columns
+            .iter()
+            .map(|(c, cells)| (c.clone(), cells.iter().map(|c| (c.version, c.value.clone())).collect::<Vec<_>>()))
+            .collect::<BTreeMap<_, _>>()
+    };
     for k in 0..6 {
         let got = store.get_row("m", &[int(k)], &spec).unwrap();
         prop_assert_eq!(got.as_ref().map(as_map), model.visible(k, now), "get_row of key {}", k);
@@ -279,7 +290,15 @@ fn check_reads(model: &Model, store: &Store, clock: &ManualClock) -> Result<(), 
         .unwrap()
         .rows
         .iter()
-        .map(|r| (match r.pk[0] { PkValue::Integer(i) => i, _ => unreachable!() }, as_map(r)))
+        .map(|r| {
+            (
+                match r.pk[0] {
+                    PkValue::Integer(i) => i,
+                    _ => unreachable!(),
+                },
+                as_map(r),
+            )
+        })
         .collect();
     let expected: Vec<(i64, BTreeMap<_, _>)> = (0..6).filter_map(|k| model.visible(k, now).map(|v| (k, v))).collect();
     prop_assert_eq!(range, expected);

@@ -12,7 +12,12 @@ pub struct TestServer {
 impl TestServer {
     pub async fn start() -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
-        let config = ServerConfig { data_dir: dir.path().join("data"), listen: "127.0.0.1:0".into(), block_cache_bytes: 8 << 20, ..ServerConfig::default() };
+        let config = ServerConfig {
+            data_dir: dir.path().join("data"),
+            listen: "127.0.0.1:0".into(),
+            block_cache_bytes: 8 << 20,
+            ..ServerConfig::default()
+        };
         let server = start(config).await.expect("server starts");
         TestServer { server: Some(server), dir }
     }

@@ -1,0 +1,192 @@
+//! End-to-end tests with real clients against a real server on a real socket.
+
+mod common;
+
+use std::process::Command;
+
+use common::TestServer;
+use tokio_postgres::error::SqlState;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_postgres_typed_params_binary_results_and_errors() {
+    let server = TestServer::start().await;
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE items (shop text, id bigint, name text, price double precision, qty integer, ok boolean, data bytea, at timestamp, PRIMARY KEY (shop, id))",
+        )
+        .await
+        .unwrap();
+    // One prepared statement, reused with typed parameters; NULLs both ways.
+    let insert = client.prepare("INSERT INTO items VALUES ($1, $2, $3, $4, $5, $6, $7, $8)").await.unwrap();
+    let at = chrono::NaiveDate::from_ymd_opt(2024, 5, 6).unwrap().and_hms_micro_opt(7, 8, 9, 123456).unwrap();
+    for i in 0..5i64 {
+        let name = if i == 3 { None } else { Some(format!("item{i}")) };
+        let n = client
+            .execute(&insert, &[&"s1", &i, &name, &(i as f64 * 1.5), &(i as i32), &(i % 2 == 0), &vec![i as u8, 0, 255], &at])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let get = client.prepare("SELECT id, name, price, qty, ok, data, at FROM items WHERE shop = $1 AND id = $2").await.unwrap();
+    let row = client.query_one(&get, &[&"s1", &2i64]).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 2);
+    assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some("item2"));
+    assert_eq!(row.get::<_, f64>(2), 3.0);
+    assert_eq!(row.get::<_, i32>(3), 2);
+    assert!(row.get::<_, bool>(4));
+    assert_eq!(row.get::<_, Vec<u8>>(5), vec![2, 0, 255]);
+    assert_eq!(row.get::<_, chrono::NaiveDateTime>(6), at);
+    let row = client.query_one(&get, &[&"s1", &3i64]).await.unwrap();
+    assert_eq!(row.get::<_, Option<String>>(1), None);
+    // Range with parameters, in key order.
+    let ids: Vec<i64> = client
+        .query("SELECT id FROM items WHERE shop = $1 AND id >= $2 ORDER BY id DESC", &[&"s1", &1i64])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids, vec![4, 3, 2, 1]);
+    // Error codes.
+    let e = client.execute(&insert, &[&"s1", &1i64, &"dup", &0.0f64, &0i32, &true, &Vec::<u8>::new(), &at]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNIQUE_VIOLATION));
+    let e = client.query("SELECT * FROM missing", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNDEFINED_TABLE));
+    let e = client.query("SELECT nope FROM items", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNDEFINED_COLUMN));
+    let e = client.batch_execute("SELEC 1").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
+    // Pipelining: many queries in flight on one connection.
+    let ids: Vec<i64> = (0..5).collect();
+    let futures: Vec<_> = ids.iter().map(|i| async { client.query_one(&get, &[&"s1", i]).await }).collect();
+    let rows = futures::future::join_all(futures).await;
+    for (i, r) in rows.into_iter().enumerate() {
+        assert_eq!(r.unwrap().get::<_, i64>(0), i as i64);
+    }
+    // The simple protocol with several statements.
+    let msgs = client
+        .simple_query("UPDATE items SET qty = qty + 1 WHERE shop = 's1' AND id = 0; SELECT qty FROM items WHERE shop = 's1' AND id = 0")
+        .await
+        .unwrap();
+    let qty = msgs.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
+        _ => None,
+    });
+    assert_eq!(qty.as_deref(), Some("1"));
+    drop(client);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_over_the_wire() {
+    let server = TestServer::start().await;
+    let a = server.connect().await;
+    let b = server.connect().await;
+    a.batch_execute("CREATE TABLE acct (id bigint PRIMARY KEY, bal bigint); INSERT INTO acct VALUES (1, 10)").await.unwrap();
+    a.batch_execute("BEGIN").await.unwrap();
+    a.execute("UPDATE acct SET bal = 20 WHERE id = 1", &[]).await.unwrap();
+    // b does not see a's uncommitted write.
+    let bal: i64 = b.query_one("SELECT bal FROM acct WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(bal, 10);
+    b.batch_execute("BEGIN").await.unwrap();
+    b.execute("UPDATE acct SET bal = 30 WHERE id = 1", &[]).await.unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    let e = b.batch_execute("COMMIT").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE));
+    let bal: i64 = b.query_one("SELECT bal FROM acct WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(bal, 20);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_stops_a_long_scan() {
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("CREATE TABLE big (k bigint PRIMARY KEY, v text)").await.unwrap();
+    let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'value {i}')")).collect();
+    for chunk in values.chunks(500) {
+        c.batch_execute(&format!("INSERT INTO big VALUES {}", chunk.join(","))).await.unwrap();
+    }
+    c.batch_execute("SET statement_timeout = 1").await.unwrap();
+    let mut timed_out = false;
+    for _ in 0..20 {
+        match c.query("SELECT k FROM big WHERE v LIKE '%9%9%9%' ", &[]).await {
+            Err(e) => {
+                assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED));
+                timed_out = true;
+                break;
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(timed_out, "a 1 ms statement_timeout stopped a full scan of 2000 rows");
+    c.batch_execute("SET statement_timeout = 0").await.unwrap();
+    assert_eq!(c.query("SELECT k FROM big", &[]).await.unwrap().len(), 2000);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_runs_scripts() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let psql = |args: &[&str]| {
+        let out = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
+            .args(args)
+            .output()
+            .expect("psql is installed");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, _, err) = psql(&["-c", "CREATE TABLE p (k text PRIMARY KEY, n bigint)", "-c", "INSERT INTO p VALUES ('a', 1), ('b', 2)"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = psql(&["-At", "-c", "SELECT k, n FROM p ORDER BY k DESC"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "b|2\na|1\n");
+    let (ok, _, err) = psql(&["-c", "SELECT * FROM nothing_here"]);
+    assert!(!ok);
+    assert!(err.contains("relation \"nothing_here\" does not exist"), "{err}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_connections_is_53300() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tabula_server::ServerConfig {
+        data_dir: dir.path().join("d"),
+        listen: "127.0.0.1:0".into(),
+        max_connections: 2,
+        ..Default::default()
+    };
+    let server = tabula_server::start(config).await.unwrap();
+    let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn_task);
+        c.simple_query("SELECT 1").await.unwrap();
+        held.push(c);
+    }
+    let e = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.err().expect("third connection refused");
+    assert_eq!(e.code(), Some(&SqlState::TOO_MANY_CONNECTIONS));
+    drop(held);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_data_directory_and_a_taken_port_are_clear_errors() {
+    let server = TestServer::start().await;
+    let dir = server.dir.path().join("data");
+    let again = tabula_server::ServerConfig { data_dir: dir, listen: "127.0.0.1:0".into(), ..Default::default() };
+    let e = tabula_server::start(again).await.err().expect("second server on the same directory fails");
+    assert!(e.to_string().contains("locked by another process"), "{e}");
+    let other = tempfile::tempdir().unwrap();
+    let taken = tabula_server::ServerConfig {
+        data_dir: other.path().join("d"),
+        listen: format!("127.0.0.1:{}", server.port()),
+        ..Default::default()
+    };
+    let e = tabula_server::start(taken).await.err().expect("a taken port fails");
+    assert!(e.to_string().contains("already in use"), "{e}");
+    server.stop().await;
+}
