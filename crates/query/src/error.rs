@@ -59,6 +59,8 @@ pub enum QueryError {
     Store(StoreError),
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("{inner}")]
+    WithContext { inner: Box<QueryError>, context: String },
 }
 
 impl QueryError {
@@ -89,6 +91,7 @@ impl QueryError {
             InvalidTransactionState(_) => "25000",
             UndefinedParameter(_) => "42704",
             Store(e) => e.sqlstate(),
+            WithContext { inner, .. } => inner.sqlstate(),
             Internal(_) => "XX000",
         }
     }
@@ -96,8 +99,17 @@ impl QueryError {
     pub fn detail(&self) -> Option<String> {
         match self {
             QueryError::VersionOutOfWindow { detail, .. } => Some(detail.clone()),
+            QueryError::WithContext { inner, context } => Some(match inner.detail() {
+                Some(d) => format!("{d} ({context})"),
+                None => context.clone(),
+            }),
             _ => None,
         }
+    }
+
+    /// The same error (and SQLSTATE) with where it happened in its DETAIL.
+    pub fn with_message(self, context: String) -> QueryError {
+        QueryError::WithContext { inner: Box::new(self), context }
     }
 
     pub fn is_retryable(&self) -> bool {

@@ -376,50 +376,45 @@ impl<'a> Executor<'a> {
     pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.table;
         let n = t.columns.len();
-        let mut count = 0;
-        let mut returned = Vec::new();
+        let mut rows = Vec::with_capacity(p.rows.len());
         for exprs in &p.rows {
+            let values = exprs.iter().map(|e| self.eval_const(e)).collect::<Result<Vec<_>>>()?;
+            rows.push(prepare_row(t, &p.targets, values)?);
+        }
+        let mut returned = Vec::new();
+        // Plain multi-row inserts: one existence check and one atomic write for all rows.
+        if matches!(p.on_conflict, OnConflict::Error) && rows.len() > 1 {
+            let writes: Vec<(Vec<Option<PkValue>>, Vec<CellWrite>)> = rows.iter().map(|r| (r.pk.clone(), r.cells.clone())).collect();
+            let pks = self.access.insert_rows(&t.name, &writes).map_err(|e| match e {
+                StoreError::RowExists => QueryError::UniqueViolation(t.name.clone()),
+                e => e.into(),
+            })?;
+            for (mut r, pk) in rows.into_iter().zip(pks) {
+                r.fill_pk(t, &pk, self.ctx.now_us / 1000);
+                self.returning(&p.returning, &r.row, &mut returned)?;
+            }
+            return Ok((p.rows.len() as u64, returned));
+        }
+        let mut count = 0;
+        for mut prepared in rows {
             self.interrupt.check()?;
-            let mut row = vec![Datum::Null; n + 1];
-            let mut version = None;
-            for (e, &target) in exprs.iter().zip(&p.targets) {
-                let v = self.eval_const(e)?;
-                if target == n {
-                    version = match v {
-                        Datum::Null => None,
-                        d => Some(d.cast(SqlType::Int8)?.as_int().unwrap()),
-                    };
-                } else {
-                    row[target] = v.cast(t.column_type(target))?;
-                }
-            }
-            for (i, c) in t.columns.iter().enumerate() {
-                if row[i].is_null() && c.not_null && !c.identity {
-                    return Err(QueryError::NotNull { table: t.name.clone(), column: c.name.clone() });
-                }
-            }
-            let pk: Vec<Option<PkValue>> = t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c))).collect();
-            let cells = self.cells(t, &row, version)?;
-            let result = self.access.put_row(&t.name, &pk, &cells, &Condition::expect_not_exist());
+            let result = self.access.put_row(&t.name, &prepared.pk, &prepared.cells, &Condition::expect_not_exist());
+            let pk = prepared.pk.clone();
             match result {
                 Ok(outcome) => {
-                    for (pos, &c) in t.pk.iter().enumerate() {
-                        row[c] = Datum::from_pk(&outcome.pk[pos]);
-                    }
-                    row[n] =
-                        version.or_else(|| (!cells.is_empty()).then_some(self.ctx.now_us / 1000)).map(Datum::Int).unwrap_or(Datum::Null);
+                    prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
                     count += 1;
-                    self.returning(&p.returning, &row, &mut returned)?;
+                    self.returning(&p.returning, &prepared.row, &mut returned)?;
                 }
                 Err(StoreError::RowExists) => match &p.on_conflict {
-                    OnConflict::Error => return Err(self.duplicate(t, &row)),
+                    OnConflict::Error => return Err(QueryError::UniqueViolation(t.name.clone())),
                     OnConflict::DoNothing => {}
                     OnConflict::DoUpdate { assignments, filter } => {
-                        let pk: Vec<PkValue> = pk.into_iter().map(|v| v.unwrap()).collect();
+                        let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
                         let Some(existing) = self.get(t, &pk)? else { continue };
                         // Row layout: existing columns, existing _version, then `excluded`'s columns.
                         let mut combined = existing.clone();
-                        combined.extend(row.iter().take(n).cloned());
+                        combined.extend(prepared.row.iter().take(n).cloned());
                         if let Some(f) = filter {
                             if !f.eval_predicate(&combined, &self.ctx)? {
                                 continue;
@@ -434,18 +429,6 @@ impl<'a> Executor<'a> {
             }
         }
         Ok((count, returned))
-    }
-
-    fn duplicate(&self, t: &TableSchema, row: &SqlRow) -> QueryError {
-        let _ = row;
-        QueryError::UniqueViolation(t.name.clone())
-    }
-
-    fn cells(&self, t: &TableSchema, row: &SqlRow, version: Option<i64>) -> Result<Vec<CellWrite>> {
-        t.attributes()
-            .filter(|&i| !row[i].is_null())
-            .map(|i| Ok(CellWrite { column: t.columns[i].name.clone(), value: row[i].to_value().unwrap(), version }))
-            .collect()
     }
 
     /// Applies SET assignments to one existing row; returns the row as it is after.
@@ -572,6 +555,55 @@ impl<'a> Executor<'a> {
         }
         Ok((count, returned))
     }
+}
+
+/// A row about to be inserted: its SQL values, key (generated columns `None`) and cells.
+pub struct PreparedRow {
+    pub row: SqlRow,
+    pub pk: Vec<Option<PkValue>>,
+    pub cells: Vec<CellWrite>,
+    pub version: Option<i64>,
+}
+
+impl PreparedRow {
+    /// Records the key the engine wrote (generated values included) and the version the cells got.
+    fn fill_pk(&mut self, t: &TableSchema, pk: &[PkValue], now_ms: i64) {
+        for (pos, &c) in t.pk.iter().enumerate() {
+            self.row[c] = Datum::from_pk(&pk[pos]);
+        }
+        let n = t.columns.len();
+        self.row[n] = self.version.or_else(|| (!self.cells.is_empty()).then_some(now_ms)).map(Datum::Int).unwrap_or(Datum::Null);
+    }
+}
+
+/// Turns values for target columns (`_version` is `columns.len()`) into a row to insert: typed, with NOT
+/// NULL checked and the cells to write.
+pub fn prepare_row(t: &TableSchema, targets: &[usize], values: Vec<Datum>) -> Result<PreparedRow> {
+    let n = t.columns.len();
+    let mut row = vec![Datum::Null; n + 1];
+    let mut version = None;
+    for (v, &target) in values.into_iter().zip(targets) {
+        if target == n {
+            version = match v {
+                Datum::Null => None,
+                d => d.cast(SqlType::Int8)?.as_int(),
+            };
+        } else {
+            row[target] = v.cast(t.column_type(target))?;
+        }
+    }
+    for (i, c) in t.columns.iter().enumerate() {
+        if row[i].is_null() && c.not_null && !c.identity {
+            return Err(QueryError::NotNull { table: t.name.clone(), column: c.name.clone() });
+        }
+    }
+    let pk = t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c))).collect();
+    let cells = t
+        .attributes()
+        .filter(|&i| !row[i].is_null())
+        .map(|i| CellWrite { column: t.columns[i].name.clone(), value: row[i].to_value().unwrap(), version })
+        .collect();
+    Ok(PreparedRow { row, pk, cells, version })
 }
 
 /// `col + k` or `k + col` (or `col - k`) with a constant integer `k`: the amount to add.

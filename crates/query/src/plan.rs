@@ -134,18 +134,54 @@ pub enum Plan {
     Update(UpdatePlan),
     Delete(DeletePlan),
     CreateTable(CreateTablePlan),
-    DropTable { names: Vec<String>, if_exists: bool },
-    Truncate { names: Vec<String> },
-    SetOptions { table: String, set: Vec<(String, Expr)>, reset: Vec<String> },
-    AddColumn { table: String, column: ColumnDef, if_not_exists: bool },
-    DropColumn { table: String, column: String, if_exists: bool },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate {
+        names: Vec<String>,
+    },
+    SetOptions {
+        table: String,
+        set: Vec<(String, Expr)>,
+        reset: Vec<String>,
+    },
+    AddColumn {
+        table: String,
+        column: ColumnDef,
+        if_not_exists: bool,
+    },
+    DropColumn {
+        table: String,
+        column: String,
+        if_exists: bool,
+    },
     Begin,
     Commit,
     Rollback,
-    SetVariable { name: String, value: Option<String> },
-    ShowVariable { name: String },
+    SetVariable {
+        name: String,
+        value: Option<String>,
+    },
+    ShowVariable {
+        name: String,
+    },
     Discard,
-    Explain { plan: Box<Plan>, analyze: bool },
+    Explain {
+        plan: Box<Plan>,
+        analyze: bool,
+    },
+    /// `COPY t [(cols)] FROM STDIN`: rows arrive afterwards as COPY data.
+    CopyFrom {
+        table: Arc<TableSchema>,
+        targets: Vec<usize>,
+        format: crate::copy::CopyFormat,
+    },
+    /// `COPY t | (query) TO STDOUT`.
+    CopyTo {
+        select: SelectPlan,
+        format: crate::copy::CopyFormat,
+    },
 }
 
 impl Plan {
@@ -326,6 +362,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::SetVariable { .. } => "Set",
         Plan::ShowVariable { .. } => "Show",
         Plan::Discard => "Discard",
+        Plan::CopyFrom { .. } => "CopyFrom",
+        Plan::CopyTo { .. } => "CopyTo",
         _ => "Statement",
     }
 }

@@ -70,6 +70,7 @@ impl<'a> Planner<'a> {
                 Ok(Plan::ShowVariable { name: variable.iter().map(ident_name).collect::<Vec<_>>().join(" ") })
             }
             Statement::Discard { .. } => Ok(Plan::Discard),
+            Statement::Copy { source, to, target, options, legacy_options, .. } => self.copy(source, *to, target, options, legacy_options),
             Statement::Reset(r) => match &r.reset {
                 ast::Reset::ALL => Ok(Plan::Discard),
                 ast::Reset::ConfigurationParameter(name) => Ok(Plan::SetVariable { name: name.to_string().to_lowercase(), value: None }),
@@ -334,6 +335,72 @@ impl<'a> Planner<'a> {
         match b.ty() {
             SqlType::Bool | SqlType::Unknown => Ok(b),
             t => Err(QueryError::DatatypeMismatch(format!("argument of WHERE must be type boolean, not type {t}"))),
+        }
+    }
+
+    // ---- COPY ----
+
+    fn copy(
+        &mut self,
+        source: &ast::CopySource,
+        to: bool,
+        target: &ast::CopyTarget,
+        options: &[ast::CopyOption],
+        legacy: &[ast::CopyLegacyOption],
+    ) -> Result<Plan> {
+        let format = crate::copy::CopyFormat::from_options(options, legacy)?;
+        match (to, target) {
+            (false, ast::CopyTarget::Stdin) | (true, ast::CopyTarget::Stdout) => {}
+            _ => {
+                return Err(QueryError::NotSupported(
+                    "COPY with a file or program on the server is not supported: use STDIN / STDOUT (psql's \\copy)".into(),
+                ))
+            }
+        }
+        match source {
+            ast::CopySource::Table { table_name, columns } => {
+                let table = self.catalog.table(&object_name(table_name))?;
+                let targets: Vec<usize> = if columns.is_empty() {
+                    (0..table.columns.len()).collect()
+                } else {
+                    columns
+                        .iter()
+                        .map(|c| {
+                            let n = ident_name(c);
+                            table.column_index(&n).ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" of relation \"{}", table.name)))
+                        })
+                        .collect::<Result<_>>()?
+                };
+                if !to {
+                    return Ok(Plan::CopyFrom { table, targets, format });
+                }
+                let projection: Vec<Expr> = targets
+                    .iter()
+                    .map(|&i| Expr::Column { index: i, ty: table.column_type(i), name: table.column_name(i).to_string() })
+                    .collect();
+                let columns = targets
+                    .iter()
+                    .map(|&i| OutputColumn {
+                        name: table.column_name(i).to_string(),
+                        ty: table.column_type(i),
+                        source: Some((table.name.clone(), i)),
+                    })
+                    .collect();
+                let scan = Scan {
+                    table: table.clone(),
+                    access: AccessPath::FullScan { direction: Direction::Forward },
+                    filter: None,
+                    limit: None,
+                    versions: Versions::Latest,
+                    columns: None,
+                };
+                Ok(Plan::CopyTo {
+                    select: SelectPlan { scan: Some(scan), projection, columns, sort: vec![], offset: None, limit: None },
+                    format,
+                })
+            }
+            ast::CopySource::Query(q) if to => Ok(Plan::CopyTo { select: self.select(q)?, format }),
+            ast::CopySource::Query(_) => Err(QueryError::Syntax("COPY FROM needs a table".into())),
         }
     }
 

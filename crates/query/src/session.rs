@@ -50,6 +50,7 @@ impl Database {
             database: database.to_string(),
             settings: default_settings(),
             interrupt: Interrupt::default(),
+            copy: None,
         }
     }
 
@@ -148,7 +149,34 @@ pub enum Output {
         name: String,
         value: String,
     },
+    /// COPY FROM STDIN started: the client sends `columns` columns of COPY data next.
+    CopyIn {
+        columns: usize,
+    },
+    /// COPY TO STDOUT: the data, one row per chunk.
+    CopyOut {
+        columns: usize,
+        rows: Vec<Vec<u8>>,
+    },
     Empty,
+}
+
+/// Rows inserted per engine call during COPY FROM.
+const COPY_BATCH: usize = 2000;
+
+/// A COPY FROM in progress.
+struct CopyIn {
+    table: Arc<TableSchema>,
+    targets: Vec<usize>,
+    format: crate::copy::CopyFormat,
+    buf: Vec<u8>,
+    /// The statement's own transaction when the session has none open.
+    txn: Option<Txn>,
+    rows: u64,
+    line: u64,
+    header_pending: bool,
+    finished: bool,
+    error: Option<QueryError>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +211,7 @@ pub struct Session {
     pub database: String,
     settings: BTreeMap<String, String>,
     pub interrupt: Interrupt,
+    copy: Option<CopyIn>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -513,7 +542,153 @@ impl Session {
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
             Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
+            Plan::CopyFrom { table, targets, format } => {
+                let txn = if self.txn.is_none() { Some(self.db.store.begin()) } else { None };
+                self.copy = Some(CopyIn {
+                    table: table.clone(),
+                    targets: targets.clone(),
+                    format: format.clone(),
+                    buf: Vec::new(),
+                    txn,
+                    rows: 0,
+                    line: 0,
+                    header_pending: format.header,
+                    finished: false,
+                    error: None,
+                });
+                Ok(Output::CopyIn { columns: targets.len() })
+            }
+            Plan::CopyTo { select, format } => {
+                let (out, _) = self.run_dml(&Plan::Select(select.clone()), params)?;
+                let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
+                let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+                let mut chunks = Vec::with_capacity(rows.len() + 1);
+                if format.header {
+                    let header: Vec<Datum> = columns.iter().map(|c| Datum::Text(c.name.clone())).collect();
+                    let mut line = Vec::new();
+                    format.format_row(&header, &vec![SqlType::Text; header.len()], &mut line);
+                    chunks.push(line);
+                }
+                for r in &rows {
+                    let mut line = Vec::with_capacity(64);
+                    format.format_row(r, &types, &mut line);
+                    chunks.push(line);
+                }
+                Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
+            }
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params).map(|(o, _)| o),
+        }
+    }
+
+    /// COPY data from the client.
+    pub fn copy_data(&mut self, data: &[u8]) {
+        self.copy_feed(data, false);
+    }
+
+    /// The end of COPY data: the remaining rows are written and the statement commits. Returns the count.
+    pub fn copy_done(&mut self) -> Result<u64> {
+        self.copy_feed(&[], true);
+        let Some(copy) = self.copy.take() else { return Err(QueryError::Internal("no COPY in progress".into())) };
+        if let Some(e) = copy.error {
+            if let Some(t) = copy.txn {
+                let _ = t.rollback();
+            }
+            self.note_error();
+            return Err(e);
+        }
+        if let Some(t) = copy.txn {
+            if let Err(e) = t.commit() {
+                return Err(e.into());
+            }
+        }
+        Ok(copy.rows)
+    }
+
+    /// The client gave up the COPY: nothing of it is written.
+    pub fn copy_fail(&mut self, message: &str) -> QueryError {
+        if let Some(copy) = self.copy.take() {
+            if let Some(t) = copy.txn {
+                let _ = t.rollback();
+            }
+        }
+        self.note_error();
+        QueryError::Cancelled.with_message(format!("COPY from stdin failed: {message}"))
+    }
+
+    fn copy_feed(&mut self, data: &[u8], at_end: bool) {
+        let Some(copy) = self.copy.as_mut() else { return };
+        if copy.error.is_some() || copy.finished {
+            return;
+        }
+        copy.buf.extend_from_slice(data);
+        let mut records = Vec::new();
+        match copy.format.take_records(&mut copy.buf, at_end, &mut records) {
+            Ok(done) => copy.finished = done,
+            Err(e) => {
+                copy.error = Some(e);
+                return;
+            }
+        }
+        if copy.header_pending && !records.is_empty() {
+            records.remove(0);
+            copy.header_pending = false;
+            copy.line += 1;
+        }
+        let session_txn = self.txn.as_ref();
+        let copy = self.copy.as_mut().unwrap();
+        let access: &dyn Access = match (&copy.txn, session_txn) {
+            (Some(t), _) => t,
+            (None, Some(t)) => t,
+            (None, None) => {
+                copy.error = Some(QueryError::Internal("COPY without a transaction".into()));
+                return;
+            }
+        };
+        for chunk in records.chunks(COPY_BATCH) {
+            let mut batch = Vec::with_capacity(chunk.len());
+            for fields in chunk {
+                copy.line += 1;
+                let r = (|| {
+                    if fields.len() != copy.targets.len() {
+                        return Err(QueryError::InvalidText(format!(
+                            "{} data for table \"{}\": expected {} columns, got {}",
+                            if fields.len() < copy.targets.len() { "missing" } else { "extra" },
+                            copy.table.name,
+                            copy.targets.len(),
+                            fields.len()
+                        )));
+                    }
+                    let values = fields
+                        .iter()
+                        .zip(&copy.targets)
+                        .map(|(f, &t)| match f {
+                            None => Ok(Datum::Null),
+                            Some(text) => {
+                                Datum::parse(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) }, text)
+                            }
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    crate::exec::prepare_row(&copy.table, &copy.targets, values)
+                })();
+                match r {
+                    Ok(p) => batch.push((p.pk, p.cells)),
+                    Err(e) => {
+                        copy.error = Some(e.with_message(format!("COPY {}, line {}", copy.table.name, copy.line)));
+                        return;
+                    }
+                }
+            }
+            match access.insert_rows(&copy.table.name, &batch) {
+                Ok(_) => copy.rows += batch.len() as u64,
+                Err(StoreError::RowExists) => {
+                    copy.error = Some(QueryError::UniqueViolation(copy.table.name.clone()));
+                    return;
+                }
+                Err(e) => {
+                    copy.error = Some(e.into());
+                    return;
+                }
+            }
         }
     }
 

@@ -12,14 +12,16 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::cancel::CancelHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tabula_query::session::{display_setting_name, REPORTED_SETTINGS};
@@ -196,6 +198,11 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
             _ => Response::Execution(command_tag(&tag)),
         },
         Output::Set { tag, .. } => Response::Execution(command_tag(&tag)),
+        Output::CopyIn { columns } => Response::CopyIn(CopyResponse::new(0, columns, stream::empty())),
+        Output::CopyOut { columns, rows } => {
+            let data = rows.into_iter().map(|r| Ok(CopyData::new(bytes::Bytes::from(r))));
+            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>())))
+        }
         Output::Empty => Response::EmptyQuery,
     })
 }
@@ -259,6 +266,40 @@ where
         .feed(PgWireBackendMessage::ParameterStatus(pgwire::messages::startup::ParameterStatus::new(name.to_string(), value.to_string())))
         .await?;
     Ok(())
+}
+
+#[async_trait]
+impl CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, client: &mut C, data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.with_session(client, |s| s.copy_data(&data.data));
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        let rows = self.with_session(client, |s| s.copy_done()).map_err(to_pgwire)?;
+        client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows as usize).into())).await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        to_pgwire(self.with_session(client, |s| s.copy_fail(&fail.message)))
+    }
 }
 
 /// Parses statements for the extended protocol; needs the connection's session for its transaction state.
@@ -374,6 +415,9 @@ impl PgWireServerHandlers for Handlers {
     }
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         self.canceller.clone()
+    }
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.conn.clone()
     }
 }
 

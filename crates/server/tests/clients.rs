@@ -190,3 +190,69 @@ async fn a_locked_data_directory_and_a_taken_port_are_clear_errors() {
     assert!(e.to_string().contains("already in use"), "{e}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_in_and_out_with_tokio_postgres() {
+    use futures::SinkExt;
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("CREATE TABLE cp (k bigint PRIMARY KEY, name text, score double precision)").await.unwrap();
+    let sink = c.copy_in("COPY cp (k, name, score) FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let mut data = String::new();
+    for i in 0..5000 {
+        data.push_str(&format!("{i}\tname\\t{i}\t{}\n", if i % 10 == 0 { "\\N".to_string() } else { format!("{i}.5") }));
+    }
+    // Split mid-row on purpose: rows span CopyData messages.
+    let bytes = data.into_bytes();
+    for chunk in bytes.chunks(777) {
+        sink.send(bytes::Bytes::copy_from_slice(chunk)).await.unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), 5000);
+    let row = c.query_one("SELECT name, score FROM cp WHERE k = 42", &[]).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), "name\t42");
+    assert_eq!(row.get::<_, Option<f64>>(1), Some(42.5));
+    assert_eq!(c.query_one("SELECT score FROM cp WHERE k = 40", &[]).await.unwrap().get::<_, Option<f64>>(0), None);
+
+    // A bad value or a duplicate key fails the whole COPY: nothing of it is written.
+    for bad in ["9001\tx\t1.0\n9002\tx\tnot-a-number\n", "9003\tx\t1.0\n1\tdup\t2.0\n"] {
+        let sink = c.copy_in("COPY cp FROM STDIN").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from(bad)).await.unwrap();
+        let e = sink.finish().await.unwrap_err();
+        assert!(matches!(e.code(), Some(&SqlState::INVALID_TEXT_REPRESENTATION) | Some(&SqlState::UNIQUE_VIOLATION)), "{e:?}");
+    }
+    assert!(c.query("SELECT k FROM cp WHERE k >= 9000", &[]).await.unwrap().is_empty());
+
+    // COPY TO STDOUT.
+    let out = c.copy_out("COPY (SELECT k, name FROM cp WHERE k < 3) TO STDOUT").await.unwrap();
+    futures::pin_mut!(out);
+    let mut text = Vec::new();
+    while let Some(chunk) = futures::StreamExt::next(&mut out).await {
+        text.extend_from_slice(&chunk.unwrap());
+    }
+    assert_eq!(String::from_utf8(text).unwrap(), "0\tname\\t0\n1\tname\\t1\n2\tname\\t2\n");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_copy_csv_from_a_file_and_back() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let csv = server.dir.path().join("in.csv");
+    std::fs::write(&csv, "id,city,note\n1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n").unwrap();
+    let psql = |cmd: &str| {
+        let out = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1", "-At", "-c", cmd])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    psql("CREATE TABLE cities (id bigint PRIMARY KEY, city text, note text)");
+    let out = psql(&format!("\\copy cities FROM '{}' WITH (FORMAT csv, HEADER true)", csv.display()));
+    assert!(out.contains("COPY 2"), "{out}");
+    assert_eq!(psql("SELECT id, city, note IS NULL FROM cities"), "1|Paris|f\n2|Oslo|t\n");
+    assert_eq!(psql("\\copy cities TO STDOUT WITH (FORMAT csv)"), "1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n");
+    server.stop().await;
+}

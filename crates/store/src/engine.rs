@@ -474,9 +474,22 @@ pub trait Access {
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
     fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome>;
+    /// Inserts new rows atomically; any existing key is `RowExists` and nothing is written.
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>>;
 }
 
 impl Access for Store {
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let mut attempt = 0;
+        loop {
+            let txn = self.begin();
+            let r = txn.insert_rows(table, rows).and_then(|pks| txn.commit().map(|_| pks));
+            match r {
+                Err(StoreError::Conflict) if attempt < 20 => attempt += 1,
+                r => return r,
+            }
+        }
+    }
     fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
         let t = self.inner.table(table)?;
         self.inner.get_row(Source::Db(&self.inner.kv.db), &t, pk, read)
@@ -526,6 +539,14 @@ impl Txn {
         Ok(r)
     }
 
+    /// Inserts many new rows (COPY, multi-row INSERT): one multi-get checks that none exists, then the
+    /// rows are written. A row that exists is `RowExists` and the statement's rows are not committed; a
+    /// concurrent insert of the same key makes the commit fail with `Conflict`.
+    pub fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.insert_rows(&t, rows))
+    }
+
     /// Marks a point the transaction can return to (a statement's start).
     pub fn savepoint(&self) {
         self.kv().set_savepoint();
@@ -553,6 +574,9 @@ impl Txn {
 }
 
 impl Access for Txn {
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        Txn::insert_rows(self, table, rows)
+    }
     fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
         let t = self.inner.table(table)?;
         self.inner.get_row(Source::Txn(self.kv()), &t, pk, read)
@@ -1083,6 +1107,55 @@ impl WriteCtx<'_> {
         let existed = visible.is_some();
         self.finish(t, key, raw, Some(row))?;
         Ok(WriteOutcome { pk, existed, increments: Vec::new() })
+    }
+
+    fn insert_rows(&mut self, t: &Table, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let max_versions = t.def.read().options.max_versions;
+        let mut pks = Vec::with_capacity(rows.len());
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut values = Vec::with_capacity(rows.len());
+        for (pk, cells) in rows {
+            let pk = self.resolve_pk(t, pk)?;
+            let mut row = StoredRow { marker: self.now, columns: Vec::new() };
+            for c in cells {
+                self.check_cell(t, &c.column, &c.value)?;
+                if let Some(v) = c.version {
+                    self.check_version(t, &c.column, v)?;
+                }
+                row.put_cell(&c.column, c.version.unwrap_or(self.now), c.value.clone(), max_versions);
+            }
+            keys.push(t.key(&pk)?);
+            pks.push(pk);
+            values.push(row);
+        }
+        let existing = self.src().multi_get(&keys)?;
+        let rules = t.rules();
+        for (i, old) in existing.into_iter().enumerate() {
+            let visible = match &old {
+                Some(v) => StoredRow::decode(v)?.visible(rules, self.now).is_some(),
+                None => false,
+            };
+            // A key twice in the same batch is a duplicate too.
+            if visible || keys[..i].contains(&keys[i]) {
+                return Err(StoreError::RowExists);
+            }
+        }
+        let mut by_partition: Vec<(Arc<Partition>, i64, i64)> = Vec::new();
+        for (key, row) in keys.into_iter().zip(values) {
+            let v = row.encode();
+            let size = (key.len() + v.len()) as i64;
+            self.txn.put(&key, v)?;
+            let p = t.partition_of(&key);
+            match by_partition.last_mut() {
+                Some((q, b, r)) if Arc::ptr_eq(q, &p) => {
+                    *b += size;
+                    *r += 1;
+                }
+                _ => by_partition.push((p, size, 1)),
+            }
+        }
+        self.deltas.extend(by_partition.into_iter().map(|(partition, bytes, rows)| Delta { partition, bytes, rows }));
+        Ok(pks)
     }
 
     fn update_row(&mut self, t: &Table, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {

@@ -1,0 +1,318 @@
+//! COPY: PostgreSQL's text and CSV formats, parsed as data arrives and formatted for COPY TO.
+
+use sqlparser::ast;
+
+use crate::error::{QueryError, Result};
+use crate::types::{Datum, SqlType};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyFormat {
+    pub csv: bool,
+    pub delimiter: u8,
+    pub null: String,
+    pub header: bool,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+impl Default for CopyFormat {
+    fn default() -> Self {
+        CopyFormat { csv: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"', escape: b'"' }
+    }
+}
+
+impl CopyFormat {
+    pub fn from_options(options: &[ast::CopyOption], legacy: &[ast::CopyLegacyOption]) -> Result<CopyFormat> {
+        let mut f = CopyFormat::default();
+        let mut delimiter = None;
+        let mut null = None;
+        let one_byte = |c: char| -> Result<u8> {
+            if c.is_ascii() {
+                Ok(c as u8)
+            } else {
+                Err(QueryError::NotSupported("COPY delimiter and quote must be a single one-byte character".into()))
+            }
+        };
+        for o in options {
+            match o {
+                ast::CopyOption::Format(name) => match name.value.to_lowercase().as_str() {
+                    "text" => f.csv = false,
+                    "csv" => f.csv = true,
+                    "binary" => return Err(QueryError::NotSupported("COPY in binary format is not supported; use text or csv".into())),
+                    other => return Err(QueryError::InvalidParameterValue(format!("COPY format \"{other}\" not recognized"))),
+                },
+                ast::CopyOption::Delimiter(c) => delimiter = Some(one_byte(*c)?),
+                ast::CopyOption::Null(s) => null = Some(s.clone()),
+                ast::CopyOption::Header(h) => f.header = *h,
+                ast::CopyOption::Quote(c) => f.quote = one_byte(*c)?,
+                ast::CopyOption::Escape(c) => f.escape = one_byte(*c)?,
+                ast::CopyOption::Freeze(_) | ast::CopyOption::Encoding(_) => {}
+                other => return Err(QueryError::NotSupported(format!("COPY option {other} is not supported"))),
+            }
+        }
+        for o in legacy {
+            match o {
+                ast::CopyLegacyOption::Binary => {
+                    return Err(QueryError::NotSupported("COPY in binary format is not supported; use text or csv".into()))
+                }
+                ast::CopyLegacyOption::Delimiter(c) => delimiter = Some(one_byte(*c)?),
+                ast::CopyLegacyOption::Null(s) => null = Some(s.clone()),
+                ast::CopyLegacyOption::Header => f.header = true,
+                ast::CopyLegacyOption::Csv(opts) => {
+                    f.csv = true;
+                    for c in opts {
+                        match c {
+                            ast::CopyLegacyCsvOption::Header => f.header = true,
+                            ast::CopyLegacyCsvOption::Quote(q) => f.quote = one_byte(*q)?,
+                            ast::CopyLegacyCsvOption::Escape(e) => f.escape = one_byte(*e)?,
+                            other => return Err(QueryError::NotSupported(format!("COPY option {other:?} is not supported"))),
+                        }
+                    }
+                }
+                other => return Err(QueryError::NotSupported(format!("COPY option {other} is not supported"))),
+            }
+        }
+        if f.csv {
+            f.delimiter = delimiter.unwrap_or(b',');
+            f.null = null.unwrap_or_default();
+        } else {
+            f.delimiter = delimiter.unwrap_or(b'\t');
+            f.null = null.unwrap_or_else(|| "\\N".into());
+        }
+        Ok(f)
+    }
+
+    /// Takes the complete records at the front of `buf`, leaving a partial one. Each record is its fields
+    /// (`None` is NULL). `at_end` means no more data follows: the rest is one last record.
+    pub fn take_records(&self, buf: &mut Vec<u8>, at_end: bool, out: &mut Vec<Vec<Option<String>>>) -> Result<bool> {
+        let mut pos = 0;
+        let mut finished = false;
+        loop {
+            let rest = &buf[pos..];
+            if rest.is_empty() {
+                break;
+            }
+            let Some(len) = self.record_len(rest, at_end) else { break };
+            let mut line = &rest[..len];
+            pos += len;
+            if line.last() == Some(&b'\n') {
+                line = &line[..line.len() - 1];
+            }
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if line == b"\\." {
+                finished = true;
+                break;
+            }
+            if line.is_empty() && at_end && pos >= buf.len() {
+                break;
+            }
+            let text = std::str::from_utf8(line)
+                .map_err(|_| QueryError::InvalidText("invalid byte sequence for encoding \"UTF8\" in COPY data".into()))?;
+            out.push(if self.csv { self.csv_fields(text)? } else { self.text_fields(text)? });
+        }
+        buf.drain(..pos);
+        Ok(finished)
+    }
+
+    /// Length of the first complete record (with its newline), if there is one.
+    fn record_len(&self, data: &[u8], at_end: bool) -> Option<usize> {
+        if !self.csv {
+            return match data.iter().position(|b| *b == b'\n') {
+                Some(i) => Some(i + 1),
+                None if at_end => Some(data.len()),
+                None => None,
+            };
+        }
+        // CSV: a newline inside quotes belongs to the field.
+        let mut quoted = false;
+        let mut i = 0;
+        while i < data.len() {
+            let b = data[i];
+            if quoted {
+                if b == self.escape && self.escape != self.quote && data.get(i + 1) == Some(&self.quote) {
+                    i += 2;
+                    continue;
+                }
+                if b == self.quote {
+                    quoted = false;
+                }
+            } else if b == self.quote {
+                quoted = true;
+            } else if b == b'\n' {
+                return Some(i + 1);
+            }
+            i += 1;
+        }
+        at_end.then_some(data.len())
+    }
+
+    fn text_fields(&self, line: &str) -> Result<Vec<Option<String>>> {
+        line.split(self.delimiter as char)
+            .map(|raw| {
+                if raw == self.null {
+                    return Ok(None);
+                }
+                let mut s = String::with_capacity(raw.len());
+                let mut chars = raw.chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c != '\\' {
+                        s.push(c);
+                        continue;
+                    }
+                    match chars.next() {
+                        Some('n') => s.push('\n'),
+                        Some('t') => s.push('\t'),
+                        Some('r') => s.push('\r'),
+                        Some('b') => s.push('\u{8}'),
+                        Some('f') => s.push('\u{c}'),
+                        Some('v') => s.push('\u{b}'),
+                        Some(d @ '0'..='7') => {
+                            let mut v = d.to_digit(8).unwrap();
+                            for _ in 0..2 {
+                                match chars.peek() {
+                                    Some(n @ '0'..='7') => {
+                                        v = v * 8 + n.to_digit(8).unwrap();
+                                        chars.next();
+                                    }
+                                    _ => break,
+                                }
+                            }
+                            s.push(char::from_u32(v).unwrap_or('?'));
+                        }
+                        Some(other) => s.push(other),
+                        None => return Err(QueryError::InvalidText("end-of-copy marker corrupt".into())),
+                    }
+                }
+                Ok(Some(s))
+            })
+            .collect()
+    }
+
+    fn csv_fields(&self, line: &str) -> Result<Vec<Option<String>>> {
+        let (q, e, d) = (self.quote as char, self.escape as char, self.delimiter as char);
+        let mut fields = Vec::new();
+        let mut chars = line.chars().peekable();
+        loop {
+            let mut field = String::new();
+            let mut quoted = false;
+            let mut was_quoted = false;
+            loop {
+                match chars.next() {
+                    None => break,
+                    Some(c) if quoted => {
+                        if c == e && chars.peek() == Some(&q) {
+                            field.push(q);
+                            chars.next();
+                        } else if c == q {
+                            quoted = false;
+                        } else {
+                            field.push(c);
+                        }
+                    }
+                    Some(c) if c == q => {
+                        quoted = true;
+                        was_quoted = true;
+                    }
+                    Some(c) if c == d => {
+                        fields.push((field, was_quoted));
+                        field = String::new();
+                        was_quoted = false;
+                        continue;
+                    }
+                    Some(c) => field.push(c),
+                }
+            }
+            if quoted {
+                return Err(QueryError::InvalidText("unterminated CSV quoted field".into()));
+            }
+            fields.push((field, was_quoted));
+            break;
+        }
+        Ok(fields.into_iter().map(|(f, quoted)| if !quoted && f == self.null { None } else { Some(f) }).collect())
+    }
+
+    /// One row in this format, newline included.
+    pub fn format_row(&self, row: &[Datum], types: &[SqlType], out: &mut Vec<u8>) {
+        for (i, d) in row.iter().enumerate() {
+            if i > 0 {
+                out.push(self.delimiter);
+            }
+            match d.to_pg_text(types.get(i).copied().unwrap_or(SqlType::Text)) {
+                None => out.extend_from_slice(self.null.as_bytes()),
+                Some(s) if self.csv => {
+                    let needs = s.is_empty() && self.null.is_empty()
+                        || s.bytes().any(|b| b == self.delimiter || b == self.quote || b == b'\n' || b == b'\r')
+                        || s == self.null;
+                    if needs {
+                        out.push(self.quote);
+                        for b in s.bytes() {
+                            if b == self.quote {
+                                out.push(self.escape);
+                            }
+                            out.push(b);
+                        }
+                        out.push(self.quote);
+                    } else {
+                        out.extend_from_slice(s.as_bytes());
+                    }
+                }
+                Some(s) => {
+                    for c in s.chars() {
+                        match c {
+                            '\\' => out.extend_from_slice(b"\\\\"),
+                            '\n' => out.extend_from_slice(b"\\n"),
+                            '\r' => out.extend_from_slice(b"\\r"),
+                            '\t' => out.extend_from_slice(b"\\t"),
+                            c if c as u32 == self.delimiter as u32 => {
+                                out.push(b'\\');
+                                out.push(self.delimiter);
+                            }
+                            c => {
+                                let mut b = [0u8; 4];
+                                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out.push(b'\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_format_records_split_across_chunks() {
+        let f = CopyFormat::default();
+        let mut buf = b"1\ta\\tb\n2\t\\N\n3\tpar".to_vec();
+        let mut out = Vec::new();
+        assert!(!f.take_records(&mut buf, false, &mut out).unwrap());
+        assert_eq!(out, vec![vec![Some("1".into()), Some("a\tb".into())], vec![Some("2".into()), None]]);
+        buf.extend_from_slice(b"tial\n\\.\n");
+        out.clear();
+        assert!(f.take_records(&mut buf, false, &mut out).unwrap());
+        assert_eq!(out, vec![vec![Some("3".into()), Some("partial".into())]]);
+    }
+
+    #[test]
+    fn csv_quotes_newlines_and_nulls() {
+        let f = CopyFormat { csv: true, delimiter: b',', null: String::new(), ..CopyFormat::default() };
+        let mut buf = b"1,\"a,\"\"b\"\"\nc\",\n2,\"\",x\n".to_vec();
+        let mut out = Vec::new();
+        f.take_records(&mut buf, true, &mut out).unwrap();
+        assert_eq!(out[0], vec![Some("1".into()), Some("a,\"b\"\nc".into()), None]);
+        assert_eq!(out[1], vec![Some("2".into()), Some("".into()), Some("x".into())]);
+        let mut line = Vec::new();
+        f.format_row(
+            &[Datum::Int(1), Datum::Text("a,\"b\"".into()), Datum::Null],
+            &[SqlType::Int8, SqlType::Text, SqlType::Text],
+            &mut line,
+        );
+        assert_eq!(line, b"1,\"a,\"\"b\"\"\",\n");
+    }
+}
