@@ -48,6 +48,8 @@ pub struct ScanStats {
 
 pub struct Executor<'a> {
     pub access: &'a dyn Access,
+    /// Set when reading committed data outside a transaction: full scans then read partitions in parallel.
+    pub store: Option<&'a tabula_store::Store>,
     pub ctx: EvalCtx<'a>,
     pub interrupt: &'a Interrupt,
     pub stats: std::cell::Cell<ScanStats>,
@@ -62,7 +64,7 @@ fn store_err(e: StoreError) -> QueryError {
 
 impl<'a> Executor<'a> {
     pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
-        Executor { access, ctx, interrupt, stats: Default::default() }
+        Executor { access, store: None, ctx, interrupt, stats: Default::default() }
     }
 
     fn eval_const(&self, e: &Expr) -> Result<Datum> {
@@ -261,6 +263,10 @@ impl<'a> Executor<'a> {
                     self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
                 }
             }
+            AccessPath::FullScan { direction } if scan.limit.is_none() && self.parallel_ranges(scan)?.is_some() => {
+                let ranges = self.parallel_ranges(scan)?.unwrap();
+                self.parallel_scan(scan, ranges, *direction, &spec, &mut stats, &mut feed)?;
+            }
             AccessPath::FullScan { direction } => {
                 let (s, e) = match direction {
                     Direction::Forward => (vec![PkBound::InfMin], vec![PkBound::InfMax]),
@@ -271,6 +277,86 @@ impl<'a> Executor<'a> {
         }
         stats.micros += started.elapsed().as_micros() as u64;
         self.stats.set(stats);
+        Ok(())
+    }
+
+    /// Key ranges of the table's partitions, when there are several and the store can be read directly.
+    fn parallel_ranges(&self, scan: &Scan) -> Result<Option<Vec<(Vec<PkBound>, Vec<PkBound>)>>> {
+        let Some(store) = self.store else { return Ok(None) };
+        let starts = store.partition_starts(&scan.table.name).map_err(store_err)?;
+        if starts.is_empty() {
+            return Ok(None);
+        }
+        let bound = |vals: &Vec<PkValue>| {
+            let mut b: Vec<PkBound> = vals.iter().cloned().map(PkBound::Value).collect();
+            b.push(PkBound::InfMin);
+            b
+        };
+        let mut ranges = Vec::with_capacity(starts.len() + 1);
+        let mut lo = vec![PkBound::InfMin];
+        for s in &starts {
+            ranges.push((lo, bound(s)));
+            lo = bound(s);
+        }
+        ranges.push((lo, vec![PkBound::InfMax]));
+        Ok(Some(ranges))
+    }
+
+    /// Reads each partition's range on its own thread, then passes the rows on in key order.
+    fn parallel_scan(
+        &self,
+        scan: &Scan,
+        ranges: Vec<(Vec<PkBound>, Vec<PkBound>)>,
+        direction: Direction,
+        spec: &ReadSpec,
+        stats: &mut ScanStats,
+        feed: &mut dyn FnMut(&[Row], &mut ScanStats) -> Result<bool>,
+    ) -> Result<()> {
+        let store = self.store.expect("parallel scans read the store");
+        let table = scan.table.name.as_str();
+        let interrupt = self.interrupt;
+        let results: Vec<Result<Vec<Row>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranges
+                .into_iter()
+                .map(|(lo, hi)| {
+                    s.spawn(move || -> Result<Vec<Row>> {
+                        let (mut start, end) = match direction {
+                            Direction::Forward => (lo, hi),
+                            Direction::Backward => (hi, lo),
+                        };
+                        let mut rows = Vec::new();
+                        loop {
+                            interrupt.check()?;
+                            let req = RangeRequest {
+                                start,
+                                end: end.clone(),
+                                direction,
+                                limit: Some(PAGE_ROWS),
+                                read: spec.clone(),
+                                budget_bytes: None,
+                            };
+                            let res = store.get_range(table, &req).map_err(store_err)?;
+                            rows.extend(res.rows);
+                            match res.next_start {
+                                Some(n) => start = n.into_iter().map(PkBound::Value).collect(),
+                                None => return Ok(rows),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(QueryError::Internal("scan thread panicked".into())))).collect()
+        });
+        let mut parts = results.into_iter().collect::<Result<Vec<_>>>()?;
+        if direction == Direction::Backward {
+            parts.reverse();
+        }
+        for rows in parts {
+            stats.engine_calls += 1;
+            if !feed(&rows, stats)? {
+                break;
+            }
+        }
         Ok(())
     }
 

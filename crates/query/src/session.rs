@@ -794,7 +794,7 @@ impl Session {
         }
         if single_call(plan) {
             let store = self.db.store.clone();
-            return self.exec_on(store.as_ref(), plan, params, now_us);
+            return self.exec_on_store(store.as_ref(), plan, params, now_us);
         }
         let mut attempt = 0;
         loop {
@@ -813,8 +813,18 @@ impl Session {
         }
     }
 
+    /// Runs on committed data, outside any transaction: full scans may read partitions in parallel.
+    fn exec_on_store(&self, store: &Store, plan: &Plan, params: &[Datum], now_us: i64) -> Result<(Output, Option<crate::exec::ScanStats>)> {
+        let mut ex = Executor::new(store, self.ctx(params, now_us), &self.interrupt);
+        ex.store = Some(store);
+        self.exec_with(ex, plan)
+    }
+
     fn exec_on(&self, access: &dyn Access, plan: &Plan, params: &[Datum], now_us: i64) -> Result<(Output, Option<crate::exec::ScanStats>)> {
-        let ex = Executor::new(access, self.ctx(params, now_us), &self.interrupt);
+        self.exec_with(Executor::new(access, self.ctx(params, now_us), &self.interrupt), plan)
+    }
+
+    fn exec_with(&self, ex: Executor, plan: &Plan) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let out = match plan {
             Plan::Select(s) => {
                 let rows = ex.select(s)?;

@@ -344,6 +344,18 @@ impl Store {
         Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
     }
 
+    /// Where each partition after the first starts, as partition-key values: the split points a scan can
+    /// use to read partitions in parallel. Empty for hash-prefixed tables, whose partitions cover hash
+    /// buckets rather than key ranges.
+    pub fn partition_starts(&self, name: &str) -> Result<Vec<Vec<PkValue>>> {
+        let t = self.inner.table(name)?;
+        if t.buckets > 0 {
+            return Ok(Vec::new());
+        }
+        let parts = t.partitions.read();
+        parts.iter().skip(1).map(|p| keys::decode_pk(&p.start[4..], &t.pk_types[..t.partition_key_len])).collect()
+    }
+
     /// The table's largest partition-key values by stored bytes (seed 004's 10 GB guideline), largest first.
     /// Scans the table.
     pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
