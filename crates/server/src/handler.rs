@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use bytes::BytesMut;
 use futures::{stream, Sink};
-use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
-};
+use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
@@ -28,12 +26,15 @@ use tabula_query::session::{display_setting_name, REPORTED_SETTINGS};
 use tabula_query::{Database, Datum, Output, Prepared, QueryError, Session, SqlType};
 use tracing::{debug, info_span, warn};
 
+use crate::auth::{AuthMethod, Startup, Users};
 use crate::errors::{error_info, to_pgwire};
 use crate::wire;
 
 /// State all connections share.
 pub struct Shared {
     pub db: Arc<Database>,
+    pub auth: AuthMethod,
+    pub users: Users,
     /// Running statements' cancel flags by backend pid, with the secret a cancel request must match.
     cancels: Mutex<HashMap<i32, (SecretKey, Arc<AtomicBool>)>>,
     pids: RandomPidSecretKeyGenerator,
@@ -42,9 +43,11 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(db: Arc<Database>, slow_statement_ms: u64) -> Arc<Shared> {
+    pub fn new(db: Arc<Database>, slow_statement_ms: u64, auth: AuthMethod, users: Users) -> Arc<Shared> {
         Arc::new(Shared {
             db,
+            auth,
+            users,
             cancels: Mutex::new(HashMap::new()),
             pids: RandomPidSecretKeyGenerator::default(),
             slow_statement_ms,
@@ -70,6 +73,13 @@ impl Connection {
 
     /// Runs `f` on the session, creating it on first use with the client's user and database.
     fn with_session<C: ClientInfo, T>(&self, client: &C, f: impl FnOnce(&mut Session) -> T) -> T {
+        if self.pid.get().is_none() {
+            // Password handlers assign the backend key; register it for cancel requests on first use.
+            let (pid, key) = client.pid_and_secret_key();
+            if self.pid.set(pid).is_ok() {
+                self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(pid, (key, self.cancel.clone()));
+            }
+        }
         let mut guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let session = guard.get_or_insert_with(|| {
             let user = client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into());
@@ -92,34 +102,30 @@ impl Drop for Connection {
     }
 }
 
-struct Params {
-    user: String,
-    application_name: String,
-}
+/// The parameters reported at startup; the session's user and application come from the client.
+pub struct Params;
 
-impl ServerParameterProvider for Params {
-    fn server_parameters<C: ClientInfo>(&self, _client: &C) -> Option<HashMap<String, String>> {
-        let mut m = HashMap::new();
-        for (k, v) in [
-            ("server_version", tabula_query::expr::SERVER_VERSION),
-            ("server_encoding", "UTF8"),
-            ("client_encoding", "UTF8"),
-            ("DateStyle", "ISO, MDY"),
-            ("TimeZone", "UTC"),
-            ("IntervalStyle", "postgres"),
-            ("integer_datetimes", "on"),
-            ("standard_conforming_strings", "on"),
-            ("is_superuser", "on"),
-            ("in_hot_standby", "off"),
-            ("default_transaction_read_only", "off"),
-            ("search_path", "\"$user\", public"),
-        ] {
-            m.insert(k.to_string(), v.to_string());
-        }
-        m.insert("session_authorization".into(), self.user.clone());
-        m.insert("application_name".into(), self.application_name.clone());
-        Some(m)
+pub fn server_parameters<C: ClientInfo>(client: &C) -> HashMap<String, String> {
+    let mut m = HashMap::new();
+    for (k, v) in [
+        ("server_version", tabula_query::expr::SERVER_VERSION),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("DateStyle", "ISO, MDY"),
+        ("TimeZone", "UTC"),
+        ("IntervalStyle", "postgres"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("is_superuser", "on"),
+        ("in_hot_standby", "off"),
+        ("default_transaction_read_only", "off"),
+        ("search_path", "\"$user\", public"),
+    ] {
+        m.insert(k.to_string(), v.to_string());
     }
+    m.insert("session_authorization".into(), client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into()));
+    m.insert("application_name".into(), client.metadata().get("application_name").cloned().unwrap_or_default());
+    m
 }
 
 #[async_trait]
@@ -138,11 +144,7 @@ impl StartupHandler for Connection {
             client.set_pid_and_secret_key(pid, key.clone());
             let _ = self.pid.set(pid);
             self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(pid, (key, self.cancel.clone()));
-            let params = Params {
-                user: client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into()),
-                application_name: client.metadata().get("application_name").cloned().unwrap_or_default(),
-            };
-            finish_authentication(client, &params).await?;
+            finish_authentication(client, &Params).await?;
         }
         Ok(())
     }
@@ -393,13 +395,15 @@ pub struct Handlers {
     pub conn: Arc<Connection>,
     extended: Arc<Extended>,
     canceller: Arc<Canceller>,
+    startup: Arc<Startup>,
 }
 
 impl Handlers {
     pub fn new(shared: Arc<Shared>) -> Handlers {
         let conn = Connection::new(shared.clone());
         let parser = Arc::new(StatementParser { conn: Arc::downgrade(&conn) });
-        Handlers { extended: Arc::new(Extended { conn: conn.clone(), parser }), canceller: Arc::new(Canceller { shared }), conn }
+        let startup = Arc::new(Startup::new(shared.auth, &shared.users, conn.clone()));
+        Handlers { extended: Arc::new(Extended { conn: conn.clone(), parser }), canceller: Arc::new(Canceller { shared }), conn, startup }
     }
 }
 
@@ -411,7 +415,7 @@ impl PgWireServerHandlers for Handlers {
         self.extended.clone()
     }
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        self.conn.clone()
+        self.startup.clone()
     }
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         self.canceller.clone()

@@ -5,6 +5,7 @@
 //! ErrorResponses with the SQLSTATE each error knows ([`errors`]); values in text or binary as each
 //! column's format asks ([`wire`]).
 
+pub mod auth;
 pub mod errors;
 pub mod handler;
 pub mod server;

@@ -30,6 +30,18 @@ struct Cli {
     /// Log level: error, warn, info, debug, trace [default: info]
     #[arg(long, env = "TABULA_LOG")]
     log_level: Option<String>,
+    /// Authentication: trust, password, md5 or scram-sha-256 [default: trust]
+    #[arg(long, env = "TABULA_AUTH")]
+    auth: Option<String>,
+    /// Users as `name:password,name:password` (also the configuration file's [users] table)
+    #[arg(long, env = "TABULA_USERS", hide_env_values = true)]
+    users: Option<String>,
+    /// TLS certificate chain (PEM); with --tls-key, clients may use TLS
+    #[arg(long, env = "TABULA_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM)
+    #[arg(long, env = "TABULA_TLS_KEY")]
+    tls_key: Option<PathBuf>,
     /// A TOML file with any of the settings above (flags and environment win)
     #[arg(long, env = "TABULA_CONFIG")]
     config: Option<PathBuf>,
@@ -44,6 +56,10 @@ struct FileConfig {
     max_connections: Option<usize>,
     slow_statement_ms: Option<u64>,
     log_level: Option<String>,
+    auth: Option<String>,
+    users: Option<std::collections::HashMap<String, String>>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 fn durability(s: &str) -> anyhow::Result<Durability> {
@@ -87,6 +103,17 @@ async fn run() -> anyhow::Result<()> {
         max_connections: cli.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
         slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
         block_cache_bytes: defaults.block_cache_bytes,
+        auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        users: match cli.users {
+            Some(list) => parse_users(&list)?,
+            None => file.users.unwrap_or_default(),
+        },
+        tls: match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => anyhow::bail!("TLS needs both --tls-cert and --tls-key"),
+        },
+        split_bytes: defaults.split_bytes,
     };
     let server = start(config.clone()).await?;
     let addr = server.addr;
@@ -95,6 +122,16 @@ async fn run() -> anyhow::Result<()> {
     shutdown_signal().await;
     eprintln!("tabula: shutting down");
     server.shutdown().await
+}
+
+fn parse_users(list: &str) -> anyhow::Result<std::collections::HashMap<String, String>> {
+    list.split(',')
+        .filter(|u| !u.trim().is_empty())
+        .map(|u| match u.split_once(':') {
+            Some((name, password)) if !name.is_empty() => Ok((name.trim().to_string(), password.to_string())),
+            _ => anyhow::bail!("bad user \"{u}\": write name:password"),
+        })
+        .collect()
 }
 
 async fn shutdown_signal() {

@@ -20,7 +20,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
+use crate::auth::{AuthMethod, Users};
 use crate::handler::{Handlers, Shared};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -31,6 +33,13 @@ pub struct ServerConfig {
     /// Statements slower than this are logged with their text (0: never).
     pub slow_statement_ms: u64,
     pub block_cache_bytes: usize,
+    pub auth: AuthMethod,
+    /// User names and passwords for the password methods.
+    pub users: HashMap<String, String>,
+    /// PEM certificate chain and private key: clients may then ask for TLS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Partition size that triggers a split (bytes).
+    pub split_bytes: i64,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +51,10 @@ impl Default for ServerConfig {
             max_connections: 100,
             slow_statement_ms: 1000,
             block_cache_bytes: 256 << 20,
+            auth: AuthMethod::Trust,
+            users: HashMap::new(),
+            tls: None,
+            split_bytes: StoreConfig::default().split_bytes,
         }
     }
 }
@@ -63,7 +76,20 @@ impl RunningServer {
 
 /// Opens the store and binds the listener; serving starts in a background task.
 pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
-    let store_config = StoreConfig { durability: config.durability, block_cache_bytes: config.block_cache_bytes, ..StoreConfig::default() };
+    let tls = config.tls.as_ref().map(|(cert, key)| crate::auth::tls_acceptor(cert, key)).transpose()?;
+    if config.auth != AuthMethod::Trust && config.users.is_empty() {
+        return Err(anyhow!(
+            "authentication method {:?} needs users: give them in the configuration file's [users] table or TABULA_USERS",
+            config.auth
+        ));
+    }
+    let store_config = StoreConfig {
+        durability: config.durability,
+        block_cache_bytes: config.block_cache_bytes,
+        split_bytes: config.split_bytes,
+        merge_bytes: config.split_bytes / 8,
+        ..StoreConfig::default()
+    };
     let store = Store::open(&config.data_dir, store_config).map_err(|e| anyhow!("{e}"))?;
     let listener = TcpListener::bind(&config.listen).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -77,13 +103,20 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     })?;
     let addr = listener.local_addr().context("local address")?;
     let db = Database::new(Arc::new(store));
-    let shared = Shared::new(db, config.slow_statement_ms);
+    let users = Users::new(config.users.clone(), config.auth);
+    let shared = Shared::new(db, config.slow_statement_ms, config.auth, users);
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(serve(listener, shared, config, stopped));
+    let task = tokio::spawn(serve(listener, shared, config, tls, stopped));
     Ok(RunningServer { addr, stop, task })
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, config: ServerConfig, mut stopped: watch::Receiver<bool>) -> anyhow::Result<()> {
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    config: ServerConfig,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
+    mut stopped: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     let mut conns = JoinSet::new();
     loop {
@@ -108,10 +141,11 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, config: ServerConfig,
                 }
                 let handlers = Handlers::new(shared.clone());
                 let id = handlers.conn.id;
+                let tls = tls.clone();
                 conns.spawn(async move {
                     let span = tracing::info_span!("connection", conn = id, %peer);
                     let _e = span.enter();
-                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                     active.fetch_sub(1, Ordering::SeqCst);
