@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""Tabula side by side with a throwaway PostgreSQL, interleaved round by round.
+
+Both servers run on this machine on loopback ports. Data is loaded by the suite's own schema and COPY, then
+pgbench runs each workload's custom script against Tabula, then PostgreSQL, then Tabula again, for every
+round. The report (medians, pair-by-pair ratios, peak RSS, a chart) goes into BENCHMARKS.md.
+
+    scripts/bench [--rounds 5] [--seconds 10] [--rows 1000000] [--growth-rows 10000000]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "bench" / "workloads"
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "tabula" / "target"))
+
+# name, script (per server when a dict), pgbench protocol, clients, durability ("sync" or "async")
+READS = [
+    ("wire ceiling: SELECT 1 (prepared)", "wire_ceiling.sql", "prepared", 1, "sync"),
+    ("point select (simple)", "point_select.sql", "simple", 1, "sync"),
+    ("point select (extended)", "point_select.sql", "extended", 1, "sync"),
+    ("point select (prepared)", "point_select.sql", "prepared", 1, "sync"),
+    ("point select (prepared, 4 clients)", "point_select.sql", "prepared", 4, "sync"),
+    ("batch get: IN list of 10", "batch_get_10.sql", "prepared", 1, "sync"),
+    ("range scan of 10 rows", "range_10.sql", "prepared", 1, "sync"),
+    ("range scan of 100 rows", "range_100.sql", "prepared", 1, "sync"),
+    ("range scan of 1000 rows", "range_1000.sql", "prepared", 1, "sync"),
+    ("versioned read: latest 3 versions", {"tabula": "versioned_tabula.sql", "postgres": "versioned_postgres.sql"}, "prepared", 1, "sync"),
+]
+WRITES = [
+    ("single-row INSERT of new keys (durable)", "insert.sql", "prepared", 1, "sync"),
+    ("UPDATE by key (durable)", "update.sql", "prepared", 1, "sync"),
+]
+ASYNC_WRITES = [
+    ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
+    ("single-row upsert (async commit)", "upsert.sql", "prepared", 1, "async"),
+]
+
+SCHEMA_COMMON = [
+    "CREATE TABLE kv (k bigint PRIMARY KEY, v text, n bigint)",
+    "CREATE TABLE ins (k bigint PRIMARY KEY, v text, n bigint)",
+    "CREATE TABLE bulk_copy (k bigint PRIMARY KEY, v text, n bigint)",
+    "CREATE TABLE bulk_insert (k bigint PRIMARY KEY, v text, n bigint)",
+]
+SCHEMA = {
+    "tabula": SCHEMA_COMMON + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
+    "postgres": SCHEMA_COMMON + ["CREATE TABLE vt (k bigint, ver bigint, v text, PRIMARY KEY (k, ver))"],
+}
+
+
+def log(msg):
+    print(f"[bench {datetime.datetime.now():%H:%M:%S}] {msg}", flush=True)
+
+
+def run(cmd, env=None, check=True, **kw):
+    return subprocess.run(cmd, env=env, check=check, text=True, capture_output=True, **kw)
+
+
+def bin_path(name):
+    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (d / name).exists():
+            return str(d / name)
+    found = shutil.which(name)
+    if not found:
+        sys.exit(f"bench: {name} not found: install Debian's postgresql package")
+    return found
+
+
+class Server:
+    name = ""
+    port = 0
+    proc = None
+    peak_rss_kb = 0
+
+    def psql(self, sql, env=None):
+        r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", self.db, "-c", sql], env=env, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"{self.name}: {sql[:80]}: {r.stderr.strip()}")
+        return r.stdout
+
+    def wait_ready(self):
+        for _ in range(600):
+            if run(["pg_isready", "-h", "127.0.0.1", "-p", str(self.port)], check=False).returncode == 0:
+                try:
+                    self.psql("SELECT 1")
+                    return
+                except RuntimeError:
+                    pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start")
+
+    def sample_rss(self):
+        pid = self.server_pid()
+        if not pid:
+            return
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak_rss_kb = max(self.peak_rss_kb, int(line.split()[1]))
+        except OSError:
+            pass
+
+    def server_pid(self):
+        return self.proc.pid if self.proc else None
+
+
+class Tabula(Server):
+    name = "tabula"
+    user = "tabula"
+    db = "tabula"
+
+    def __init__(self, workdir, port):
+        self.dir = workdir / "tabula-data"
+        self.port = port
+        self.durability = None
+
+    def start(self, durability):
+        if self.proc and self.durability == durability:
+            return
+        self.stop()
+        self.durability = durability
+        args = [str(TARGET / "release" / "tabula"), "--data-dir", str(self.dir), "--listen", f"127.0.0.1:{self.port}", "--durability", "sync" if durability == "sync" else "group", "--log-level", "warn", "--max-connections", "200"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_ready()
+
+    def stop(self):
+        if self.proc:
+            self.sample_rss()
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+            self.proc = None
+
+    def pgoptions(self, durability):
+        return None
+
+
+class Postgres(Server):
+    name = "postgres"
+    db = "postgres"
+
+    def __init__(self, workdir, port):
+        self.dir = workdir / "pg-data"
+        self.port = port
+        self.as_root = os.geteuid() == 0
+        self.user = "postgres" if self.as_root else os.environ.get("USER", "postgres")
+
+    def _cmd(self, args):
+        # initdb and postgres refuse to run as root: run them as the postgres system user.
+        return ["runuser", "-u", "postgres", "--"] + args if self.as_root else args
+
+    def start(self, durability=None):
+        if self.proc:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.as_root:
+            shutil.chown(self.dir.parent, "postgres")
+            shutil.chown(self.dir, "postgres")
+        if not (self.dir / "PG_VERSION").exists():
+            run(self._cmd([bin_path("initdb"), "-D", str(self.dir), "-U", self.user, "--auth=trust", "-E", "UTF8"]))
+        self.proc = subprocess.Popen(
+            self._cmd([bin_path("postgres"), "-D", str(self.dir), "-p", str(self.port), "-k", str(self.dir), "-c", "listen_addresses=127.0.0.1",
+                       "-c", "shared_buffers=1GB", "-c", "max_connections=200", "-c", "max_wal_size=4GB"]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_ready()
+
+    def server_pid(self):
+        pidfile = self.dir / "postmaster.pid"
+        try:
+            return int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def sample_rss(self):
+        # The postmaster and its backends: the largest process's peak stands for the server.
+        pid = self.server_pid()
+        if not pid:
+            return
+        try:
+            kids = run(["pgrep", "-P", str(pid)], check=False).stdout.split()
+        except FileNotFoundError:
+            kids = []
+        total = 0
+        for p in [str(pid)] + kids:
+            try:
+                for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        self.peak_rss_kb = max(self.peak_rss_kb, total)
+
+    def stop(self):
+        if self.proc:
+            self.sample_rss()
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=120)
+            self.proc = None
+
+    def pgoptions(self, durability):
+        return "-c synchronous_commit=off" if durability == "async" else "-c synchronous_commit=on"
+
+
+def pgbench(server, script, protocol, clients, seconds, variables, durability, logdir):
+    env = dict(os.environ)
+    opts = server.pgoptions(durability)
+    if opts:
+        env["PGOPTIONS"] = opts
+    for f in logdir.glob("pgbench_log*"):
+        f.unlink()
+    args = [bin_path("pgbench"), "-h", "127.0.0.1", "-p", str(server.port), "-U", server.user, "-n", "-M", protocol, "-c", str(clients), "-j", str(clients),
+            "-T", str(seconds), "-f", str(WORKLOADS / script), "-l", "--log-prefix", str(logdir / "pgbench_log")]
+    for k, v in variables.items():
+        args += ["-D", f"{k}={v}"]
+    args.append(server.db)
+    r = run(args, env=env, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"pgbench on {server.name} ({script}): {r.stderr.strip()[-500:]}")
+    tps = None
+    for line in r.stdout.splitlines():
+        if line.startswith("tps ="):
+            tps = float(line.split()[2])
+    latencies = []
+    for f in logdir.glob("pgbench_log*"):
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                latencies.append(int(parts[2]))
+    latencies.sort()
+    pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000.0 if latencies else None
+    server.sample_rss()
+    return {"tps": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99)}
+
+
+def write_csv(path, start, count):
+    with open(path, "w") as f:
+        for k in range(start, start + count):
+            f.write(f"{k},value-{k},{k % 1000}\n")
+
+
+def write_inserts(path, count, per_statement=1000):
+    with open(path, "w") as f:
+        for s in range(1, count + 1, per_statement):
+            rows = ",".join(f"({k},'value-{k}',{k % 1000})" for k in range(s, min(s + per_statement, count + 1)))
+            f.write(f"INSERT INTO bulk_insert VALUES {rows};\n")
+
+
+def timed(fn):
+    t = time.monotonic()
+    fn()
+    return time.monotonic() - t
+
+
+def load(server, rows, vrows, csv, inserts, results):
+    log(f"loading {server.name}")
+    for ddl in SCHEMA[server.name]:
+        server.psql(ddl)
+    secs = timed(lambda: server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)"))
+    results.setdefault("load", {}).setdefault(server.name, {})["kv_copy_rows_per_s"] = rows / secs
+    secs = timed(lambda: server.psql(f"\\copy bulk_copy FROM '{csv}' WITH (FORMAT csv)"))
+    results["load"][server.name]["bulk_copy_s"] = secs
+    t0 = time.monotonic()
+    r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(server.port), "-U", server.user, "-d", server.db, "-f", str(inserts)], check=False)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr)
+    results["load"][server.name]["bulk_insert_s"] = time.monotonic() - t0
+    # Versioned rows: three versions of each key.
+    if server.name == "tabula":
+        for version in range(3):
+            batch = ",".join(f"({k},'v{version}-{k}')" for k in range(1, vrows + 1))
+            server.psql(f"INSERT INTO vt VALUES {batch} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+            time.sleep(0.01)
+    else:
+        for version in range(3):
+            batch = ",".join(f"({k},{version},'v{version}-{k}')" for k in range(1, vrows + 1))
+            server.psql(f"INSERT INTO vt VALUES {batch}")
+        server.psql("VACUUM ANALYZE")
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--vrows", type=int, default=10_000)
+    ap.add_argument("--growth-rows", type=int, default=10_000_000, help="0 skips the growth measurement")
+    ap.add_argument("--port", type=int, default=55432)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    a = ap.parse_args()
+    if a.rounds < 5:
+        log("fewer than 5 rounds: fine for a try, not for BENCHMARKS.md")
+
+    work = Path(tempfile.mkdtemp(prefix="tabula-bench-"))
+    os.chmod(work, 0o777)
+    tabula, pg = Tabula(work, a.port), Postgres(work, a.port + 1)
+    results = {"machine": machine(), "args": vars(a), "workloads": {}, "started": datetime.datetime.now().isoformat(timespec="seconds")}
+    try:
+        csv, inserts = work / "kv.csv", work / "inserts.sql"
+        write_csv(csv, 1, a.rows)
+        write_inserts(inserts, a.rows)
+        os.chmod(csv, 0o644)
+        tabula.start("sync")
+        pg.start()
+        load(tabula, a.rows, a.vrows, csv, inserts, results)
+        load(pg, a.rows, a.vrows, csv, inserts, results)
+        variables = {"rows": a.rows, "vrows": a.vrows}
+        for rnd in range(1, a.rounds + 1):
+            log(f"round {rnd} of {a.rounds}")
+            for phase in (READS + WRITES, ASYNC_WRITES):
+                for name, script, protocol, clients, durability in phase:
+                    for server in (tabula, pg):
+                        server.start(durability)
+                        s = script[server.name] if isinstance(script, dict) else script
+                        r = pgbench(server, s, protocol, clients, a.seconds, variables, durability, work)
+                        results["workloads"].setdefault(name, {"tabula": [], "postgres": []})[server.name].append(r)
+                    t, p = results["workloads"][name]["tabula"][-1], results["workloads"][name]["postgres"][-1]
+                    log(f"  {name}: tabula {t['tps']:.0f} tps, postgres {p['tps']:.0f} tps")
+        tabula.start("sync")
+        if a.growth_rows > a.rows:
+            growth(a, tabula, pg, work, variables, results)
+    finally:
+        for s in (tabula, pg):
+            try:
+                s.stop()
+            except Exception as e:  # keep going: the other server must stop too
+                log(f"stopping {s.name}: {e}")
+        results["peak_rss_mb"] = {"tabula": tabula.peak_rss_kb / 1024, "postgres": pg.peak_rss_kb / 1024}
+        shutil.rmtree(work, ignore_errors=True)
+    report(results, Path(a.out))
+
+
+def growth(a, tabula, pg, work, variables, results):
+    log(f"growth: point-select latency at {a.rows} rows, then at {a.growth_rows}")
+    csv = work / "more.csv"
+    write_csv(csv, a.rows + 1, a.growth_rows - a.rows)
+    os.chmod(csv, 0o644)
+    out = results["growth"] = {}
+    for server in (tabula, pg):
+        server.start("sync")
+        small = [pgbench(server, "point_select.sql", "prepared", 1, a.seconds, variables, "sync", work) for _ in range(3)]
+        server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)")
+        big_vars = dict(variables, rows=a.growth_rows)
+        big = [pgbench(server, "point_select.sql", "prepared", 1, a.seconds, big_vars, "sync", work) for _ in range(3)]
+        out[server.name] = {
+            "small_rows": a.rows, "big_rows": a.growth_rows,
+            "p50_small_ms": median([r["p50_ms"] for r in small]), "p99_small_ms": median([r["p99_ms"] for r in small]),
+            "p50_big_ms": median([r["p50_ms"] for r in big]), "p99_big_ms": median([r["p99_ms"] for r in big]),
+        }
+        log(f"  {server.name}: {out[server.name]}")
+
+
+def machine():
+    cpus = os.cpu_count()
+    mem = ""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) // 1024 // 1024} GiB"
+    except OSError:
+        pass
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    pgv = run([bin_path("postgres"), "--version"], check=False).stdout.strip()
+    return {"cpus": cpus, "cpu": model, "memory": mem, "kernel": platform.release(), "postgres": pgv}
+
+
+def report(results, out):
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    rows = []
+    for name, per in results["workloads"].items():
+        t, p = per["tabula"], per["postgres"]
+        ratios = [a["tps"] / b["tps"] for a, b in zip(t, p) if a["tps"] and b["tps"]]
+        rows.append({
+            "workload": name,
+            "tabula_tps": median([r["tps"] for r in t]), "postgres_tps": median([r["tps"] for r in p]),
+            "tabula_p50_ms": median([r["p50_ms"] for r in t]), "postgres_p50_ms": median([r["p50_ms"] for r in p]),
+            "tabula_p99_ms": median([r["p99_ms"] for r in t]), "postgres_p99_ms": median([r["p99_ms"] for r in p]),
+            "ratio": median(ratios),
+        })
+    results["summary"] = rows
+    (out / f"{stamp}.json").write_text(json.dumps(results, indent=2))
+    chart = ROOT / "bench" / "chart.svg"
+    chart.write_text(svg(rows))
+    md = markdown(results, rows)
+    (out / "latest.md").write_text(md)
+    bm = ROOT / "BENCHMARKS.md"
+    text = bm.read_text() if bm.exists() else "# Benchmarks\n"
+    begin, end = "<!-- suite:begin -->", "<!-- suite:end -->"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + begin + "\n" + md + end + text[text.index(end) + len(end):]
+    else:
+        text += "\n" + begin + "\n" + md + end + "\n"
+    bm.write_text(text)
+    print(md)
+
+
+def fmt(x, spec=".0f"):
+    return "–" if x is None else format(x, spec)
+
+
+def markdown(results, rows):
+    m = results["machine"]
+    a = results["args"]
+    lines = [
+        f"Run {results['started']} on {m['cpus']} vCPUs ({m['cpu']}), {m['memory']}, Linux {m['kernel']}; {m['postgres']}.",
+        f"{a['rounds']} interleaved rounds of {a['seconds']} s per workload and server; {a['rows']} rows in `kv`; medians over rounds; the ratio is Tabula/PostgreSQL throughput, computed round by round, median.",
+        "",
+        "| workload | Tabula tps | PostgreSQL tps | ratio | Tabula p50 / p99 ms | PostgreSQL p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['workload']} | {fmt(r['tabula_tps'])} | {fmt(r['postgres_tps'])} | {fmt(r['ratio'], '.2f')} | {fmt(r['tabula_p50_ms'], '.3f')} / {fmt(r['tabula_p99_ms'], '.3f')} | {fmt(r['postgres_p50_ms'], '.3f')} / {fmt(r['postgres_p99_ms'], '.3f')} |")
+    load = results.get("load", {})
+    if load:
+        lines += ["", "| bulk load | Tabula | PostgreSQL |", "|---|---:|---:|"]
+        t, p = load.get("tabula", {}), load.get("postgres", {})
+        lines.append(f"| COPY of {a['rows']} rows (s) | {fmt(t.get('bulk_copy_s'), '.1f')} | {fmt(p.get('bulk_copy_s'), '.1f')} |")
+        lines.append(f"| multi-row INSERT of {a['rows']} rows, 1000 per statement (s) | {fmt(t.get('bulk_insert_s'), '.1f')} | {fmt(p.get('bulk_insert_s'), '.1f')} |")
+    g = results.get("growth")
+    if g:
+        lines += ["", "| growth: prepared point select | p50 / p99 ms small | p50 / p99 ms big | p99 big/small |", "|---|---:|---:|---:|"]
+        for name, v in g.items():
+            ratio = v["p99_big_ms"] / v["p99_small_ms"] if v["p99_small_ms"] and v["p99_big_ms"] else None
+            lines.append(f"| {name} ({v['small_rows']} → {v['big_rows']} rows) | {fmt(v['p50_small_ms'], '.3f')} / {fmt(v['p99_small_ms'], '.3f')} | {fmt(v['p50_big_ms'], '.3f')} / {fmt(v['p99_big_ms'], '.3f')} | {fmt(ratio, '.2f')} |")
+    rss = results.get("peak_rss_mb", {})
+    lines += ["", f"Peak RSS: Tabula {fmt(rss.get('tabula'))} MB, PostgreSQL {fmt(rss.get('postgres'))} MB (postmaster and backends summed).", "", "![Tabula/PostgreSQL throughput ratio per workload](bench/chart.svg)", ""]
+    return "\n".join(lines)
+
+
+def svg(rows):
+    width, bar_h, gap, left = 760, 18, 8, 330
+    h = 40 + len(rows) * (bar_h + gap)
+    vals = [r["ratio"] or 0 for r in rows]
+    top = max(vals + [2.0])
+    scale = (width - left - 60) / top
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" font-family="sans-serif" font-size="12">',
+             f'<text x="{left}" y="16">Tabula / PostgreSQL throughput (1.0 = equal)</text>']
+    x1 = left + scale * 1.0
+    parts.append(f'<line x1="{x1:.1f}" y1="24" x2="{x1:.1f}" y2="{h - 6}" stroke="#888" stroke-dasharray="4 3"/>')
+    for i, r in enumerate(rows):
+        y = 30 + i * (bar_h + gap)
+        v = r["ratio"] or 0
+        color = "#2a7" if v >= 1 else "#c54"
+        parts.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{r["workload"]}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{scale * v:.1f}" height="{bar_h}" fill="{color}"/>')
+        parts.append(f'<text x="{left + scale * v + 4:.1f}" y="{y + 13}">{v:.2f}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    main()

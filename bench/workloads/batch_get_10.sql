@@ -1,0 +1,11 @@
+\set a random(1, :rows)
+\set b random(1, :rows)
+\set c random(1, :rows)
+\set d random(1, :rows)
+\set e random(1, :rows)
+\set f random(1, :rows)
+\set g random(1, :rows)
+\set h random(1, :rows)
+\set i random(1, :rows)
+\set j random(1, :rows)
+SELECT k, v FROM kv WHERE k IN (:a, :b, :c, :d, :e, :f, :g, :h, :i, :j);

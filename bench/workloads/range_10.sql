@@ -1,0 +1,3 @@
+\set s random(1, :rows - 10)
+\set e :s + 10
+SELECT k, v FROM kv WHERE k >= :s AND k < :e;

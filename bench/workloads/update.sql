@@ -1,0 +1,2 @@
+\set k random(1, :rows)
+UPDATE kv SET n = n + 1 WHERE k = :k;
