@@ -50,6 +50,8 @@ pub struct Executor<'a> {
     pub access: &'a dyn Access,
     /// Set when reading committed data outside a transaction: full scans then read partitions in parallel.
     pub store: Option<&'a tabula_store::Store>,
+    /// The store's catalog, for Tabula's own views.
+    pub system: Option<&'a tabula_store::Store>,
     pub ctx: EvalCtx<'a>,
     pub interrupt: &'a Interrupt,
     pub stats: std::cell::Cell<ScanStats>,
@@ -64,7 +66,7 @@ fn store_err(e: StoreError) -> QueryError {
 
 impl<'a> Executor<'a> {
     pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
-        Executor { access, store: None, ctx, interrupt, stats: Default::default() }
+        Executor { access, store: None, system: None, ctx, interrupt, stats: Default::default() }
     }
 
     fn eval_const(&self, e: &Expr) -> Result<Datum> {
@@ -261,6 +263,21 @@ impl<'a> Executor<'a> {
             AccessPath::RangeScan { start, end, direction } => {
                 if let (Some(s), Some(e)) = (self.bound(t, start)?, self.bound(t, end)?) {
                     self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
+                }
+            }
+            AccessPath::System(view) => {
+                let store = self.system.ok_or_else(|| QueryError::Internal("system views need the store".into()))?;
+                for r in view.rows(store)? {
+                    stats.examined += 1;
+                    if let Some(flt) = &scan.filter {
+                        if !flt.eval_predicate(&r, &self.ctx)? {
+                            continue;
+                        }
+                    }
+                    stats.returned += 1;
+                    if !f(r)? {
+                        break;
+                    }
                 }
             }
             AccessPath::FullScan { direction } if scan.limit.is_none() && self.parallel_ranges(scan)?.is_some() => {

@@ -22,6 +22,7 @@ pub mod plan;
 pub mod planner;
 pub mod schema;
 pub mod session;
+pub mod system;
 pub mod types;
 
 pub use error::{QueryError, Result};

@@ -29,6 +29,8 @@ pub enum AccessPath {
     RangeScan { start: Vec<KeyBound>, end: Vec<KeyBound>, direction: Direction },
     /// Everything else: every partition is scanned.
     FullScan { direction: Direction },
+    /// One of Tabula's own views, generated from the live catalog.
+    System(crate::system::SystemView),
 }
 
 /// Which versions a read returns.
@@ -255,6 +257,7 @@ impl fmt::Display for AccessPath {
             AccessPath::FullScan { direction } => {
                 write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
             }
+            AccessPath::System(_) => write!(f, "SystemView"),
         }
     }
 }

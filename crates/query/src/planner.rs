@@ -139,11 +139,19 @@ impl<'a> Planner<'a> {
         if !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty()) || select.having.is_some() {
             return Err(QueryError::NotSupported("GROUP BY needs the analytic engine, which is not built yet".into()));
         }
+        let mut system = None;
         let (table, alias, versions_args) = match select.from.as_slice() {
             [] => (None, None, None),
             [twj] if twj.joins.is_empty() => match &twj.relation {
                 TableFactor::Table { name, alias, args, .. } => {
-                    let t = self.catalog.table(&object_name(name))?;
+                    let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(ident_name).collect();
+                    let t = match parts.as_slice() {
+                        [schema, view] if crate::system::SystemView::lookup(schema, view).is_some() => {
+                            system = crate::system::SystemView::lookup(schema, view);
+                            system.unwrap().schema()
+                        }
+                        _ => self.catalog.table(&object_name(name))?,
+                    };
                     (Some(t), alias.as_ref().map(|a| ident_name(&a.name)), args.clone())
                 }
                 _ => return Err(QueryError::NotSupported("only plain tables are supported in FROM".into())),
@@ -242,7 +250,10 @@ impl<'a> Planner<'a> {
             }
         }
         let conjuncts = filter.map(|f| f.conjuncts()).unwrap_or_default();
-        let (mut access, residual) = choose_access(&table, conjuncts);
+        let (mut access, residual) = match system {
+            Some(view) => (AccessPath::System(view), conjuncts),
+            None => choose_access(&table, conjuncts),
+        };
         // ORDER BY the key (after the equality prefix) is the scan direction; anything else sorts.
         let mut sort = order.clone();
         if let Some(dir) = key_order(&table, &access, &order) {

@@ -817,11 +817,14 @@ impl Session {
     fn exec_on_store(&self, store: &Store, plan: &Plan, params: &[Datum], now_us: i64) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let mut ex = Executor::new(store, self.ctx(params, now_us), &self.interrupt);
         ex.store = Some(store);
+        ex.system = Some(store);
         self.exec_with(ex, plan)
     }
 
     fn exec_on(&self, access: &dyn Access, plan: &Plan, params: &[Datum], now_us: i64) -> Result<(Output, Option<crate::exec::ScanStats>)> {
-        self.exec_with(Executor::new(access, self.ctx(params, now_us), &self.interrupt), plan)
+        let mut ex = Executor::new(access, self.ctx(params, now_us), &self.interrupt);
+        ex.system = Some(self.db.store.as_ref());
+        self.exec_with(ex, plan)
     }
 
     fn exec_with(&self, ex: Executor, plan: &Plan) -> Result<(Output, Option<crate::exec::ScanStats>)> {

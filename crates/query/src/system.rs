@@ -1,0 +1,126 @@
+//! Tabula's own views: `tabula.tables` (each table's options) and `tabula.partitions` (each partition's
+//! key bounds and statistics), built from the engine's live catalog on every read.
+
+use std::sync::Arc;
+
+use tabula_store::{PkValue, Store, TableOptions};
+
+use crate::error::Result;
+use crate::schema::{ColumnDef, TableSchema};
+use crate::types::{Datum, SqlType};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemView {
+    Tables,
+    Partitions,
+}
+
+impl SystemView {
+    pub fn lookup(schema: &str, name: &str) -> Option<SystemView> {
+        match (schema, name) {
+            ("tabula", "tables") => Some(SystemView::Tables),
+            ("tabula", "partitions") => Some(SystemView::Partitions),
+            _ => None,
+        }
+    }
+
+    pub fn schema(self) -> Arc<TableSchema> {
+        let col = |name: &str, ty| ColumnDef { name: name.into(), ty, not_null: false, identity: false, default: None };
+        let (name, columns) = match self {
+            SystemView::Tables => (
+                "tabula.tables",
+                vec![
+                    col("table_name", SqlType::Text),
+                    col("primary_key", SqlType::Text),
+                    col("partition_key", SqlType::Text),
+                    col("ttl", SqlType::Int8),
+                    col("max_versions", SqlType::Int8),
+                    col("max_version_offset", SqlType::Int8),
+                    col("hash_prefix", SqlType::Int4),
+                    col("partitions", SqlType::Int8),
+                ],
+            ),
+            SystemView::Partitions => (
+                "tabula.partitions",
+                vec![
+                    col("table_name", SqlType::Text),
+                    col("partition_id", SqlType::Int8),
+                    col("start_key", SqlType::Text),
+                    col("end_key", SqlType::Text),
+                    col("approx_bytes", SqlType::Int8),
+                    col("approx_rows", SqlType::Int8),
+                    col("reads", SqlType::Int8),
+                    col("writes", SqlType::Int8),
+                    col("read_rate", SqlType::Float8),
+                    col("write_rate", SqlType::Float8),
+                ],
+            ),
+        };
+        // Views have no key: `pk` is empty and every read is a full scan of the generated rows.
+        Arc::new(TableSchema { name: name.into(), columns, pk: vec![], partition_key_len: 0, options: TableOptions::default() })
+    }
+
+    /// The view's rows now (the last column of each row is the `_version` slot, always NULL).
+    pub fn rows(self, store: &Store) -> Result<Vec<Vec<Datum>>> {
+        let mut out = Vec::new();
+        for name in store.table_names() {
+            let def = match store.table(&name) {
+                Ok(d) => d,
+                Err(_) => continue, // dropped meanwhile
+            };
+            let parts = store.partitions(&name)?;
+            match self {
+                SystemView::Tables => {
+                    let pk: Vec<&str> = def.primary_key.iter().map(|c| c.name.as_str()).collect();
+                    let o = def.options;
+                    out.push(vec![
+                        Datum::Text(name.clone()),
+                        Datum::Text(pk.join(", ")),
+                        Datum::Text(pk[..def.partition_key_len].join(", ")),
+                        Datum::Int(o.ttl),
+                        Datum::Int(o.max_versions as i64),
+                        Datum::Int(o.max_version_offset),
+                        Datum::Int(o.hash_prefix as i64),
+                        Datum::Int(parts.len() as i64),
+                        Datum::Null,
+                    ]);
+                }
+                SystemView::Partitions => {
+                    for (i, p) in parts.iter().enumerate() {
+                        let bound = |key: &[u8], first: bool, last: bool| -> Result<Datum> {
+                            if (first && i == 0) || (last && i + 1 == parts.len()) {
+                                return Ok(Datum::Text(if first { "-inf" } else { "+inf" }.into()));
+                            }
+                            Ok(Datum::Text(match store.partition_bound(&name, key)? {
+                                Some(vals) => format!("({})", vals.iter().map(show).collect::<Vec<_>>().join(", ")),
+                                None => format!("hash bucket {}", key.get(4).copied().unwrap_or(0)),
+                            }))
+                        };
+                        out.push(vec![
+                            Datum::Text(name.clone()),
+                            Datum::Int(p.id as i64),
+                            bound(&p.start, true, false)?,
+                            bound(&p.end, false, true)?,
+                            Datum::Int(p.approx_bytes),
+                            Datum::Int(p.approx_rows),
+                            Datum::Int(p.reads as i64),
+                            Datum::Int(p.writes as i64),
+                            Datum::Float(p.read_rate),
+                            Datum::Float(p.write_rate),
+                            Datum::Null,
+                        ]);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn show(v: &PkValue) -> String {
+    match v {
+        PkValue::Integer(i) => i.to_string(),
+        PkValue::String(s) => format!("'{}'", s.replace('\'', "''")),
+        PkValue::Binary(b) => format!("'\\x{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+    }
+}
