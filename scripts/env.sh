@@ -32,3 +32,30 @@ ensure_build_deps() {
     command -v cargo >/dev/null 2>&1 || { echo "tabula: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
     ensure_packages have_libclang libclang-dev
 }
+
+# The client drivers the end-to-end tests use besides tokio-postgres and psql: Python (psycopg 3, psycopg2,
+# asyncpg, pandas) in a virtualenv, node-postgres, and pgjdbc with a JDK. Kept in ~/.cache/tabula.
+ensure_drivers() {
+    local cache="${TABULA_CACHE:-$HOME/.cache/tabula}"
+    mkdir -p "$cache"
+    ensure_packages "command -v python3" python3
+    ensure_packages "python3 -m venv --help" python3-venv
+    if [ ! -x "$cache/venv/bin/python" ]; then
+        python3 -m venv "$cache/venv" >&2
+    fi
+    if ! "$cache/venv/bin/python" -c "import psycopg, psycopg2, asyncpg, pandas" >/dev/null 2>&1; then
+        echo "installing Python drivers (pip)" >&2
+        "$cache/venv/bin/pip" install -q "psycopg[binary]" psycopg2-binary asyncpg pandas >&2
+    fi
+    export TABULA_PYTHON="$cache/venv/bin/python"
+    ensure_packages "command -v node && command -v npm" nodejs npm
+    if [ ! -d "$cache/node/node_modules/pg" ]; then
+        echo "installing node-postgres (npm)" >&2
+        mkdir -p "$cache/node"
+        npm install --silent --no-audit --no-fund --prefix "$cache/node" pg >&2
+    fi
+    export TABULA_NODE_MODULES="$cache/node/node_modules"
+    ensure_packages "command -v javac" default-jdk-headless
+    ensure_packages "test -f /usr/share/java/postgresql.jar" libpostgresql-jdbc-java
+    export TABULA_PGJDBC_JAR=/usr/share/java/postgresql.jar
+}
