@@ -159,9 +159,17 @@ impl CancelHandler for Canceller {
     async fn on_cancel_request(&self, req: CancelRequest) {
         let cancels = self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner());
         match cancels.get(&req.pid) {
-            Some((key, flag)) if *key == req.secret_key => flag.store(true, Ordering::SeqCst),
+            Some((key, flag)) if key_bytes(key) == key_bytes(&req.secret_key) => flag.store(true, Ordering::SeqCst),
             _ => debug!(pid = req.pid, "cancel request for an unknown backend ignored"),
         }
+    }
+}
+
+/// A backend secret as bytes: a cancel request may carry the 4-byte key of protocol 3.0 either way.
+fn key_bytes(k: &SecretKey) -> Vec<u8> {
+    match k {
+        SecretKey::I32(v) => v.to_be_bytes().to_vec(),
+        SecretKey::Bytes(b) => b.to_vec(),
     }
 }
 

@@ -256,3 +256,35 @@ async fn psql_copy_csv_from_a_file_and_back() {
     assert_eq!(psql("\\copy cities TO STDOUT WITH (FORMAT csv)"), "1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_request_stops_a_running_scan() {
+    use futures::SinkExt;
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("CREATE TABLE slow (k bigint PRIMARY KEY, v text)").await.unwrap();
+    let sink = c.copy_in("COPY slow FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let data: String = (0..100_000).map(|i| format!("{i}\tvalue number {i}\n")).collect();
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    sink.finish().await.unwrap();
+    let token = c.cancel_token();
+    let mut cancelled = false;
+    for _ in 0..5 {
+        let query = c.query("SELECT k FROM slow WHERE v LIKE '%9%9%9%9%' OR v LIKE '%8%8%8%8%8%'", &[]);
+        let canceller = async {
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            token.cancel_query(tokio_postgres::NoTls).await.unwrap();
+        };
+        let (result, _) = tokio::join!(query, canceller);
+        if let Err(e) = result {
+            assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e:?}");
+            cancelled = true;
+            break;
+        }
+    }
+    assert!(cancelled, "a cancel request stopped the scan");
+    // The connection is fine afterwards.
+    assert_eq!(c.query("SELECT k FROM slow WHERE k = 5", &[]).await.unwrap().len(), 1);
+    server.stop().await;
+}
