@@ -709,6 +709,90 @@ pub fn prepare_row(t: &TableSchema, targets: &[usize], values: Vec<Datum>) -> Re
     Ok(PreparedRow { row, pk, cells, version })
 }
 
+/// A WHERE clause over attribute columns as the engine's column condition, when it can be one exactly:
+/// comparisons of a stored column with a constant, under AND, OR and NOT. A missing cell fails the
+/// comparison, as NULL does in SQL. `None` when the clause needs the general path.
+pub fn column_condition(t: &TableSchema, e: &Expr, ctx: &EvalCtx) -> Result<Option<tabula_store::ColumnCondition>> {
+    use tabula_store::CompareOp;
+    let storable = |ty: SqlType| {
+        matches!(
+            ty,
+            SqlType::Int2
+                | SqlType::Int4
+                | SqlType::Int8
+                | SqlType::Float4
+                | SqlType::Float8
+                | SqlType::Text
+                | SqlType::Varchar
+                | SqlType::Bool
+                | SqlType::Bytea
+                | SqlType::Timestamp
+                | SqlType::Timestamptz
+                | SqlType::Date
+        )
+    };
+    let cmp = |op: BinOp, negate: bool| -> Option<CompareOp> {
+        let op = if negate {
+            match op {
+                BinOp::Eq => BinOp::NotEq,
+                BinOp::NotEq => BinOp::Eq,
+                BinOp::Lt => BinOp::GtEq,
+                BinOp::LtEq => BinOp::Gt,
+                BinOp::Gt => BinOp::LtEq,
+                BinOp::GtEq => BinOp::Lt,
+                _ => return None,
+            }
+        } else {
+            op
+        };
+        Some(match op {
+            BinOp::Eq => CompareOp::Eq,
+            BinOp::NotEq => CompareOp::Ne,
+            BinOp::Lt => CompareOp::Lt,
+            BinOp::LtEq => CompareOp::Le,
+            BinOp::Gt => CompareOp::Gt,
+            BinOp::GtEq => CompareOp::Ge,
+            _ => return None,
+        })
+    };
+    fn go(
+        t: &TableSchema,
+        e: &Expr,
+        ctx: &EvalCtx,
+        negate: bool,
+        storable: &dyn Fn(SqlType) -> bool,
+        cmp: &dyn Fn(BinOp, bool) -> Option<tabula_store::CompareOp>,
+    ) -> Result<Option<tabula_store::ColumnCondition>> {
+        use tabula_store::ColumnCondition as C;
+        Ok(match e {
+            Expr::Binary { op: BinOp::And | BinOp::Or, left, right } => {
+                let (Some(l), Some(r)) = (go(t, left, ctx, negate, storable, cmp)?, go(t, right, ctx, negate, storable, cmp)?) else {
+                    return Ok(None);
+                };
+                // De Morgan under NOT.
+                let and = matches!(e, Expr::Binary { op: BinOp::And, .. }) != negate;
+                Some(if and { C::And(vec![l, r]) } else { C::Or(vec![l, r]) })
+            }
+            Expr::Not(inner) => go(t, inner, ctx, !negate, storable, cmp)?,
+            Expr::Binary { op, left, right } if op.is_comparison() => {
+                let (col, c, op) = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Column { index, .. }, c) if c.is_constant() => (*index, c, *op),
+                    (c, Expr::Column { index, .. }) if c.is_constant() => (*index, c, op.flip()),
+                    _ => return Ok(None),
+                };
+                if col >= t.columns.len() || t.is_pk(col) || !storable(t.column_type(col)) {
+                    return Ok(None);
+                }
+                let Some(value) = c.eval(&[], ctx)?.cast(t.column_type(col))?.to_value() else { return Ok(None) };
+                let Some(op) = cmp(op, negate) else { return Ok(None) };
+                Some(C::Single { column: t.columns[col].name.clone(), op, value, pass_if_missing: false, latest_version_only: true })
+            }
+            _ => None,
+        })
+    }
+    go(t, e, ctx, false, &storable, &cmp)
+}
+
 /// `col + k` or `k + col` (or `col - k`) with a constant integer `k`: the amount to add.
 pub fn increment_of(e: &Expr, col: usize) -> Option<Expr> {
     // Only bigint: the engine adds in i64, and a narrower column could leave its range.

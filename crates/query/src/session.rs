@@ -854,11 +854,19 @@ impl Session {
     fn fast_update(&self, plan: &Plan, params: &[Datum], now_us: i64) -> Result<Option<Output>> {
         let Plan::Update(u) = plan else { return Ok(None) };
         let AccessPath::PointGet { key } = &u.scan.access else { return Ok(None) };
-        if u.scan.filter.is_some() || u.returning.is_some() {
+        if u.returning.is_some() {
             return Ok(None);
         }
         let t = &u.scan.table;
         let ctx = self.ctx(params, now_us);
+        // Column predicates become the engine's column condition, checked inside the one row write.
+        let column = match &u.scan.filter {
+            None => None,
+            Some(f) => match crate::exec::column_condition(t, f, &ctx)? {
+                Some(c) => Some(c),
+                None => return Ok(None),
+            },
+        };
         let version =
             u.version.as_ref().map(|e| e.eval(&[], &ctx)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int());
         let mut ops = Vec::new();
@@ -896,9 +904,10 @@ impl Session {
                 None => return Ok(Some(Output::Command { tag: "UPDATE 0".into() })),
             }
         }
-        match self.db.store.update_row(&t.name, &pk, &ops, &Condition::expect_exist()) {
+        let cond = Condition { row: tabula_store::RowExistence::ExpectExist, column };
+        match self.db.store.update_row(&t.name, &pk, &ops, &cond) {
             Ok(_) => Ok(Some(Output::Command { tag: "UPDATE 1".into() })),
-            Err(StoreError::RowNotFound) => Ok(Some(Output::Command { tag: "UPDATE 0".into() })),
+            Err(StoreError::RowNotFound | StoreError::ConditionFailed(_)) => Ok(Some(Output::Command { tag: "UPDATE 0".into() })),
             Err(e) => Err(e.into()),
         }
     }
