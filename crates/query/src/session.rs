@@ -51,6 +51,7 @@ impl Database {
             settings: default_settings(),
             interrupt: Interrupt::default(),
             copy: None,
+            last_plan: None,
         }
     }
 
@@ -212,6 +213,8 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     pub interrupt: Interrupt,
     copy: Option<CopyIn>,
+    /// The plan of the statement run last (for the slow-statement log).
+    last_plan: Option<Arc<Plan>>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -272,6 +275,11 @@ fn parse_reset(sql: &str) -> Option<ParsedStatement> {
 impl Session {
     pub fn database(&self) -> &Arc<Database> {
         &self.db
+    }
+
+    /// The plan of the last statement, as EXPLAIN prints it.
+    pub fn last_plan(&self) -> Option<String> {
+        self.last_plan.as_ref().map(|p| p.to_string())
     }
 
     pub fn txn_status(&self) -> TxnStatus {
@@ -393,6 +401,7 @@ impl Session {
             )));
         }
         let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
+        self.last_plan = Some(plan.clone());
         let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
         self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
         let r = self.run(&plan, &params);

@@ -218,11 +218,12 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
 }
 
 impl Connection {
+    /// Logs a statement that took longer than the threshold, with the plan it ran.
     fn log_slow(&self, sql: &str, started: std::time::Instant) {
         let ms = started.elapsed().as_millis() as u64;
         if self.shared.slow_statement_ms > 0 && ms >= self.shared.slow_statement_ms {
-            let plan = tabula_query::session::parse(&format!("EXPLAIN {sql}")).ok().map(|_| ()).is_some();
-            warn!(conn = self.id, ms, sql, explainable = plan, "slow statement");
+            let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
+            warn!(conn = self.id, ms, sql, plan = %plan.trim_end(), "slow statement");
         }
     }
 }
