@@ -73,6 +73,11 @@ impl<'a> Executor<'a> {
         e.eval(&[], &self.ctx)
     }
 
+    /// A `_version = v` value, in ms.
+    fn eval_version(&self, e: &Option<Expr>) -> Result<Option<i64>> {
+        Ok(e.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int()))
+    }
+
     fn eval_u64(&self, e: &Option<Expr>) -> Result<Option<u64>> {
         let Some(e) = e else { return Ok(None) };
         match self.eval_const(e)? {
@@ -579,14 +584,7 @@ impl<'a> Executor<'a> {
 
     pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.scan.table;
-        let version = p
-            .version
-            .as_ref()
-            .map(|e| self.eval_const(e))
-            .transpose()?
-            .map(|d| d.cast(SqlType::Int8))
-            .transpose()?
-            .and_then(|d| d.as_int());
+        let version = self.eval_version(&p.version)?;
         let mut targets = Vec::new();
         self.scan(&p.scan, |r| {
             targets.push(r);
@@ -617,14 +615,7 @@ impl<'a> Executor<'a> {
             targets.push(r);
             Ok(true)
         })?;
-        let version = p
-            .version
-            .as_ref()
-            .map(|e| self.eval_const(e))
-            .transpose()?
-            .map(|d| d.cast(SqlType::Int8))
-            .transpose()?
-            .and_then(|d| d.as_int());
+        let version = self.eval_version(&p.version)?;
         let mut count = 0;
         let mut returned = Vec::new();
         for row in targets {

@@ -1105,6 +1105,16 @@ impl WriteCtx<'_> {
     fn put_row(&mut self, t: &Table, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let pk = self.resolve_pk(t, pk)?;
         let key = t.key(&pk)?;
+        let row = self.new_row(t, cells)?;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        self.finish(t, key, raw, Some(row))?;
+        Ok(WriteOutcome { pk, existed, increments: Vec::new() })
+    }
+
+    /// A whole new row from its cells, each checked (name, size, version window).
+    fn new_row(&self, t: &Table, cells: &[CellWrite]) -> Result<StoredRow> {
         let max_versions = t.def.read().options.max_versions;
         let mut row = StoredRow { marker: self.now, columns: Vec::new() };
         for c in cells {
@@ -1114,28 +1124,16 @@ impl WriteCtx<'_> {
             }
             row.put_cell(&c.column, c.version.unwrap_or(self.now), c.value.clone(), max_versions);
         }
-        let (raw, visible) = self.read_for_write(t, &key)?;
-        self.check_condition(cond, visible.as_ref())?;
-        let existed = visible.is_some();
-        self.finish(t, key, raw, Some(row))?;
-        Ok(WriteOutcome { pk, existed, increments: Vec::new() })
+        Ok(row)
     }
 
     fn insert_rows(&mut self, t: &Table, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
-        let max_versions = t.def.read().options.max_versions;
         let mut pks = Vec::with_capacity(rows.len());
         let mut keys = Vec::with_capacity(rows.len());
         let mut values = Vec::with_capacity(rows.len());
         for (pk, cells) in rows {
             let pk = self.resolve_pk(t, pk)?;
-            let mut row = StoredRow { marker: self.now, columns: Vec::new() };
-            for c in cells {
-                self.check_cell(t, &c.column, &c.value)?;
-                if let Some(v) = c.version {
-                    self.check_version(t, &c.column, v)?;
-                }
-                row.put_cell(&c.column, c.version.unwrap_or(self.now), c.value.clone(), max_versions);
-            }
+            let row = self.new_row(t, cells)?;
             keys.push(t.key(&pk)?);
             pks.push(pk);
             values.push(row);
