@@ -8,6 +8,19 @@ use tabula_store::{Store, StoreConfig};
 fn show(out: Vec<tabula_query::Result<Output>>) {
     for o in out {
         match o {
+            Ok(Output::Stream { cursor, columns }) => {
+                println!("{}", columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "));
+                for r in cursor.flatten() {
+                    println!(
+                        "{}",
+                        r.iter()
+                            .zip(&columns)
+                            .map(|(d, c)| d.to_pg_text(c.ty).unwrap_or_else(|| "NULL".into()))
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    );
+                }
+            }
             Ok(Output::Rows { rows, columns, .. }) => {
                 println!("{}", columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "));
                 for r in rows {

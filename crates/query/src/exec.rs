@@ -78,6 +78,16 @@ impl<'a> Executor<'a> {
         Ok(e.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int()))
     }
 
+    /// A LIMIT or OFFSET value.
+    pub fn eval_limit(&self, e: &Expr) -> Result<Option<u64>> {
+        self.eval_u64(&Some(e.clone()))
+    }
+
+    /// An engine row as SQL rows (latest versions).
+    pub fn to_sql_rows(&self, t: &TableSchema, row: &Row, out: &mut Vec<SqlRow>) -> Result<()> {
+        self.sql_rows(t, row, &Versions::Latest, out)
+    }
+
     fn eval_u64(&self, e: &Option<Expr>) -> Result<Option<u64>> {
         let Some(e) = e else { return Ok(None) };
         match self.eval_const(e)? {

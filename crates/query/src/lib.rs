@@ -15,6 +15,7 @@
 //! 6. Results come back as [`Output`]: rows with typed columns, or a command tag.
 
 pub mod copy;
+pub mod cursor;
 pub mod error;
 pub mod exec;
 pub mod expr;

@@ -134,8 +134,13 @@ pub fn display_setting_name(name: &str) -> &str {
 }
 
 /// What a statement returns.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Output {
+    /// Rows produced as the client reads them (a streaming scan).
+    Stream {
+        columns: Vec<OutputColumn>,
+        cursor: crate::cursor::Cursor,
+    },
     Rows {
         columns: Vec<OutputColumn>,
         rows: Vec<SqlRow>,
@@ -568,7 +573,7 @@ impl Session {
                 Ok(Output::CopyIn { columns: targets.len() })
             }
             Plan::CopyTo { select, format } => {
-                let (out, _) = self.run_dml(&Plan::Select(select.clone()), params)?;
+                let (out, _) = self.run_dml(&Plan::Select(select.clone()), params, false)?;
                 let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
                 let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
                 let mut chunks = Vec::with_capacity(rows.len() + 1);
@@ -585,7 +590,7 @@ impl Session {
                 }
                 Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
             }
-            Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params).map(|(o, _)| o),
+            Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
         }
     }
 
@@ -763,7 +768,7 @@ impl Session {
         let mut lines: Vec<String> = plan.to_string().lines().map(|l| l.to_string()).collect();
         if analyze {
             let started = Instant::now();
-            let (out, stats) = self.run_dml(plan, params)?;
+            let (out, stats) = self.run_dml(plan, params, false)?;
             let rows = match &out {
                 Output::Rows { rows, .. } => rows.len(),
                 _ => 0,
@@ -793,13 +798,22 @@ impl Session {
 
     /// Runs a read or write: in the open transaction, straight on the store when one engine call does it
     /// atomically, or in a fresh transaction retried on write conflicts.
-    fn run_dml(&mut self, plan: &Plan, params: &[Datum]) -> Result<(Output, Option<crate::exec::ScanStats>)> {
+    /// `stream`: a SELECT may come back as a cursor that reads as the client consumes.
+    fn run_dml(&mut self, plan: &Plan, params: &[Datum], stream: bool) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let now_us = self.db.store.clock().now_ms() * 1000;
         if let Some(txn) = &self.txn {
             return self.exec_on(txn, plan, params, now_us);
         }
         if let Some(fast) = self.fast_update(plan, params, now_us)? {
             return Ok((fast, None));
+        }
+        if let (Plan::Select(s), true) = (plan, stream) {
+            let now = now_us;
+            if let Some(cursor) =
+                crate::cursor::Cursor::try_new(self.db.store.clone(), s, params, now, &self.user, &self.database, &self.interrupt)?
+            {
+                return Ok((Output::Stream { columns: s.columns.clone(), cursor }, None));
+            }
         }
         if single_call(plan) {
             let store = self.db.store.clone();

@@ -8,6 +8,7 @@ use tabula_store::{Store, StoreConfig};
 fn rows(out: Vec<tabula_query::Result<Output>>) -> Vec<Vec<Datum>> {
     match out.into_iter().last().unwrap().unwrap() {
         Output::Rows { rows, .. } => rows,
+        Output::Stream { cursor, .. } => cursor.collect::<tabula_query::Result<Vec<_>>>().unwrap(),
         other => panic!("no rows: {other:?}"),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use futures::{stream, Sink};
+use futures::{stream, Sink, StreamExt};
 use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
@@ -202,6 +202,18 @@ fn rows_response(
 fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
     Ok(match out {
         Output::Rows { columns, rows, tag } => rows_response(&columns, rows, &tag, format)?,
+        Output::Stream { columns, cursor } => {
+            let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(&columns, format));
+            let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+            let f = fields.clone();
+            let mut buf = BytesMut::with_capacity(256);
+            // Rows are read from the engine as the client takes them: memory stays bounded.
+            let rows = stream::iter(cursor).map(move |r| match r {
+                Ok(row) => wire::encode_row(&row, &f, &types, &mut buf).map_err(to_pgwire),
+                Err(e) => Err(to_pgwire(e)),
+            });
+            Response::Query(QueryResponse::new(fields, rows))
+        }
         Output::Command { tag } => match tag.as_str() {
             "BEGIN" => Response::TransactionStart(command_tag(&tag)),
             "COMMIT" | "ROLLBACK" => Response::TransactionEnd(command_tag(&tag)),

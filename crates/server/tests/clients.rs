@@ -288,3 +288,44 @@ async fn cancel_request_stops_a_running_scan() {
     assert_eq!(c.query("SELECT k FROM slow WHERE k = 5", &[]).await.unwrap().len(), 1);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_stream_and_portals_suspend() {
+    use futures::SinkExt;
+    let server = TestServer::start().await;
+    let mut c = server.connect().await;
+    c.batch_execute("CREATE TABLE many (k bigint PRIMARY KEY, v text)").await.unwrap();
+    let sink = c.copy_in("COPY many FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let data: String = (0..30_000).map(|i| format!("{i}\tv{i}\n")).collect();
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    sink.finish().await.unwrap();
+    // Streamed through the simple and the extended protocol, in key order.
+    let rows = c.query("SELECT k FROM many WHERE k >= $1", &[&10i64]).await.unwrap();
+    assert_eq!(rows.len(), 29_990);
+    assert!(rows.windows(2).all(|w| w[0].get::<_, i64>(0) < w[1].get::<_, i64>(0)));
+    let msgs = c.simple_query("SELECT k, v FROM many ORDER BY k DESC LIMIT 5 OFFSET 2").await.unwrap();
+    let ks: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ks, vec!["29997", "29996", "29995", "29994", "29993"]);
+    // A portal fetched 1000 rows at a time (Execute with a row limit, PortalSuspended in between).
+    let tx = c.transaction().await.unwrap();
+    let stmt = tx.prepare("SELECT k FROM many").await.unwrap();
+    let portal = tx.bind(&stmt, &[]).await.unwrap();
+    let mut total = 0;
+    loop {
+        let batch = tx.query_portal(&portal, 1000).await.unwrap();
+        total += batch.len();
+        if batch.len() < 1000 {
+            break;
+        }
+    }
+    assert_eq!(total, 30_000);
+    tx.commit().await.unwrap();
+    server.stop().await;
+}

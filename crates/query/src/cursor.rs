@@ -1,0 +1,282 @@
+//! Streaming reads: a cursor pulls engine pages as the client consumes rows, so memory stays bounded
+//! however many rows a scan returns. Used for auto-commit SELECTs whose order the scan gives.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tabula_store::{Access, Direction, PkBound, RangeRequest, ReadSpec, Store};
+
+use crate::error::Result;
+use crate::exec::{Executor, Interrupt, SqlRow};
+use crate::expr::{EvalCtx, Expr};
+use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
+use crate::types::Datum;
+
+/// Rows per engine page while streaming.
+const PAGE: usize = 512;
+
+/// Pages of one partition's range, read ahead by its own thread.
+type PageRx = std::sync::mpsc::Receiver<Result<Vec<tabula_store::Row>>>;
+
+pub struct Cursor {
+    store: Arc<Store>,
+    /// Full scans over several partitions: one reader thread per partition, consumed in key order.
+    partitions: VecDeque<PageRx>,
+    scan: Scan,
+    projection: Vec<Expr>,
+    spec: ReadSpec,
+    direction: Direction,
+    next: Option<Vec<PkBound>>,
+    end: Vec<PkBound>,
+    buf: VecDeque<SqlRow>,
+    skip: u64,
+    remaining: Option<u64>,
+    params: Vec<Datum>,
+    now_us: i64,
+    user: String,
+    database: String,
+    interrupt: Interrupt,
+}
+
+impl Cursor {
+    /// A cursor for a plan that can stream: a range or full scan of latest versions, in scan order.
+    pub fn try_new(
+        store: Arc<Store>,
+        plan: &SelectPlan,
+        params: &[Datum],
+        now_us: i64,
+        user: &str,
+        database: &str,
+        interrupt: &Interrupt,
+    ) -> Result<Option<Cursor>> {
+        let Some(scan) = &plan.scan else { return Ok(None) };
+        if !plan.sort.is_empty() || scan.versions != Versions::Latest {
+            return Ok(None);
+        }
+        let ctx = EvalCtx { params, now_us, user, database };
+        let (start, end, direction) = match &scan.access {
+            AccessPath::RangeScan { start, end, direction } => {
+                let bound = |b: &[KeyBound]| -> Result<Option<Vec<PkBound>>> {
+                    let mut out = Vec::with_capacity(b.len());
+                    for (pos, k) in b.iter().enumerate() {
+                        out.push(match k {
+                            KeyBound::InfMin => PkBound::InfMin,
+                            KeyBound::InfMax => PkBound::InfMax,
+                            KeyBound::Value(e) => {
+                                let ty = scan.table.column_type(scan.table.pk[pos]);
+                                let d = e.eval(&[], &ctx)?;
+                                if d.is_null() {
+                                    return Ok(None);
+                                }
+                                let d = if matches!(d, Datum::Int(_)) && ty.is_integer() { d } else { d.cast(ty)? };
+                                match d.to_pk(ty) {
+                                    Some(v) => PkBound::Value(v),
+                                    None => return Ok(None),
+                                }
+                            }
+                        });
+                    }
+                    Ok(Some(out))
+                };
+                match (bound(start)?, bound(end)?) {
+                    (Some(s), Some(e)) => (Some(s), e, *direction),
+                    // A NULL bound matches nothing: an empty cursor.
+                    _ => (None, vec![], *direction),
+                }
+            }
+            AccessPath::FullScan { direction: Direction::Forward } => {
+                (Some(vec![PkBound::InfMin]), vec![PkBound::InfMax], Direction::Forward)
+            }
+            AccessPath::FullScan { direction: Direction::Backward } => {
+                (Some(vec![PkBound::InfMax]), vec![PkBound::InfMin], Direction::Backward)
+            }
+            _ => return Ok(None),
+        };
+        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, database }, interrupt);
+        let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
+        let skip = eval_u64(&plan.offset)?.unwrap_or(0);
+        let remaining = eval_u64(&plan.limit)?;
+        let spec = ReadSpec {
+            columns: scan.columns.as_ref().map(|cs| cs.iter().map(|c| scan.table.column_name(*c).to_string()).collect()),
+            max_versions: Some(1),
+            time_range: None,
+        };
+        // A full scan of a split table reads its partitions in parallel, a few pages ahead each.
+        let mut partitions = VecDeque::new();
+        if matches!(scan.access, AccessPath::FullScan { .. }) {
+            let starts = store.partition_starts(&scan.table.name)?;
+            if !starts.is_empty() {
+                let bound = |vals: &Vec<tabula_store::PkValue>| {
+                    let mut b: Vec<PkBound> = vals.iter().cloned().map(PkBound::Value).collect();
+                    b.push(PkBound::InfMin);
+                    b
+                };
+                let mut ranges = Vec::new();
+                let mut lo = vec![PkBound::InfMin];
+                for st in &starts {
+                    ranges.push((lo, bound(st)));
+                    lo = bound(st);
+                }
+                ranges.push((lo, vec![PkBound::InfMax]));
+                if direction == Direction::Backward {
+                    ranges.reverse();
+                }
+                for (lo, hi) in ranges {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                    let (store, table, spec, interrupt) = (store.clone(), scan.table.name.clone(), spec.clone(), interrupt.clone());
+                    std::thread::spawn(move || {
+                        let (mut start, end) = if direction == Direction::Forward { (lo, hi) } else { (hi, lo) };
+                        loop {
+                            if let Err(e) = interrupt.check() {
+                                let _ = tx.send(Err(e));
+                                return;
+                            }
+                            let req = RangeRequest {
+                                start,
+                                end: end.clone(),
+                                direction,
+                                limit: Some(PAGE),
+                                read: spec.clone(),
+                                budget_bytes: None,
+                            };
+                            match store.get_range(&table, &req) {
+                                Ok(res) => {
+                                    let next = res.next_start;
+                                    // The consumer went away: stop reading.
+                                    if tx.send(Ok(res.rows)).is_err() {
+                                        return;
+                                    }
+                                    match next {
+                                        Some(n) => start = n.into_iter().map(PkBound::Value).collect(),
+                                        None => return,
+                                    }
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(Err(e.into()));
+                                    return;
+                                }
+                            }
+                        }
+                    });
+                    partitions.push_back(rx);
+                }
+            }
+        }
+        let next = if partitions.is_empty() { start } else { None };
+        Ok(Some(Cursor {
+            partitions,
+            store,
+            scan: scan.clone(),
+            projection: plan.projection.clone(),
+            spec,
+            direction,
+            next,
+            end,
+            buf: VecDeque::new(),
+            skip,
+            remaining,
+            params: params.to_vec(),
+            now_us,
+            user: user.to_string(),
+            database: database.to_string(),
+            interrupt: interrupt.clone(),
+        }))
+    }
+
+    /// Whether more rows may come.
+    fn more(&self) -> bool {
+        self.next.is_some() || !self.partitions.is_empty()
+    }
+
+    fn fetch(&mut self) -> Result<()> {
+        let rows = if let Some(rx) = self.partitions.front() {
+            match rx.recv() {
+                Ok(page) => page?,
+                // That partition's reader is done: go on with the next.
+                Err(_) => {
+                    self.partitions.pop_front();
+                    return Ok(());
+                }
+            }
+        } else {
+            let Some(start) = self.next.take() else { return Ok(()) };
+            self.interrupt.check()?;
+            let req = RangeRequest {
+                start,
+                end: self.end.clone(),
+                direction: self.direction,
+                limit: Some(PAGE),
+                read: self.spec.clone(),
+                budget_bytes: None,
+            };
+            let res = match self.store.get_range(&self.scan.table.name, &req) {
+                Ok(r) => r,
+                Err(tabula_store::StoreError::InvalidRange(_)) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            self.next = res.next_start.map(|n| n.into_iter().map(PkBound::Value).collect());
+            res.rows
+        };
+        let res = RowsPage { rows };
+        let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
+        let ex = Executor::new(self.store.as_ref(), ctx, &self.interrupt);
+        for row in &res.rows {
+            let mut rows = Vec::with_capacity(1);
+            ex.to_sql_rows(&self.scan.table, row, &mut rows)?;
+            for r in rows {
+                if let Some(f) = &self.scan.filter {
+                    if !f.eval_predicate(&r, &ex.ctx)? {
+                        continue;
+                    }
+                }
+                self.buf.push_back(r);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct RowsPage {
+    rows: Vec<tabula_store::Row>,
+}
+
+fn ex_u64(ex: &Executor, e: &Expr) -> Result<Option<u64>> {
+    ex.eval_limit(e)
+}
+
+impl Iterator for Cursor {
+    type Item = Result<SqlRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.remaining == Some(0) {
+                return None;
+            }
+            if let Some(r) = self.buf.pop_front() {
+                if self.skip > 0 {
+                    self.skip -= 1;
+                    continue;
+                }
+                if let Some(n) = self.remaining.as_mut() {
+                    *n -= 1;
+                }
+                let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
+                return Some(self.projection.iter().map(|e| e.eval(&r, &ctx)).collect());
+            }
+            if !self.more() {
+                return None;
+            }
+            if let Err(e) = self.fetch() {
+                self.next = None;
+                self.partitions.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cursor on {}", self.scan.table.name)
+    }
+}
