@@ -201,11 +201,16 @@ impl Cursor {
         } else {
             let Some(start) = self.next.take() else { return Ok(()) };
             self.interrupt.check()?;
+            // Without a filter, a LIMIT bounds how much to read.
+            let want = match (&self.scan.filter, self.remaining) {
+                (None, Some(n)) => ((n + self.skip) as usize).clamp(1, PAGE),
+                _ => PAGE,
+            };
             let req = RangeRequest {
                 start,
                 end: self.end.clone(),
                 direction: self.direction,
-                limit: Some(PAGE),
+                limit: Some(want),
                 read: self.spec.clone(),
                 budget_bytes: None,
             };

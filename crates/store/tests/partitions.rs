@@ -136,3 +136,26 @@ fn one_partition_key_value_is_never_split() {
     store.run_maintenance().unwrap();
     assert_eq!(store.partitions("one").unwrap().len(), 1);
 }
+
+#[test]
+fn a_hot_partition_splits_on_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        split_bytes: i64::MAX,
+        split_write_rate: 100.0,
+        idle_rate: 0.0,
+        maintenance_interval: None,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("hot", &[("g", PkType::Integer)], TableOptions::default())).unwrap();
+    for g in 0..500 {
+        store.put_row("hot", &[Some(int(g))], &[CellWrite::new("v", Value::Integer(g))], &Condition::ignore()).unwrap();
+    }
+    store.run_maintenance().unwrap();
+    let parts = store.partitions("hot").unwrap();
+    assert!(parts.len() >= 2, "a partition taking more writes per second than the threshold split: {parts:?}");
+    assert!(parts.iter().all(|p| p.writes > 0 || p.approx_rows > 0));
+    assert_eq!(store.get_range("hot", &RangeRequest::full(Direction::Forward)).unwrap().rows.len(), 500);
+}
