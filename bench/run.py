@@ -85,7 +85,8 @@ class Server:
     peak_rss_kb = 0
 
     def psql(self, sql, env=None):
-        r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", self.db, "-c", sql], env=env, check=False)
+        # Through stdin: a statement may be longer than a command line may be.
+        r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", self.db, "-f", "-"], env=env, check=False, input=sql + "\n")
         if r.returncode != 0:
             raise RuntimeError(f"{self.name}: {sql[:80]}: {r.stderr.strip()}")
         return r.stdout
@@ -204,7 +205,7 @@ class Postgres(Server):
     def stop(self):
         if self.proc:
             self.sample_rss()
-            self.proc.send_signal(signal.SIGINT)
+            run(self._cmd([bin_path("pg_ctl"), "-D", str(self.dir), "stop", "-m", "fast"]), check=False)
             self.proc.wait(timeout=120)
             self.proc = None
 

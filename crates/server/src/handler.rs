@@ -89,8 +89,10 @@ impl Connection {
             s
         });
         self.cancel.store(false, Ordering::SeqCst);
-        // Statements run on this worker; let the runtime move other connections elsewhere meanwhile.
-        tokio::task::block_in_place(|| f(session))
+        // Statements run right here on the worker: most take microseconds, and handing the worker's other
+        // connections to another thread (block_in_place) costs more than it saves. Long reads stream page by
+        // page as the client consumes them.
+        f(session)
     }
 }
 
