@@ -203,8 +203,8 @@ impl Drop for Store {
     }
 }
 
-/// The compaction filter: drops versions beyond `max_versions`, expired versions, rows nothing of which
-/// is visible any more, and rows of dropped tables.
+/// The compaction filter: drops versions beyond `max_versions`, expired versions, and rows nothing of which
+/// is visible any more.
 struct CompactionFilterFactory {
     rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
     clock: Arc<dyn Clock>,
@@ -220,7 +220,9 @@ impl rocksdb::compaction_filter::CompactionFilter for CompactionFilter {
     fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> rocksdb::CompactionDecision {
         use rocksdb::CompactionDecision as D;
         let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return D::Keep };
-        let Some(rules) = self.rules.get(&id) else { return D::Remove };
+        // A table this filter does not know is kept: at open, RocksDB may compact before the catalog is
+        // loaded, and a dropped table's rows are removed by its delete_range anyway.
+        let Some(rules) = self.rules.get(&id) else { return D::Keep };
         match row::compact(value, *rules, self.now_ms) {
             row::Compacted::Keep => D::Keep,
             row::Compacted::Remove => D::Remove,
@@ -383,6 +385,11 @@ impl Store {
     /// Runs one round of partition maintenance now (statistics, splits, merges).
     pub fn run_maintenance(&self) -> Result<()> {
         self.inner.maintain()
+    }
+
+    /// Writes the memtables to disk (tests use it to lay out several files).
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.inner.kv.db.flush()?)
     }
 
     /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
@@ -1256,5 +1263,24 @@ fn eval_condition(c: &ColumnCondition, row: &StoredRow) -> bool {
                 cells.iter().any(|c| check(&c.value))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksdb::compaction_filter::CompactionFilter as _;
+
+    #[test]
+    fn rows_of_tables_the_filter_does_not_know_are_kept() {
+        // Regression: compactions that ran at open, before the catalog was loaded, removed every row.
+        let row =
+            StoredRow { marker: 1, columns: vec![("v".into(), vec![crate::row::Cell { version: 1, value: Value::Integer(1) }])] }.encode();
+        let mut f = CompactionFilter { rules: HashMap::new(), now_ms: 10, buf: Vec::new() };
+        assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Keep));
+        let mut rules = HashMap::new();
+        rules.insert(7u32, VersionRules { ttl_seconds: 0, max_versions: 1 });
+        let mut f = CompactionFilter { rules, now_ms: 10_000, buf: Vec::new() };
+        assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Remove));
     }
 }
