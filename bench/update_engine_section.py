@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
-table = [l for l in Path(sys.argv[1]).read_text().splitlines() if l.startswith("|") or l.startswith("durability")]
+lines = Path(sys.argv[1]).read_text().splitlines()
+table = [l for l in lines if l.startswith("durability")] + [""] + [l for l in lines if l.startswith("|")]
 bm = root / "BENCHMARKS.md"
 text = bm.read_text() if bm.exists() else "# Benchmarks\n"
 begin, end = "<!-- engine:begin -->", "<!-- engine:end -->"
