@@ -194,42 +194,37 @@ impl CopyFormat {
         let (q, e, d) = (self.quote as char, self.escape as char, self.delimiter as char);
         let mut fields = Vec::new();
         let mut chars = line.chars().peekable();
+        let mut field = String::new();
+        let mut quoted = false;
+        let mut was_quoted = false;
         loop {
-            let mut field = String::new();
-            let mut quoted = false;
-            let mut was_quoted = false;
-            loop {
-                match chars.next() {
-                    None => break,
-                    Some(c) if quoted => {
-                        if c == e && chars.peek() == Some(&q) {
-                            field.push(q);
-                            chars.next();
-                        } else if c == q {
-                            quoted = false;
-                        } else {
-                            field.push(c);
-                        }
+            match chars.next() {
+                None => break,
+                Some(c) if quoted => {
+                    if c == e && chars.peek() == Some(&q) {
+                        field.push(q);
+                        chars.next();
+                    } else if c == q {
+                        quoted = false;
+                    } else {
+                        field.push(c);
                     }
-                    Some(c) if c == q => {
-                        quoted = true;
-                        was_quoted = true;
-                    }
-                    Some(c) if c == d => {
-                        fields.push((field, was_quoted));
-                        field = String::new();
-                        was_quoted = false;
-                        continue;
-                    }
-                    Some(c) => field.push(c),
                 }
+                Some(c) if c == q => {
+                    quoted = true;
+                    was_quoted = true;
+                }
+                Some(c) if c == d => {
+                    fields.push((std::mem::take(&mut field), was_quoted));
+                    was_quoted = false;
+                }
+                Some(c) => field.push(c),
             }
-            if quoted {
-                return Err(QueryError::InvalidText("unterminated CSV quoted field".into()));
-            }
-            fields.push((field, was_quoted));
-            break;
         }
+        if quoted {
+            return Err(QueryError::InvalidText("unterminated CSV quoted field".into()));
+        }
+        fields.push((field, was_quoted));
         Ok(fields.into_iter().map(|(f, quoted)| if !quoted && f == self.null { None } else { Some(f) }).collect())
     }
 

@@ -37,6 +37,9 @@ impl Interrupt {
     }
 }
 
+/// (start, end) bounds of a partition's key range.
+type KeyRanges = Vec<(Vec<PkBound>, Vec<PkBound>)>;
+
 /// Counters of one scan, for EXPLAIN ANALYZE.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ScanStats {
@@ -313,7 +316,7 @@ impl<'a> Executor<'a> {
     }
 
     /// Key ranges of the table's partitions, when there are several and the store can be read directly.
-    fn parallel_ranges(&self, scan: &Scan) -> Result<Option<Vec<(Vec<PkBound>, Vec<PkBound>)>>> {
+    fn parallel_ranges(&self, scan: &Scan) -> Result<Option<KeyRanges>> {
         let Some(store) = self.store else { return Ok(None) };
         let starts = store.partition_starts(&scan.table.name).map_err(store_err)?;
         if starts.is_empty() {
@@ -446,7 +449,7 @@ impl<'a> Executor<'a> {
                     }
                 }
                 rows.push(r);
-                Ok(!(!sorting && limit.is_some_and(|l| rows.len() as u64 >= l)))
+                Ok(sorting || limit.is_none_or(|l| (rows.len() as u64) < l))
             })?,
         }
         if sorting {

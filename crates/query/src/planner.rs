@@ -916,7 +916,7 @@ pub fn apply_option_text(o: &mut TableOptions, key: &str, text: &str, creating: 
 /// Seconds in an interval text such as `1 day`, `12 hours`, `1 day 2 hours`, `30 min`.
 pub fn parse_interval_seconds(text: &str) -> Option<i64> {
     let words: Vec<&str> = text.split_whitespace().collect();
-    if words.is_empty() || words.len() % 2 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(2) {
         return None;
     }
     let mut total = 0i64;
@@ -1326,11 +1326,9 @@ fn key_order(t: &TableSchema, access: &AccessPath, order: &[(Expr, bool)]) -> Op
 
 fn set_direction(access: &mut AccessPath, dir: Direction) {
     match access {
-        AccessPath::RangeScan { start, end, direction } => {
-            if *direction != dir {
-                std::mem::swap(start, end);
-                *direction = dir;
-            }
+        AccessPath::RangeScan { start, end, direction } if *direction != dir => {
+            std::mem::swap(start, end);
+            *direction = dir;
         }
         AccessPath::FullScan { direction } => *direction = dir,
         _ => {}

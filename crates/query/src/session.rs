@@ -139,7 +139,7 @@ pub enum Output {
     /// Rows produced as the client reads them (a streaming scan).
     Stream {
         columns: Vec<OutputColumn>,
-        cursor: crate::cursor::Cursor,
+        cursor: Box<crate::cursor::Cursor>,
     },
     Rows {
         columns: Vec<OutputColumn>,
@@ -196,7 +196,7 @@ pub enum TxnStatus {
 #[derive(Clone)]
 pub struct Prepared {
     pub sql: String,
-    stmt: Option<Statement>,
+    stmt: Option<Box<Statement>>,
     plan: Option<Arc<Plan>>,
     catalog_version: u64,
     pub param_types: Vec<SqlType>,
@@ -205,7 +205,7 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn is_empty(&self) -> bool {
-        self.stmt.is_none()
+        self.plan.is_none()
     }
 }
 
@@ -227,7 +227,7 @@ pub struct Session {
 pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let dialect = PostgreSqlDialect {};
     match Parser::parse_sql(&dialect, sql) {
-        Ok(stmts) => Ok(stmts.into_iter().map(ParsedStatement::Ast).collect()),
+        Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
             None => Err(e.into()),
@@ -237,7 +237,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
 
 #[derive(Debug, Clone)]
 pub enum ParsedStatement {
-    Ast(Statement),
+    Ast(Box<Statement>),
     Reset { table: String, options: Vec<String> },
 }
 
@@ -373,14 +373,7 @@ impl Session {
         // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
         let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
         let columns = plan_columns(&plan);
-        Ok(Prepared {
-            sql: sql.into(),
-            stmt: stmt.or_else(|| Some(Statement::Commit { chain: false, end: false, modifier: None })),
-            plan: Some(Arc::new(plan)),
-            catalog_version: version,
-            param_types,
-            columns,
-        })
+        Ok(Prepared { sql: sql.into(), stmt, plan: Some(Arc::new(plan)), catalog_version: version, param_types, columns })
     }
 
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
@@ -812,7 +805,7 @@ impl Session {
             if let Some(cursor) =
                 crate::cursor::Cursor::try_new(self.db.store.clone(), s, params, now, &self.user, &self.database, &self.interrupt)?
             {
-                return Ok((Output::Stream { columns: s.columns.clone(), cursor }, None));
+                return Ok((Output::Stream { columns: s.columns.clone(), cursor: Box::new(cursor) }, None));
             }
         }
         if single_call(plan) {

@@ -443,7 +443,7 @@ pub fn format_float(f: f64, single: bool) -> String {
 fn parse_bytea(s: &str) -> Option<Vec<u8>> {
     if let Some(hex) = s.strip_prefix("\\x") {
         let hex: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if hex.len() % 2 != 0 {
+        if !hex.len().is_multiple_of(2) {
             return None;
         }
         return hex.chunks(2).map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok()).collect();

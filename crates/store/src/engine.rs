@@ -1060,20 +1060,21 @@ impl WriteCtx<'_> {
 
     /// Fills auto-increment columns and validates the key.
     fn resolve_pk(&mut self, t: &Table, pk: &[Option<PkValue>]) -> Result<Vec<PkValue>> {
-        let def = t.def.read().clone();
-        if pk.len() != def.primary_key.len() {
-            return Err(StoreError::PrimaryKeyArity { expected: def.primary_key.len(), got: pk.len() });
+        // Only which columns are generated: this runs for every written row, so no copy of the definition.
+        let auto: Vec<bool> = t.def.read().primary_key.iter().map(|c| c.auto_increment).collect();
+        if pk.len() != auto.len() {
+            return Err(StoreError::PrimaryKeyArity { expected: auto.len(), got: pk.len() });
         }
         let mut out = Vec::with_capacity(pk.len());
-        for (i, (v, col)) in pk.iter().zip(&def.primary_key).enumerate() {
+        for (i, v) in pk.iter().enumerate() {
             match v {
                 Some(v) => out.push(v.clone()),
-                None if col.auto_increment => {
+                None if auto[i] => {
                     let mut pkey = Vec::new();
                     keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
                     out.push(PkValue::Integer(self.next_autoinc(t, &pkey)?));
                 }
-                None => return Err(StoreError::MissingPrimaryKey(col.name.clone())),
+                None => return Err(StoreError::MissingPrimaryKey(t.def.read().primary_key[i].name.clone())),
             }
         }
         t.check_pk(&out)?;
