@@ -5,7 +5,11 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tabula/target}"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
 have_libclang() {
-    ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* /usr/lib64/libclang*.so* 2>/dev/null | grep -q .
+    local f
+    for f in /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*-linux-gnu/libclang*.so* /usr/lib64/libclang*.so*; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
 }
 
 # ensure_packages CHECK-COMMAND DEBIAN-PACKAGE...
