@@ -5,35 +5,19 @@ use std::sync::Arc;
 use tabula_query::{Database, Output};
 use tabula_store::{Store, StoreConfig};
 
+fn print_rows(columns: &[tabula_query::OutputColumn], rows: impl IntoIterator<Item = Vec<tabula_query::Datum>>) {
+    println!("{}", columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "));
+    for r in rows {
+        let cells: Vec<String> = r.iter().zip(columns).map(|(d, c)| d.to_pg_text(c.ty).unwrap_or_else(|| "NULL".into())).collect();
+        println!("{}", cells.join(" | "));
+    }
+}
+
 fn show(out: Vec<tabula_query::Result<Output>>) {
     for o in out {
         match o {
-            Ok(Output::Stream { cursor, columns }) => {
-                println!("{}", columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "));
-                for r in cursor.flatten() {
-                    println!(
-                        "{}",
-                        r.iter()
-                            .zip(&columns)
-                            .map(|(d, c)| d.to_pg_text(c.ty).unwrap_or_else(|| "NULL".into()))
-                            .collect::<Vec<_>>()
-                            .join(" | ")
-                    );
-                }
-            }
-            Ok(Output::Rows { rows, columns, .. }) => {
-                println!("{}", columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "));
-                for r in rows {
-                    println!(
-                        "{}",
-                        r.iter()
-                            .zip(&columns)
-                            .map(|(d, c)| d.to_pg_text(c.ty).unwrap_or_else(|| "NULL".into()))
-                            .collect::<Vec<_>>()
-                            .join(" | ")
-                    );
-                }
-            }
+            Ok(Output::Stream { cursor, columns }) => print_rows(&columns, cursor.flatten()),
+            Ok(Output::Rows { rows, columns, .. }) => print_rows(&columns, rows),
             Ok(other) => println!("{other:?}"),
             Err(e) => println!("ERROR {}: {e}", e.sqlstate()),
         }
