@@ -32,6 +32,7 @@ fn catalog() -> Tables {
         pk: vec![0, 1, 2],
         partition_key_len: 1,
         options: TableOptions::default(),
+        dropped: vec![],
     })])
 }
 

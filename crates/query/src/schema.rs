@@ -1,7 +1,8 @@
 //! The SQL view of a table: declared columns and types over the engine's table definition.
 //!
 //! The engine stores only primary-key types; the declared columns live in the table's `user_meta` as
-//! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default`, in declaration order.
+//! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default`, in declaration order, then one line
+//! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken).
 
 use tabula_store::{TableDef, TableOptions};
 
@@ -30,14 +31,21 @@ pub struct TableSchema {
     pub pk: Vec<usize>,
     pub partition_key_len: usize,
     pub options: TableOptions,
+    /// Names of dropped columns whose cells are still stored: they cannot be added again.
+    pub dropped: Vec<String>,
 }
 
 impl TableSchema {
     pub fn from_def(def: &TableDef) -> Result<TableSchema> {
         let text = std::str::from_utf8(&def.user_meta).map_err(|_| QueryError::Internal("bad table metadata".into()))?;
         let mut columns = Vec::new();
+        let mut dropped = Vec::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
+            if f[0] == "!dropped" && f.len() == 2 {
+                dropped.push(f[1].to_string());
+                continue;
+            }
             if f.len() < 4 {
                 return Err(QueryError::Internal(format!("bad column metadata of table {}", def.name)));
             }
@@ -59,11 +67,14 @@ impl TableSchema {
                     .ok_or_else(|| QueryError::Internal(format!("primary key column {} is not declared", k.name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(TableSchema { name: def.name.clone(), columns, pk, partition_key_len: def.partition_key_len, options: def.options })
+        Ok(TableSchema { name: def.name.clone(), columns, pk, partition_key_len: def.partition_key_len, options: def.options, dropped })
     }
 
-    pub fn encode_columns(columns: &[ColumnDef]) -> Vec<u8> {
+    pub fn encode_columns(columns: &[ColumnDef], dropped: &[String]) -> Vec<u8> {
         let mut s = String::new();
+        for d in dropped {
+            s.push_str(&format!("!dropped\t{d}\n"));
+        }
         for c in columns {
             let default = c.default.as_deref().unwrap_or("").replace('\n', "\\n").replace('\t', "\\t");
             s.push_str(&format!("{}\t{}\t{}\t{}\t{}\n", c.name, c.ty.pg_name(), c.not_null as u8, c.identity as u8, default));

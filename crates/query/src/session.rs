@@ -525,9 +525,15 @@ impl Session {
                     )));
                 }
                 tabula_store::value::validate_name(&column.name)?;
+                if schema.dropped.contains(&column.name) {
+                    return Err(QueryError::NotSupported(format!(
+                        "column \"{}\" was dropped from \"{table}\" and its old values are still stored: choose another name",
+                        column.name
+                    )));
+                }
                 let mut cols = schema.columns.clone();
                 cols.push(column.clone());
-                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols))?;
+                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols, &schema.dropped))?;
                 self.db.invalidate();
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
@@ -544,7 +550,9 @@ impl Session {
                 }
                 let mut cols = schema.columns.clone();
                 cols.remove(i);
-                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols))?;
+                let mut dropped = schema.dropped.clone();
+                dropped.push(column.clone());
+                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols, &dropped))?;
                 self.db.invalidate();
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
@@ -743,7 +751,7 @@ impl Session {
                 .collect(),
             partition_key_len: c.partition_key_len,
             options: c.options,
-            user_meta: TableSchema::encode_columns(&c.columns),
+            user_meta: TableSchema::encode_columns(&c.columns, &[]),
         };
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;

@@ -57,7 +57,14 @@ impl SystemView {
             ),
         };
         // Views have no key: `pk` is empty and every read is a full scan of the generated rows.
-        Arc::new(TableSchema { name: name.into(), columns, pk: vec![], partition_key_len: 0, options: TableOptions::default() })
+        Arc::new(TableSchema {
+            name: name.into(),
+            columns,
+            pk: vec![],
+            partition_key_len: 0,
+            options: TableOptions::default(),
+            dropped: vec![],
+        })
     }
 
     /// The view's rows now (the last column of each row is the `_version` slot, always NULL).
