@@ -256,15 +256,10 @@ async fn psql_copy_csv_from_a_file_and_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_request_stops_a_running_scan() {
-    use futures::SinkExt;
     let server = TestServer::start().await;
     let c = server.connect().await;
     c.batch_execute("CREATE TABLE slow (k bigint PRIMARY KEY, v text)").await.unwrap();
-    let sink = c.copy_in("COPY slow FROM STDIN").await.unwrap();
-    futures::pin_mut!(sink);
-    let data: String = (0..100_000).map(|i| format!("{i}\tvalue number {i}\n")).collect();
-    sink.send(bytes::Bytes::from(data)).await.unwrap();
-    sink.finish().await.unwrap();
+    common::copy_in(&c, "COPY slow FROM STDIN", (0..100_000).map(|i| format!("{i}\tvalue number {i}\n")).collect()).await;
     let token = c.cancel_token();
     let mut cancelled = false;
     for _ in 0..5 {
@@ -288,15 +283,10 @@ async fn cancel_request_stops_a_running_scan() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_stream_and_portals_suspend() {
-    use futures::SinkExt;
     let server = TestServer::start().await;
     let mut c = server.connect().await;
     c.batch_execute("CREATE TABLE many (k bigint PRIMARY KEY, v text)").await.unwrap();
-    let sink = c.copy_in("COPY many FROM STDIN").await.unwrap();
-    futures::pin_mut!(sink);
-    let data: String = (0..30_000).map(|i| format!("{i}\tv{i}\n")).collect();
-    sink.send(bytes::Bytes::from(data)).await.unwrap();
-    sink.finish().await.unwrap();
+    common::copy_in(&c, "COPY many FROM STDIN", (0..30_000).map(|i| format!("{i}\tv{i}\n")).collect()).await;
     // Streamed through the simple and the extended protocol, in key order.
     let rows = c.query("SELECT k FROM many WHERE k >= $1", &[&10i64]).await.unwrap();
     assert_eq!(rows.len(), 29_990);

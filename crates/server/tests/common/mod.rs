@@ -44,3 +44,12 @@ impl TestServer {
         }
     }
 }
+
+/// Runs a COPY FROM STDIN with all its data in one message; returns the row count.
+pub async fn copy_in(c: &tokio_postgres::Client, sql: &str, data: String) -> u64 {
+    use futures::SinkExt;
+    let sink = c.copy_in(sql).await.expect("COPY starts");
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from(data)).await.expect("COPY data is sent");
+    sink.finish().await.expect("COPY completes")
+}
