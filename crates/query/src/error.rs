@@ -43,6 +43,12 @@ pub enum QueryError {
     VersionOutOfWindow { message: String, detail: String },
     #[error("{0}")]
     NotSupported(String),
+    /// The key-value planner leaves this statement to the analytic engine (never reaches a client).
+    #[error("{0} needs the analytic engine")]
+    Analytic(String),
+    /// An error the analytic engine reported, with the SQLSTATE it maps to.
+    #[error("{message}")]
+    Engine { sqlstate: &'static str, message: String },
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
     #[error("canceling statement due to user request")]
@@ -84,7 +90,8 @@ impl QueryError {
             NumericOutOfRange(_) => "22003",
             DivisionByZero => "22012",
             VersionOutOfWindow { .. } => "22008",
-            NotSupported(_) => "0A000",
+            NotSupported(_) | Analytic(_) => "0A000",
+            Engine { sqlstate, .. } => sqlstate,
             SerializationFailure => "40001",
             Cancelled | StatementTimeout => "57014",
             InFailedTransaction => "25P02",
@@ -110,6 +117,14 @@ impl QueryError {
     /// The same error (and SQLSTATE) with where it happened in its DETAIL.
     pub fn with_message(self, context: String) -> QueryError {
         QueryError::WithContext { inner: Box::new(self), context }
+    }
+
+    /// The error under any added context.
+    pub fn root(&self) -> &QueryError {
+        match self {
+            QueryError::WithContext { inner, .. } => inner.root(),
+            other => other,
+        }
     }
 
     pub fn is_retryable(&self) -> bool {

@@ -14,6 +14,7 @@
 //!    engine rows into SQL rows; writes become conditional `put_row`/`update_row`/`delete_row` calls.
 //! 6. Results come back as [`Output`]: rows with typed columns, or a command tag.
 
+pub mod analytic;
 pub mod copy;
 pub mod cursor;
 pub mod error;

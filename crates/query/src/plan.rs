@@ -133,6 +133,12 @@ pub struct CreateTablePlan {
 pub enum Plan {
     Select(SelectPlan),
     Insert(InsertPlan),
+    /// `INSERT ... SELECT`: the query runs first (on either engine), its rows are then inserted as `insert`
+    /// inserts VALUES rows.
+    InsertSelect {
+        insert: InsertPlan,
+        query: Box<sqlparser::ast::Query>,
+    },
     Update(UpdatePlan),
     Delete(DeletePlan),
     CreateTable(CreateTablePlan),
@@ -323,6 +329,10 @@ impl Plan {
                     Some(scan) => scan.fmt_tree(f, d),
                     None => writeln!(f, "{}Values (1 row)", "  ".repeat(d)),
                 }
+            }
+            Plan::InsertSelect { insert, query } => {
+                writeln!(f, "{pad}Insert into {} (rows of a query)", insert.table.name)?;
+                writeln!(f, "{pad}  Query: {query}")
             }
             Plan::Insert(i) => {
                 let conflict = match &i.on_conflict {

@@ -122,22 +122,20 @@ impl<'a> Planner<'a> {
 
     pub fn select(&mut self, q: &ast::Query) -> Result<SelectPlan> {
         if q.with.is_some() {
-            return Err(QueryError::NotSupported("WITH queries need the analytic engine, which is not built yet".into()));
+            return Err(QueryError::Analytic("WITH".into()));
         }
         let select = match q.body.as_ref() {
             SetExpr::Select(s) => s,
-            SetExpr::Values(_) => return Err(QueryError::NotSupported("VALUES lists as queries are not supported yet".into())),
+            SetExpr::Values(_) => return Err(QueryError::Analytic("VALUES".into())),
             _ => {
-                return Err(QueryError::NotSupported(
-                    "set operations (UNION, INTERSECT, EXCEPT) need the analytic engine, which is not built yet".into(),
-                ))
+                return Err(QueryError::Analytic("set operations".into()))
             }
         };
         if select.distinct.is_some() {
-            return Err(QueryError::NotSupported("DISTINCT needs the analytic engine, which is not built yet".into()));
+            return Err(QueryError::Analytic("DISTINCT".into()));
         }
         if !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty()) || select.having.is_some() {
-            return Err(QueryError::NotSupported("GROUP BY needs the analytic engine, which is not built yet".into()));
+            return Err(QueryError::Analytic("GROUP BY".into()));
         }
         let mut system = None;
         let (table, alias, versions_args) = match select.from.as_slice() {
@@ -150,13 +148,19 @@ impl<'a> Planner<'a> {
                             system = crate::system::SystemView::lookup(schema, view);
                             system.unwrap().schema()
                         }
+                        [schema, _] if schema == "pg_catalog" || schema == "information_schema" || schema == "tabula" => {
+                            return Err(QueryError::Analytic("catalog relations".into()))
+                        }
+                        [name] if name.starts_with("pg_") && self.catalog.table(name).is_err() => {
+                            return Err(QueryError::Analytic("catalog relations".into()))
+                        }
                         _ => self.catalog.table(&object_name(name))?,
                     };
                     (Some(t), alias.as_ref().map(|a| ident_name(&a.name)), args.clone())
                 }
-                _ => return Err(QueryError::NotSupported("only plain tables are supported in FROM".into())),
+                _ => return Err(QueryError::Analytic("derived tables".into())),
             },
-            _ => return Err(QueryError::NotSupported("joins need the analytic engine, which is not built yet".into())),
+            _ => return Err(QueryError::Analytic("joins".into())),
         };
         let scope = match &table {
             Some(t) => Scope::table(t, alias.as_deref()),
@@ -176,9 +180,7 @@ impl<'a> Planner<'a> {
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
                     if contains_aggregate(e) {
-                        return Err(QueryError::NotSupported(
-                            "aggregate functions need the analytic engine, which is not built yet".into(),
-                        ));
+                        return Err(QueryError::Analytic("aggregates".into()));
                     }
                     let b = self.binder(&scope).bind(e)?;
                     columns.push(output_column(&b, default_name(e), table.as_deref()));
@@ -189,9 +191,7 @@ impl<'a> Planner<'a> {
                 }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
                     if contains_aggregate(expr) {
-                        return Err(QueryError::NotSupported(
-                            "aggregate functions need the analytic engine, which is not built yet".into(),
-                        ));
+                        return Err(QueryError::Analytic("aggregates".into()));
                     }
                     let b = self.binder(&scope).bind(expr)?;
                     let mut c = output_column(&b, ident_name(alias), table.as_deref());
@@ -440,12 +440,13 @@ impl<'a> Planner<'a> {
             }
         }
         let source = i.source.as_ref().ok_or_else(|| QueryError::NotSupported("INSERT without VALUES".into()))?;
-        let SetExpr::Values(values) = source.body.as_ref() else {
-            return Err(QueryError::NotSupported("INSERT ... SELECT needs the analytic engine, which is not built yet".into()));
+        let values = match source.body.as_ref() {
+            SetExpr::Values(values) => Some(values),
+            _ => None,
         };
         let scope = Scope::empty();
         let mut rows = Vec::new();
-        for row in &values.rows {
+        for row in values.iter().flat_map(|v| v.rows.iter()) {
             if row.len() > targets.len() {
                 return Err(QueryError::Syntax("INSERT has more expressions than target columns".into()));
             }
@@ -501,7 +502,11 @@ impl<'a> Planner<'a> {
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
         let returning = self.returning(&table, i.returning.as_ref())?;
-        Ok(Plan::Insert(InsertPlan { table, targets, rows, on_conflict, returning }))
+        let insert = InsertPlan { table, targets, rows, on_conflict, returning };
+        match values {
+            Some(_) => Ok(Plan::Insert(insert)),
+            None => Ok(Plan::InsertSelect { insert, query: source.clone() }),
+        }
     }
 
     /// Types a value assigned to a column, as INSERT and UPDATE do.
@@ -592,7 +597,7 @@ impl<'a> Planner<'a> {
 
     fn update(&mut self, u: &ast::Update) -> Result<Plan> {
         if u.from.is_some() || !u.table.joins.is_empty() {
-            return Err(QueryError::NotSupported("UPDATE ... FROM needs the analytic engine, which is not built yet".into()));
+            return Err(QueryError::NotSupported("UPDATE ... FROM is not supported".into()));
         }
         let (table, alias) = self.table_target(&u.table.relation)?;
         let scope = Scope::table(&table, alias.as_deref());
@@ -615,7 +620,7 @@ impl<'a> Planner<'a> {
             return Err(QueryError::NotSupported("DELETE from several tables".into()));
         };
         if d.using.is_some() || !twj.joins.is_empty() {
-            return Err(QueryError::NotSupported("DELETE ... USING needs the analytic engine, which is not built yet".into()));
+            return Err(QueryError::NotSupported("DELETE ... USING is not supported".into()));
         }
         let (table, alias) = self.table_target(&twj.relation)?;
         let scope = Scope::table(&table, alias.as_deref());
@@ -942,13 +947,32 @@ fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn default_name(e: &ast::Expr) -> String {
+/// The names PostgreSQL gives a query's output columns, when its select list has no wildcard.
+pub(crate) fn output_names(q: &ast::Query) -> Option<Vec<String>> {
+    let mut body = q.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    let SetExpr::Select(select) = body else { return None };
+    select
+        .projection
+        .iter()
+        .map(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) => Some(default_name(e)),
+            ast::SelectItem::ExprWithAlias { alias, .. } => Some(ident_name(alias)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The name PostgreSQL gives an unaliased select-list expression.
+pub(crate) fn default_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(id) => ident_name(id),
         ast::Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
         ast::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_else(|| "?column?".into()),
-        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => default_name(expr),
+        ast::Expr::Cast { expr, data_type, .. } => match default_name(expr) {
+            inner if inner != "?column?" => inner,
             _ => sql_type(data_type)
                 .map(|t| match t {
                     SqlType::Int4 => "int4".to_string(),
@@ -962,6 +986,17 @@ fn default_name(e: &ast::Expr) -> String {
                 .unwrap_or_else(|_| "?column?".into()),
         },
         ast::Expr::Nested(inner) => default_name(inner),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Array(_) => "array".into(),
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => default_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         _ => "?column?".into(),
     }
 }
@@ -989,7 +1024,7 @@ fn contains_aggregate(e: &ast::Expr) -> bool {
 }
 
 /// Attribute columns a read needs; `None` when it needs all of them.
-fn needed_columns(t: &TableSchema, projection: &[Expr], filter: Option<&Expr>, sort: &[(Expr, bool)]) -> Option<Vec<usize>> {
+pub(crate) fn needed_columns(t: &TableSchema, projection: &[Expr], filter: Option<&Expr>, sort: &[(Expr, bool)]) -> Option<Vec<usize>> {
     let mut cols = Vec::new();
     projection.iter().for_each(|e| e.columns(&mut cols));
     if let Some(f) = filter {

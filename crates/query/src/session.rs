@@ -13,6 +13,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use tabula_store::{Access, Condition, PkColumn, Store, StoreError, TableDef, TableOptions, Txn, UpdateOp};
 
+use crate::analytic::{AnalyticPlan, ReadCtx, SessionInfo};
 use crate::error::{QueryError, Result};
 use crate::exec::{increment_of, Executor, Interrupt, SqlRow};
 use crate::expr::{version_string, EvalCtx, Expr, SERVER_VERSION};
@@ -27,6 +28,8 @@ const MAX_RETRIES: usize = 20;
 /// The SQL layer over one store, shared by all sessions.
 pub struct Database {
     store: Arc<Store>,
+    /// DataFusion, started by the first statement that needs it.
+    analytics: std::sync::OnceLock<Arc<crate::analytic::Analytics>>,
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
     catalog_version: AtomicU64,
     schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
@@ -34,7 +37,12 @@ pub struct Database {
 
 impl Database {
     pub fn new(store: Arc<Store>) -> Arc<Database> {
-        Arc::new(Database { store, catalog_version: AtomicU64::new(1), schemas: RwLock::new(HashMap::new()) })
+        Arc::new(Database {
+            store,
+            analytics: std::sync::OnceLock::new(),
+            catalog_version: AtomicU64::new(1),
+            schemas: RwLock::new(HashMap::new()),
+        })
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -53,6 +61,15 @@ impl Database {
             copy: None,
             last_plan: None,
         }
+    }
+
+    /// The analytic engine (DataFusion), set up on first use.
+    pub fn analytics(self: &Arc<Self>) -> Result<Arc<crate::analytic::Analytics>> {
+        if let Some(a) = self.analytics.get() {
+            return Ok(a.clone());
+        }
+        let a = Arc::new(crate::analytic::Analytics::new(Arc::downgrade(self))?);
+        Ok(self.analytics.get_or_init(|| a).clone())
     }
 
     fn invalidate(&self) {
@@ -198,6 +215,8 @@ pub struct Prepared {
     pub sql: String,
     stmt: Option<Box<Statement>>,
     plan: Option<Arc<Plan>>,
+    /// Set instead of `plan` for statements DataFusion runs.
+    analytic: Option<Arc<AnalyticPlan>>,
     catalog_version: u64,
     pub param_types: Vec<SqlType>,
     pub columns: Vec<OutputColumn>,
@@ -205,7 +224,7 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn is_empty(&self) -> bool {
-        self.plan.is_none()
+        self.plan.is_none() && self.analytic.is_none()
     }
 }
 
@@ -356,6 +375,7 @@ impl Session {
                 sql: sql.into(),
                 stmt: None,
                 plan: None,
+                analytic: None,
                 catalog_version: version,
                 param_types: vec![],
                 columns: vec![],
@@ -365,19 +385,130 @@ impl Session {
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
             ParsedStatement::Ast(s) => {
-                let mut planner = Planner::new(self.db.as_ref(), given);
-                let plan = planner.plan(&s)?;
-                (plan, planner.params, Some(s))
+                let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                match planner.plan(&s) {
+                    Ok(plan) => (plan, planner.params, Some(s)),
+                    Err(e) => return self.prepare_analytic(sql, s, e, &given, version),
+                }
             }
         };
         // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
         let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
         let columns = plan_columns(&plan);
-        Ok(Prepared { sql: sql.into(), stmt, plan: Some(Arc::new(plan)), catalog_version: version, param_types, columns })
+        Ok(Prepared { sql: sql.into(), stmt, plan: Some(Arc::new(plan)), analytic: None, catalog_version: version, param_types, columns })
+    }
+
+    /// A query the key-value planner refused, planned by DataFusion instead. `refusal` is what the
+    /// planner said: reported as it is when DataFusion cannot run the query either, unless the planner
+    /// only deferred (`Analytic`), in which case DataFusion's own error is the answer.
+    fn prepare_analytic(
+        &self,
+        sql: &str,
+        stmt: Box<Statement>,
+        refusal: QueryError,
+        given: &[SqlType],
+        version: u64,
+    ) -> Result<Prepared> {
+        let is_query = match stmt.as_ref() {
+            Statement::Query(_) => true,
+            Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(_)),
+            _ => false,
+        };
+        let deferred = matches!(refusal.root(), QueryError::Analytic(_));
+        let retry = matches!(
+            refusal.root(),
+            QueryError::UndefinedFunction(_) | QueryError::UndefinedTable(_) | QueryError::NotSupported(_)
+        );
+        if !is_query || !(deferred || retry) {
+            return Err(refusal);
+        }
+        // One statement's text: the client's when it sent just this one, else the statement printed back.
+        let text = if parse(sql).map(|v| v.len() == 1).unwrap_or(false) { sql.to_string() } else { stmt.to_string() };
+        let planned = self.db.analytics().and_then(|a| a.plan(&text, self.read_ctx(None), &self.session_info()));
+        let mut plan = match planned {
+            Ok(p) => p,
+            Err(e) if deferred => return Err(e),
+            Err(_) => return Err(refusal),
+        };
+        // Output columns named as PostgreSQL names them (DataFusion prints expressions instead).
+        if let Statement::Query(q) = stmt.as_ref() {
+            if let Some(names) = crate::planner::output_names(q).filter(|n| n.len() == plan.columns.len()) {
+                plan.columns.iter_mut().zip(names).for_each(|(c, n)| c.name = n);
+            }
+        }
+        let param_types = plan
+            .param_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match (given.get(i), t) {
+                (Some(g), _) if *g != SqlType::Unknown => *g,
+                (_, Some(t)) => crate::analytic::arrow::sql_type_of(t),
+                _ => SqlType::Text,
+            })
+            .collect();
+        let columns = if matches!(stmt.as_ref(), Statement::Explain { .. }) {
+            vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }]
+        } else {
+            plan.columns.clone()
+        };
+        Ok(Prepared {
+            sql: sql.into(),
+            stmt: Some(stmt),
+            plan: None,
+            columns,
+            analytic: Some(Arc::new(plan)),
+            catalog_version: version,
+            param_types,
+        })
+    }
+
+    /// What a statement's DataFusion scans read with: the lent transaction, the clock, the user.
+    fn read_ctx(&self, txn: Option<Arc<parking_lot::Mutex<Option<Txn>>>>) -> ReadCtx {
+        ReadCtx {
+            txn,
+            now_us: self.db.store.clock().now_ms() * 1000,
+            user: self.user.clone(),
+            database: self.database.clone(),
+            interrupt: self.interrupt.clone(),
+        }
+    }
+
+    fn session_info(&self) -> SessionInfo {
+        SessionInfo { settings: self.settings.clone() }
+    }
+
+    /// Runs a DataFusion statement, lending it the open transaction for its reads.
+    fn run_analytic(&mut self, p: &Prepared, plan: &AnalyticPlan, params: &[Datum]) -> Result<Output> {
+        if self.failed {
+            return Err(QueryError::InFailedTransaction);
+        }
+        let analytics = self.db.analytics()?;
+        let fresh;
+        let plan = if p.catalog_version == self.db.catalog_version() {
+            plan
+        } else {
+            fresh = analytics.plan(&p.sql, self.read_ctx(None), &self.session_info())?;
+            &fresh
+        };
+        let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
+        let lent = self.txn.take().map(|t| Arc::new(parking_lot::Mutex::new(Some(t))));
+        let read = self.read_ctx(lent.clone());
+        let r = analytics.execute(plan, &typed, read, &self.session_info());
+        if let Some(l) = lent {
+            self.txn = l.lock().take();
+        }
+        let rows = r?;
+        if matches!(p.stmt.as_deref(), Some(Statement::Explain { .. })) {
+            return Ok(explain_rows(rows));
+        }
+        Ok(Output::Rows { columns: plan.columns.clone(), tag: format!("SELECT {}", rows.len()), rows })
     }
 
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
     pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        if let Some(a) = &p.analytic {
+            return self.execute_analytic(p, a.clone(), params);
+        }
         let Some(plan) = &p.plan else { return Ok(Output::Empty) };
         let plan = if p.catalog_version == self.db.catalog_version() || p.stmt.is_none() {
             plan.clone()
@@ -403,6 +534,44 @@ impl Session {
         let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
         self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
         let r = self.run(&plan, &params);
+        self.interrupt.deadline = None;
+        if r.is_err() {
+            self.note_error();
+        }
+        r
+    }
+
+    /// All rows of a query, planned by whichever engine takes it (the source of INSERT ... SELECT).
+    fn query_rows(&mut self, query: &sqlparser::ast::Query, params: &[Datum]) -> Result<Vec<SqlRow>> {
+        let stmt = Statement::Query(Box::new(query.clone()));
+        let given: Vec<Option<SqlType>> = vec![None; params.len()];
+        let p = self.prepare_parsed(&stmt.to_string(), Some(ParsedStatement::Ast(Box::new(stmt))), &given)?;
+        let params = &params[..p.param_types.len().min(params.len())];
+        let out = match (&p.analytic, &p.plan) {
+            (Some(a), _) => self.run_analytic(&p, &a.clone(), params)?,
+            (None, Some(plan)) => self.run(&plan.clone(), params)?,
+            (None, None) => return Ok(vec![]),
+        };
+        match out {
+            Output::Rows { rows, .. } => Ok(rows),
+            Output::Stream { cursor, .. } => cursor.collect(),
+            _ => Ok(vec![]),
+        }
+    }
+
+    fn execute_analytic(&mut self, p: &Prepared, a: Arc<AnalyticPlan>, params: &[Datum]) -> Result<Output> {
+        if params.len() != p.param_types.len() {
+            return Err(QueryError::Syntax(format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                p.param_types.len()
+            )));
+        }
+        let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
+        self.last_plan = None;
+        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
+        self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+        let r = self.run_analytic(p, &a, &params);
         self.interrupt.deadline = None;
         if r.is_err() {
             self.note_error();
@@ -592,6 +761,20 @@ impl Session {
                 Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
             }
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
+            Plan::InsertSelect { insert, query } => {
+                let rows = self.query_rows(query, params)?;
+                let width = insert.targets.len();
+                if let Some(r) = rows.iter().find(|r| r.len() != width) {
+                    let more = if r.len() > width { "expressions than target columns" } else { "target columns than expressions" };
+                    return Err(QueryError::Syntax(format!("INSERT has more {more}")));
+                }
+                let mut insert = insert.clone();
+                insert.rows = rows
+                    .into_iter()
+                    .map(|r| r.into_iter().zip(&insert.targets).map(|(d, &t)| Expr::Literal(d, insert.table.column_type(t))).collect())
+                    .collect();
+                self.run_dml(&Plan::Insert(insert), params, false).map(|(o, _)| o)
+            }
         }
     }
 
@@ -954,6 +1137,25 @@ fn dml_output(tag: String, returning: &Option<Returning>, rows: Vec<SqlRow>) -> 
 }
 
 /// The result columns a plan produces (RowDescription), known before it runs.
+/// DataFusion's EXPLAIN rows (plan type, plan) as PostgreSQL's: one `QUERY PLAN` line per row, the
+/// physical plan (with its metrics under ANALYZE), whose scans name Tabula's access paths.
+fn explain_rows(rows: Vec<SqlRow>) -> Output {
+    let text = |d: &Datum| match d {
+        Datum::Text(s) => s.clone(),
+        _ => String::new(),
+    };
+    let physical: Vec<&SqlRow> =
+        rows.iter().filter(|r| matches!(text(&r[0]).as_str(), "physical_plan" | "Plan with Metrics" | "Plan with Full Metrics")).collect();
+    let chosen: Vec<&SqlRow> = if physical.is_empty() { rows.iter().collect() } else { physical };
+    let lines: Vec<SqlRow> = chosen
+        .iter()
+        .flat_map(|r| r.get(1).map(text).unwrap_or_default().lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>())
+        .filter(|l| !l.is_empty())
+        .map(|l| vec![Datum::Text(l)])
+        .collect();
+    Output::Rows { columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }], rows: lines, tag: "EXPLAIN".into() }
+}
+
 pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
     let text = |n: &str| vec![OutputColumn { name: n.into(), ty: SqlType::Text, source: None }];
     match plan {

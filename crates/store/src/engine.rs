@@ -307,6 +307,11 @@ impl Store {
         Ok(self.inner.table(name)?.def.read().clone())
     }
 
+    /// The table's internal id: stable for the table's life (the SQL catalog derives its OIDs from it).
+    pub fn table_id(&self, name: &str) -> Result<u32> {
+        Ok(self.inner.table(name)?.id)
+    }
+
     pub fn table_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.inner.tables.read().keys().cloned().collect();
         v.sort();

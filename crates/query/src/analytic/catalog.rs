@@ -1,0 +1,1333 @@
+//! The PostgreSQL catalog tools read, built from Tabula's live catalog.
+//!
+//! datafusion-pg-catalog supplies pg_catalog's static tables (pg_type, pg_proc, pg_am, ...), its
+//! functions and its SQL rewrites. The relations that describe *Tabula's* tables are generated here on
+//! every read, so they carry what the library cannot know: declared SQL types, NOT NULL, defaults,
+//! identity columns, the primary key as index and constraint, row estimates and table options.
+//! The same goes for `information_schema` and Tabula's own `tabula` schema.
+//!
+//! OIDs are stable: a Tabula table with internal id `n` is `20000 + 3n`, its primary-key index `+1` and
+//! its constraint `+2`; other relations are numbered by name within their schema.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::*;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{CatalogProviderList, SchemaProvider, Session as DfSession, TableProvider};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::TableType;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::arrow::sql_type;
+use super::provider::df_err;
+use crate::planner::Catalog;
+use crate::schema::TableSchema;
+use crate::session::Database;
+use crate::system::SystemView;
+use crate::types::SqlType;
+
+pub const CATALOG: &str = "tabula";
+pub const PG_CATALOG_NSP: i32 = 11;
+pub const PUBLIC_NSP: i32 = 2200;
+pub const INFORMATION_SCHEMA_NSP: i32 = 13000;
+pub const TABULA_NSP: i32 = 16384;
+/// The bootstrap superuser's OID, owner of everything.
+const OWNER: i32 = 10;
+const BTREE_AM: i32 = 403;
+const HEAP_AM: i32 = 2;
+const DEFAULT_COLLATION: i32 = 100;
+const DATABASE_OID: i32 = 16383;
+const UTF8_ENCODING: i32 = 6;
+
+fn namespace_oid(schema: &str) -> Option<i32> {
+    Some(match schema {
+        "pg_catalog" => PG_CATALOG_NSP,
+        "public" => PUBLIC_NSP,
+        "information_schema" => INFORMATION_SCHEMA_NSP,
+        "tabula" => TABULA_NSP,
+        _ => return None,
+    })
+}
+
+fn table_oid(id: u32) -> i32 {
+    20000 + 3 * id as i32
+}
+
+/// A catalog column's kind.
+#[derive(Clone, Copy)]
+enum K {
+    Oid,
+    Text,
+    Bool,
+    I16,
+    I32,
+    I64,
+    F32,
+    Ts,
+    I16s,
+    Oids,
+    Texts,
+}
+
+/// A catalog cell.
+#[derive(Clone, Debug)]
+enum Cell {
+    Null,
+    I(i64),
+    F(f64),
+    B(bool),
+    S(String),
+    Ints(Vec<i64>),
+    Texts(Vec<String>),
+}
+
+impl From<&str> for Cell {
+    fn from(s: &str) -> Self {
+        Cell::S(s.to_string())
+    }
+}
+impl From<String> for Cell {
+    fn from(s: String) -> Self {
+        Cell::S(s)
+    }
+}
+impl From<i32> for Cell {
+    fn from(v: i32) -> Self {
+        Cell::I(v as i64)
+    }
+}
+impl From<i64> for Cell {
+    fn from(v: i64) -> Self {
+        Cell::I(v)
+    }
+}
+impl From<bool> for Cell {
+    fn from(v: bool) -> Self {
+        Cell::B(v)
+    }
+}
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Self {
+        v.map(Into::into).unwrap_or(Cell::Null)
+    }
+}
+
+fn data_type(k: K) -> DataType {
+    let list = |t: DataType| DataType::List(Arc::new(Field::new_list_field(t, true)));
+    match k {
+        K::Oid | K::I32 => DataType::Int32,
+        K::Text => DataType::Utf8,
+        K::Bool => DataType::Boolean,
+        K::I16 => DataType::Int16,
+        K::I64 => DataType::Int64,
+        K::F32 => DataType::Float32,
+        K::Ts => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        K::I16s => list(DataType::Int16),
+        K::Oids => list(DataType::Int32),
+        K::Texts => list(DataType::Utf8),
+    }
+}
+
+fn schema_of(cols: &[(&str, K)]) -> SchemaRef {
+    Arc::new(Schema::new(cols.iter().map(|(n, k)| Field::new(*n, data_type(*k), true)).collect::<Vec<_>>()))
+}
+
+fn build_batch(schema: &SchemaRef, rows: &[Vec<Cell>]) -> DfResult<RecordBatch> {
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for (i, f) in schema.fields().iter().enumerate() {
+        let cells = rows.iter().map(|r| &r[i]);
+        let int = |c: &Cell| match c {
+            Cell::I(v) => Some(*v),
+            _ => None,
+        };
+        let a: ArrayRef = match f.data_type() {
+            DataType::Int16 => Arc::new(cells.map(|c| int(c).map(|v| v as i16)).collect::<Int16Array>()),
+            DataType::Int32 => Arc::new(cells.map(|c| int(c).map(|v| v as i32)).collect::<Int32Array>()),
+            DataType::Int64 => Arc::new(cells.map(int).collect::<Int64Array>()),
+            DataType::Float32 => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::F(v) => Some(*v as f32),
+                        _ => None,
+                    })
+                    .collect::<Float32Array>(),
+            ),
+            DataType::Float64 => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::F(v) => Some(*v),
+                        _ => None,
+                    })
+                    .collect::<Float64Array>(),
+            ),
+            DataType::Boolean => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::B(v) => Some(*v),
+                        _ => None,
+                    })
+                    .collect::<BooleanArray>(),
+            ),
+            DataType::Utf8 => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::S(v) => Some(v.as_str()),
+                        _ => None,
+                    })
+                    .collect::<StringArray>(),
+            ),
+            DataType::Timestamp(..) => Arc::new(cells.map(int).collect::<TimestampMicrosecondArray>().with_timezone("UTC")),
+            DataType::List(inner) => match inner.data_type() {
+                DataType::Int16 => {
+                    let mut b = ListBuilder::new(Int16Builder::new());
+                    for c in cells {
+                        match c {
+                            Cell::Ints(v) => b.append_value(v.iter().map(|x| Some(*x as i16))),
+                            _ => b.append_null(),
+                        }
+                    }
+                    Arc::new(b.finish())
+                }
+                DataType::Int32 => {
+                    let mut b = ListBuilder::new(Int32Builder::new());
+                    for c in cells {
+                        match c {
+                            Cell::Ints(v) => b.append_value(v.iter().map(|x| Some(*x as i32))),
+                            _ => b.append_null(),
+                        }
+                    }
+                    Arc::new(b.finish())
+                }
+                _ => {
+                    let mut b = ListBuilder::new(StringBuilder::new());
+                    for c in cells {
+                        match c {
+                            Cell::Texts(v) => b.append_value(v.iter().map(Some)),
+                            _ => b.append_null(),
+                        }
+                    }
+                    Arc::new(b.finish())
+                }
+            },
+            other => return Err(DataFusionError::Internal(format!("catalog column of type {other}"))),
+        };
+        arrays.push(a);
+    }
+    // The list fields of the built arrays are named "item", as in the schema.
+    Ok(RecordBatch::try_new(schema.clone(), arrays)?)
+}
+
+/// A relation as the catalog describes it.
+struct Rel {
+    schema: String,
+    name: String,
+    oid: i32,
+    kind: &'static str,
+    /// (name, type OID, not null)
+    columns: Vec<(String, SqlType, bool)>,
+    tabula: Option<(Arc<TableSchema>, u32)>,
+}
+
+/// Everything the catalog tables are generated from, read once per scan.
+struct Snapshot {
+    rels: Vec<Rel>,
+    db: Arc<Database>,
+}
+
+impl Snapshot {
+    async fn take(db: &Arc<Database>, list: &Arc<dyn CatalogProviderList>) -> DfResult<Snapshot> {
+        let mut rels = Vec::new();
+        let Some(catalog) = list.catalog(CATALOG) else { return Ok(Snapshot { rels, db: db.clone() }) };
+        let mut schemas = catalog.schema_names();
+        schemas.sort();
+        for s in schemas {
+            if namespace_oid(&s).is_none() {
+                continue;
+            }
+            let Some(provider) = catalog.schema(&s) else { continue };
+            let mut names = provider.table_names();
+            names.sort();
+            for (i, name) in names.into_iter().enumerate() {
+                if s == "public" {
+                    let t = db.table(&name).map_err(df_err)?;
+                    let id = db.store().table_id(&name).map_err(|e| df_err(e.into()))?;
+                    let columns = t.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
+                    rels.push(Rel { schema: s.clone(), name, oid: table_oid(id), kind: "r", columns, tabula: Some((t, id)) });
+                    continue;
+                }
+                let Some(table) = provider.table(&name).await? else { continue };
+                let columns = table.schema().fields().iter().map(|f| (f.name().clone(), sql_type(f), !f.is_nullable())).collect();
+                let kind = if s == "pg_catalog" && !name.starts_with("pg_stat") && !matches!(name.as_str(), "pg_tables" | "pg_views" | "pg_roles" | "pg_settings" | "pg_matviews") {
+                    "r"
+                } else {
+                    "v"
+                };
+                // Numbered by name within the schema: the same on every start of the same build.
+                let base = match s.as_str() {
+                    "pg_catalog" => 1000,
+                    "information_schema" => 13100,
+                    _ => 16400,
+                };
+                let oid = base + i as i32;
+                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
+            }
+        }
+        Ok(Snapshot { rels, db: db.clone() })
+    }
+
+    fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
+        self.rels.iter().filter_map(|r| r.tabula.as_ref().map(|(t, id)| (r, t, *id)))
+    }
+}
+
+fn type_len(ty: SqlType) -> i64 {
+    use SqlType::*;
+    match ty {
+        Bool => 1,
+        Int2 => 2,
+        Int4 | Float4 | Date => 4,
+        Int8 | Float8 | Timestamp | Timestamptz => 8,
+        Uuid => 16,
+        _ => -1,
+    }
+}
+
+fn collation(ty: SqlType) -> i32 {
+    if matches!(ty, SqlType::Text | SqlType::Varchar) {
+        DEFAULT_COLLATION
+    } else {
+        0
+    }
+}
+
+fn pk_attnums(t: &TableSchema) -> Vec<i64> {
+    t.pk.iter().map(|&i| i as i64 + 1).collect()
+}
+
+fn options_text(t: &TableSchema) -> Vec<String> {
+    let o = &t.options;
+    let mut v = vec![format!("ttl={}", o.ttl)];
+    v.push(format!("max_versions={}", o.max_versions));
+    v.push(format!("max_version_offset={}", o.max_version_offset));
+    if o.hash_prefix > 0 {
+        v.push(format!("hash_prefix={}", o.hash_prefix));
+    }
+    v
+}
+
+/// One generated catalog relation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Generated {
+    PgClass,
+    PgAttribute,
+    PgNamespace,
+    PgIndex,
+    PgConstraint,
+    PgAttrdef,
+    PgStatUserTables,
+    PgDatabase,
+    /// A pg_catalog relation that is always empty in Tabula (policies, publications, ...), with
+    /// PostgreSQL's column types so queries joining it plan.
+    Empty(&'static str),
+    Schemata,
+    Tables,
+    Columns,
+    KeyColumnUsage,
+    TableConstraints,
+    Views,
+    ReferentialConstraints,
+    System(SystemView),
+}
+
+impl Generated {
+    fn columns(self) -> Vec<(&'static str, K)> {
+        use K::*;
+        match self {
+            Generated::PgClass => vec![
+                ("oid", Oid),
+                ("relname", Text),
+                ("relnamespace", Oid),
+                ("reltype", Oid),
+                ("reloftype", Oid),
+                ("relowner", Oid),
+                ("relam", Oid),
+                ("relfilenode", Oid),
+                ("reltablespace", Oid),
+                ("relpages", I32),
+                ("reltuples", F32),
+                ("relallvisible", I32),
+                ("reltoastrelid", Oid),
+                ("relhasindex", Bool),
+                ("relisshared", Bool),
+                ("relpersistence", Text),
+                ("relkind", Text),
+                ("relnatts", I16),
+                ("relchecks", I16),
+                ("relhasrules", Bool),
+                ("relhastriggers", Bool),
+                ("relhassubclass", Bool),
+                ("relrowsecurity", Bool),
+                ("relforcerowsecurity", Bool),
+                ("relispopulated", Bool),
+                ("relreplident", Text),
+                ("relispartition", Bool),
+                ("relrewrite", Oid),
+                ("relfrozenxid", I32),
+                ("relminmxid", I32),
+                ("relacl", Texts),
+                ("reloptions", Texts),
+                ("relpartbound", Text),
+            ],
+            Generated::PgAttribute => vec![
+                ("attrelid", Oid),
+                ("attname", Text),
+                ("atttypid", Oid),
+                ("attstattarget", I32),
+                ("attlen", I16),
+                ("attnum", I16),
+                ("attndims", I32),
+                ("attcacheoff", I32),
+                ("atttypmod", I32),
+                ("attbyval", Bool),
+                ("attalign", Text),
+                ("attstorage", Text),
+                ("attcompression", Text),
+                ("attnotnull", Bool),
+                ("atthasdef", Bool),
+                ("atthasmissing", Bool),
+                ("attidentity", Text),
+                ("attgenerated", Text),
+                ("attisdropped", Bool),
+                ("attislocal", Bool),
+                ("attinhcount", I32),
+                ("attcollation", Oid),
+                ("attacl", Texts),
+                ("attoptions", Texts),
+                ("attfdwoptions", Texts),
+                ("attmissingval", Texts),
+            ],
+            Generated::PgNamespace => vec![("oid", Oid), ("nspname", Text), ("nspowner", Oid), ("nspacl", Texts)],
+            Generated::PgIndex => vec![
+                ("indexrelid", Oid),
+                ("indrelid", Oid),
+                ("indnatts", I16),
+                ("indnkeyatts", I16),
+                ("indisunique", Bool),
+                ("indnullsnotdistinct", Bool),
+                ("indisprimary", Bool),
+                ("indisexclusion", Bool),
+                ("indimmediate", Bool),
+                ("indisclustered", Bool),
+                ("indisvalid", Bool),
+                ("indcheckxmin", Bool),
+                ("indisready", Bool),
+                ("indislive", Bool),
+                ("indisreplident", Bool),
+                ("indkey", I16s),
+                ("indcollation", Oids),
+                ("indclass", Oids),
+                ("indoption", I16s),
+                ("indexprs", Text),
+                ("indpred", Text),
+            ],
+            Generated::PgConstraint => vec![
+                ("oid", Oid),
+                ("conname", Text),
+                ("connamespace", Oid),
+                ("contype", Text),
+                ("condeferrable", Bool),
+                ("condeferred", Bool),
+                ("convalidated", Bool),
+                ("conrelid", Oid),
+                ("contypid", Oid),
+                ("conindid", Oid),
+                ("conparentid", Oid),
+                ("confrelid", Oid),
+                ("confupdtype", Text),
+                ("confdeltype", Text),
+                ("confmatchtype", Text),
+                ("conislocal", Bool),
+                ("coninhcount", I32),
+                ("connoinherit", Bool),
+                ("conkey", I16s),
+                ("confkey", I16s),
+                ("conpfeqop", Oids),
+                ("conppeqop", Oids),
+                ("conffeqop", Oids),
+                ("confdelsetcols", I16s),
+                ("conexclop", Oids),
+                ("conbin", Text),
+            ],
+            Generated::PgAttrdef => vec![("oid", Oid), ("adrelid", Oid), ("adnum", I16), ("adbin", Text)],
+            Generated::Empty(name) => match name {
+                "pg_policy" => vec![
+                    ("oid", Oid),
+                    ("polname", Text),
+                    ("polrelid", Oid),
+                    ("polcmd", Text),
+                    ("polpermissive", Bool),
+                    ("polroles", Oids),
+                    ("polqual", Text),
+                    ("polwithcheck", Text),
+                ],
+                "pg_statistic_ext" => vec![
+                    ("oid", Oid),
+                    ("stxrelid", Oid),
+                    ("stxname", Text),
+                    ("stxnamespace", Oid),
+                    ("stxowner", Oid),
+                    ("stxstattarget", I32),
+                    ("stxkeys", I16s),
+                    ("stxkind", Texts),
+                    ("stxexprs", Text),
+                ],
+                "pg_publication" => vec![
+                    ("oid", Oid),
+                    ("pubname", Text),
+                    ("pubowner", Oid),
+                    ("puballtables", Bool),
+                    ("pubinsert", Bool),
+                    ("pubupdate", Bool),
+                    ("pubdelete", Bool),
+                    ("pubtruncate", Bool),
+                    ("pubviaroot", Bool),
+                ],
+                "pg_publication_rel" => vec![("oid", Oid), ("prpubid", Oid), ("prrelid", Oid), ("prqual", Text), ("prattrs", I16s)],
+                "pg_publication_namespace" => vec![("oid", Oid), ("pnpubid", Oid), ("pnnspid", Oid)],
+                "pg_inherits" => vec![("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", I32), ("inhdetachpending", Bool)],
+                _ => vec![
+                    ("oid", Oid),
+                    ("tgrelid", Oid),
+                    ("tgparentid", Oid),
+                    ("tgname", Text),
+                    ("tgfoid", Oid),
+                    ("tgtype", I16),
+                    ("tgenabled", Text),
+                    ("tgisinternal", Bool),
+                    ("tgconstrrelid", Oid),
+                    ("tgconstrindid", Oid),
+                    ("tgconstraint", Oid),
+                    ("tgdeferrable", Bool),
+                    ("tginitdeferred", Bool),
+                    ("tgnargs", I16),
+                    ("tgattr", I16s),
+                    ("tgargs", Text),
+                    ("tgqual", Text),
+                    ("tgoldtable", Text),
+                    ("tgnewtable", Text),
+                ],
+            },
+            Generated::PgDatabase => vec![
+                ("oid", Oid),
+                ("datname", Text),
+                ("datdba", Oid),
+                ("encoding", I32),
+                ("datlocprovider", Text),
+                ("datistemplate", Bool),
+                ("datallowconn", Bool),
+                ("datconnlimit", I32),
+                ("datfrozenxid", I32),
+                ("datminmxid", I32),
+                ("dattablespace", Oid),
+                ("datcollate", Text),
+                ("datctype", Text),
+                ("daticulocale", Text),
+                ("datcollversion", Text),
+                ("datacl", Texts),
+            ],
+            Generated::PgStatUserTables => vec![
+                ("relid", Oid),
+                ("schemaname", Text),
+                ("relname", Text),
+                ("seq_scan", I64),
+                ("seq_tup_read", I64),
+                ("idx_scan", I64),
+                ("idx_tup_fetch", I64),
+                ("n_tup_ins", I64),
+                ("n_tup_upd", I64),
+                ("n_tup_del", I64),
+                ("n_tup_hot_upd", I64),
+                ("n_live_tup", I64),
+                ("n_dead_tup", I64),
+                ("n_mod_since_analyze", I64),
+                ("n_ins_since_vacuum", I64),
+                ("last_vacuum", Ts),
+                ("last_autovacuum", Ts),
+                ("last_analyze", Ts),
+                ("last_autoanalyze", Ts),
+                ("vacuum_count", I64),
+                ("autovacuum_count", I64),
+                ("analyze_count", I64),
+                ("autoanalyze_count", I64),
+            ],
+            Generated::Schemata => vec![
+                ("catalog_name", Text),
+                ("schema_name", Text),
+                ("schema_owner", Text),
+                ("default_character_set_catalog", Text),
+                ("default_character_set_schema", Text),
+                ("default_character_set_name", Text),
+                ("sql_path", Text),
+            ],
+            Generated::Tables => vec![
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("table_type", Text),
+                ("self_referencing_column_name", Text),
+                ("reference_generation", Text),
+                ("user_defined_type_catalog", Text),
+                ("user_defined_type_schema", Text),
+                ("user_defined_type_name", Text),
+                ("is_insertable_into", Text),
+                ("is_typed", Text),
+                ("commit_action", Text),
+            ],
+            Generated::Columns => vec![
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("column_name", Text),
+                ("ordinal_position", I32),
+                ("column_default", Text),
+                ("is_nullable", Text),
+                ("data_type", Text),
+                ("character_maximum_length", I32),
+                ("character_octet_length", I32),
+                ("numeric_precision", I32),
+                ("numeric_precision_radix", I32),
+                ("numeric_scale", I32),
+                ("datetime_precision", I32),
+                ("interval_type", Text),
+                ("interval_precision", I32),
+                ("character_set_catalog", Text),
+                ("character_set_schema", Text),
+                ("character_set_name", Text),
+                ("collation_catalog", Text),
+                ("collation_schema", Text),
+                ("collation_name", Text),
+                ("domain_catalog", Text),
+                ("domain_schema", Text),
+                ("domain_name", Text),
+                ("udt_catalog", Text),
+                ("udt_schema", Text),
+                ("udt_name", Text),
+                ("scope_catalog", Text),
+                ("scope_schema", Text),
+                ("scope_name", Text),
+                ("maximum_cardinality", I32),
+                ("dtd_identifier", Text),
+                ("is_self_referencing", Text),
+                ("is_identity", Text),
+                ("identity_generation", Text),
+                ("identity_start", Text),
+                ("identity_increment", Text),
+                ("identity_maximum", Text),
+                ("identity_minimum", Text),
+                ("identity_cycle", Text),
+                ("is_generated", Text),
+                ("generation_expression", Text),
+                ("is_updatable", Text),
+            ],
+            Generated::KeyColumnUsage => vec![
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("column_name", Text),
+                ("ordinal_position", I32),
+                ("position_in_unique_constraint", I32),
+            ],
+            Generated::TableConstraints => vec![
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("constraint_type", Text),
+                ("is_deferrable", Text),
+                ("initially_deferred", Text),
+                ("enforced", Text),
+                ("nulls_distinct", Text),
+            ],
+            Generated::Views => vec![
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("view_definition", Text),
+                ("check_option", Text),
+                ("is_updatable", Text),
+                ("is_insertable_into", Text),
+                ("is_trigger_updatable", Text),
+                ("is_trigger_deletable", Text),
+                ("is_trigger_insertable_into", Text),
+            ],
+            Generated::ReferentialConstraints => vec![
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("unique_constraint_catalog", Text),
+                ("unique_constraint_schema", Text),
+                ("unique_constraint_name", Text),
+                ("match_option", Text),
+                ("update_rule", Text),
+                ("delete_rule", Text),
+            ],
+            Generated::System(_) => unreachable!("system views have their own schema"),
+        }
+    }
+
+    fn schema(self) -> SchemaRef {
+        match self {
+            Generated::System(v) => {
+                let t = v.schema();
+                Arc::new(Schema::new(
+                    t.columns.iter().map(|c| super::arrow::field(&c.name, c.ty, true)).collect::<Vec<_>>(),
+                ))
+            }
+            other => schema_of(&other.columns()),
+        }
+    }
+
+    fn rows(self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        match self {
+            Generated::PgClass => {
+                for r in &s.rels {
+                    let nsp = namespace_oid(&r.schema).unwrap_or(PUBLIC_NSP);
+                    let (rows, options) = match &r.tabula {
+                        Some((t, _)) => {
+                            let rows: i64 = s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
+                            (rows as f64, Cell::Texts(options_text(t)))
+                        }
+                        None => (-1.0, Cell::Null),
+                    };
+                    let has_index = r.tabula.is_some();
+                    out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options));
+                    if let Some((t, _)) = &r.tabula {
+                        out.push(pg_class_row(r.oid + 1, &format!("{}_pkey", t.name), nsp, BTREE_AM, rows, false, "i", t.pk.len() as i64, Cell::Null));
+                    }
+                }
+            }
+            Generated::PgAttribute => {
+                for r in &s.rels {
+                    for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
+                        let (has_def, identity) = match &r.tabula {
+                            Some((t, _)) => (t.columns[i].default.is_some(), if t.columns[i].identity { "a" } else { "" }),
+                            None => (false, ""),
+                        };
+                        out.push(pg_attribute_row(r.oid, name, *ty, i as i64 + 1, *not_null, has_def, identity));
+                    }
+                    if let Some((t, _)) = &r.tabula {
+                        for (k, &c) in t.pk.iter().enumerate() {
+                            let col = &t.columns[c];
+                            out.push(pg_attribute_row(r.oid + 1, &col.name, col.ty, k as i64 + 1, false, false, ""));
+                        }
+                    }
+                }
+            }
+            Generated::PgNamespace => {
+                for (name, oid) in [("pg_catalog", PG_CATALOG_NSP), ("public", PUBLIC_NSP), ("information_schema", INFORMATION_SCHEMA_NSP), ("tabula", TABULA_NSP)] {
+                    out.push(vec![oid.into(), name.into(), OWNER.into(), Cell::Null]);
+                }
+            }
+            Generated::PgIndex => {
+                for (r, t, _) in s.tabula() {
+                    let n = t.pk.len() as i64;
+                    let collations = t.pk.iter().map(|&c| collation(t.columns[c].ty) as i64).collect();
+                    out.push(vec![
+                        (r.oid + 1).into(),
+                        r.oid.into(),
+                        n.into(),
+                        n.into(),
+                        true.into(),
+                        false.into(),
+                        true.into(),
+                        false.into(),
+                        true.into(),
+                        false.into(),
+                        true.into(),
+                        false.into(),
+                        true.into(),
+                        true.into(),
+                        false.into(),
+                        Cell::Ints(pk_attnums(t)),
+                        Cell::Ints(collations),
+                        Cell::Ints(vec![0; n as usize]),
+                        Cell::Ints(vec![0; n as usize]),
+                        Cell::Null,
+                        Cell::Null,
+                    ]);
+                }
+            }
+            Generated::PgConstraint => {
+                for (r, t, _) in s.tabula() {
+                    out.push(vec![
+                        (r.oid + 2).into(),
+                        format!("{}_pkey", t.name).into(),
+                        PUBLIC_NSP.into(),
+                        "p".into(),
+                        false.into(),
+                        false.into(),
+                        true.into(),
+                        r.oid.into(),
+                        0.into(),
+                        (r.oid + 1).into(),
+                        0.into(),
+                        0.into(),
+                        " ".into(),
+                        " ".into(),
+                        " ".into(),
+                        true.into(),
+                        0.into(),
+                        true.into(),
+                        Cell::Ints(pk_attnums(t)),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                    ]);
+                }
+            }
+            Generated::PgAttrdef => {
+                for (r, t, _) in s.tabula() {
+                    for (i, c) in t.columns.iter().enumerate() {
+                        if let Some(d) = &c.default {
+                            out.push(vec![(r.oid + 2 + 1000000 + i as i32).into(), r.oid.into(), (i as i32 + 1).into(), d.clone().into()]);
+                        }
+                    }
+                }
+            }
+            Generated::PgDatabase => {
+                // One database: every connection reaches the same tables, whatever name it asks for.
+                out.push(vec![
+                    DATABASE_OID.into(),
+                    CATALOG.into(),
+                    OWNER.into(),
+                    UTF8_ENCODING.into(),
+                    "c".into(),
+                    false.into(),
+                    true.into(),
+                    (-1).into(),
+                    0.into(),
+                    1.into(),
+                    1663.into(),
+                    "C.UTF-8".into(),
+                    "C.UTF-8".into(),
+                    Cell::Null,
+                    Cell::Null,
+                    Cell::Null,
+                ]);
+            }
+            Generated::PgStatUserTables => {
+                for (r, t, _) in s.tabula() {
+                    let parts = s.db.store().partitions(&t.name).unwrap_or_default();
+                    let rows: i64 = parts.iter().map(|p| p.approx_rows.max(0)).sum();
+                    let reads: u64 = parts.iter().map(|p| p.reads).sum();
+                    let writes: u64 = parts.iter().map(|p| p.writes).sum();
+                    let mut row: Vec<Cell> = vec![r.oid.into(), "public".into(), t.name.clone().into()];
+                    row.extend([0i64, 0, reads as i64, reads as i64, writes as i64, 0, 0, 0, rows, 0, 0, 0].map(Cell::from));
+                    row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                    row.extend([0i64, 0, 0, 0].map(Cell::from));
+                    out.push(row);
+                }
+            }
+            Generated::Schemata => {
+                for name in ["information_schema", "pg_catalog", "public", "tabula"] {
+                    out.push(vec![
+                        CATALOG.into(),
+                        name.into(),
+                        "tabula".into(),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                    ]);
+                }
+            }
+            Generated::Tables => {
+                for r in &s.rels {
+                    let base = r.kind == "r";
+                    out.push(vec![
+                        CATALOG.into(),
+                        r.schema.clone().into(),
+                        r.name.clone().into(),
+                        if base { "BASE TABLE" } else { "VIEW" }.into(),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        if r.tabula.is_some() { "YES" } else { "NO" }.into(),
+                        "NO".into(),
+                        Cell::Null,
+                    ]);
+                }
+            }
+            Generated::Columns => {
+                for r in &s.rels {
+                    for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
+                        let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
+                        let identity = col.is_some_and(|c| c.identity);
+                        let (precision, radix, scale) = match ty {
+                            SqlType::Int2 => (Some(16), Some(2), Some(0)),
+                            SqlType::Int4 => (Some(32), Some(2), Some(0)),
+                            SqlType::Int8 => (Some(64), Some(2), Some(0)),
+                            SqlType::Float4 => (Some(24), Some(2), None),
+                            SqlType::Float8 => (Some(53), Some(2), None),
+                            SqlType::Numeric => (None, Some(10), None),
+                            _ => (None, None, None),
+                        };
+                        let dt_precision = matches!(ty, SqlType::Timestamp | SqlType::Timestamptz).then_some(6).or(matches!(ty, SqlType::Date).then_some(0));
+                        let mut row: Vec<Cell> = vec![
+                            CATALOG.into(),
+                            r.schema.clone().into(),
+                            r.name.clone().into(),
+                            name.clone().into(),
+                            (i as i32 + 1).into(),
+                            col.and_then(|c| c.default.clone()).into(),
+                            if *not_null { "NO" } else { "YES" }.into(),
+                            ty.pg_name().into(),
+                            Cell::Null,
+                            if ty.is_text() { Some(1073741824) } else { None }.into(),
+                            precision.into(),
+                            radix.into(),
+                            scale.into(),
+                            dt_precision.into(),
+                            Cell::Null,
+                            Cell::Null,
+                        ];
+                        row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                        row.extend([CATALOG.into(), "pg_catalog".into(), udt_name(*ty).into()]);
+                        row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                        row.push((i as i32 + 1).to_string().into());
+                        row.push("NO".into());
+                        row.push(if identity { "YES" } else { "NO" }.into());
+                        row.push(if identity { Some("ALWAYS") } else { None }.into());
+                        row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                        row.push(if identity { Some("NO") } else { None }.into());
+                        row.push("NEVER".into());
+                        row.push(Cell::Null);
+                        row.push(if r.tabula.is_some() { "YES" } else { "NO" }.into());
+                        out.push(row);
+                    }
+                }
+            }
+            Generated::KeyColumnUsage => {
+                for (_, t, _) in s.tabula() {
+                    for (k, &c) in t.pk.iter().enumerate() {
+                        out.push(vec![
+                            CATALOG.into(),
+                            "public".into(),
+                            format!("{}_pkey", t.name).into(),
+                            CATALOG.into(),
+                            "public".into(),
+                            t.name.clone().into(),
+                            t.columns[c].name.clone().into(),
+                            (k as i32 + 1).into(),
+                            Cell::Null,
+                        ]);
+                    }
+                }
+            }
+            Generated::TableConstraints => {
+                for (_, t, _) in s.tabula() {
+                    out.push(vec![
+                        CATALOG.into(),
+                        "public".into(),
+                        format!("{}_pkey", t.name).into(),
+                        CATALOG.into(),
+                        "public".into(),
+                        t.name.clone().into(),
+                        "PRIMARY KEY".into(),
+                        "NO".into(),
+                        "NO".into(),
+                        "YES".into(),
+                        "YES".into(),
+                    ]);
+                }
+            }
+            Generated::Views | Generated::ReferentialConstraints | Generated::Empty(_) => {}
+            Generated::System(_) => unreachable!("system views build their own rows"),
+        }
+        Ok(out)
+    }
+}
+
+fn udt_name(ty: SqlType) -> &'static str {
+    use SqlType::*;
+    match ty {
+        Bool => "bool",
+        Int2 => "int2",
+        Int4 => "int4",
+        Int8 => "int8",
+        Float4 => "float4",
+        Float8 => "float8",
+        Numeric => "numeric",
+        Text | Unknown => "text",
+        Varchar => "varchar",
+        Bytea => "bytea",
+        Timestamp => "timestamp",
+        Timestamptz => "timestamptz",
+        Date => "date",
+        Json => "json",
+        Jsonb => "jsonb",
+        Uuid => "uuid",
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pg_class_row(oid: i32, name: &str, nsp: i32, am: i32, rows: f64, has_index: bool, kind: &str, natts: i64, options: Cell) -> Vec<Cell> {
+    let am = if kind == "v" { 0 } else { am };
+    vec![
+        oid.into(),
+        name.into(),
+        nsp.into(),
+        0.into(),
+        0.into(),
+        OWNER.into(),
+        am.into(),
+        oid.into(),
+        0.into(),
+        ((rows.max(0.0) / 100.0).ceil() as i32).into(),
+        Cell::F(rows),
+        0.into(),
+        0.into(),
+        has_index.into(),
+        false.into(),
+        "p".into(),
+        kind.into(),
+        natts.into(),
+        0.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        true.into(),
+        if kind == "r" { "d" } else { "n" }.into(),
+        false.into(),
+        0.into(),
+        0.into(),
+        0.into(),
+        Cell::Null,
+        options,
+        Cell::Null,
+    ]
+}
+
+fn pg_attribute_row(rel: i32, name: &str, ty: SqlType, num: i64, not_null: bool, has_def: bool, identity: &str) -> Vec<Cell> {
+    let len = type_len(ty);
+    vec![
+        rel.into(),
+        name.into(),
+        (ty.oid() as i32).into(),
+        (-1).into(),
+        len.into(),
+        num.into(),
+        0.into(),
+        (-1).into(),
+        (-1).into(),
+        (len > 0 && len <= 8).into(),
+        if len == 8 { "d" } else if len == 2 { "s" } else if len == 1 || len == 16 { "c" } else { "i" }.into(),
+        if len > 0 { "p" } else { "x" }.into(),
+        "".into(),
+        not_null.into(),
+        has_def.into(),
+        false.into(),
+        identity.into(),
+        "".into(),
+        false.into(),
+        true.into(),
+        0.into(),
+        collation(ty).into(),
+        Cell::Null,
+        Cell::Null,
+        Cell::Null,
+        Cell::Null,
+    ]
+}
+
+/// A catalog relation generated on each scan.
+pub struct GeneratedTable {
+    which: Generated,
+    schema: SchemaRef,
+    db: Weak<Database>,
+    list: Weak<dyn CatalogProviderList>,
+}
+
+impl fmt::Debug for GeneratedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GeneratedTable({:?})", self.which)
+    }
+}
+
+impl GeneratedTable {
+    fn new(which: Generated, db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+        GeneratedTable { which, schema: which.schema(), db, list }
+    }
+
+    async fn batch(&self) -> DfResult<RecordBatch> {
+        let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
+        if let Generated::System(v) = self.which {
+            let mut rows = v.rows(db.store()).map_err(df_err)?;
+            let n = self.schema.fields().len();
+            rows.iter_mut().for_each(|r| r.truncate(n));
+            return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
+        }
+        let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
+        let snapshot = Snapshot::take(&db, &list).await?;
+        build_batch(&self.schema, &self.which.rows(&snapshot)?)
+    }
+}
+
+#[async_trait]
+impl TableProvider for GeneratedTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        _filters: &[datafusion::logical_expr::Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let batch = self.batch().await?;
+        Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
+    }
+}
+
+/// pg_catalog: the library's provider, with the relations about Tabula's tables generated here.
+#[derive(Debug)]
+pub struct PgCatalogSchema {
+    pub inner: Arc<dyn SchemaProvider>,
+    pub db: Weak<Database>,
+    pub list: Weak<dyn CatalogProviderList>,
+}
+
+fn pg_catalog_generated(name: &str) -> Option<Generated> {
+    Some(match name {
+        "pg_class" => Generated::PgClass,
+        "pg_attribute" => Generated::PgAttribute,
+        "pg_namespace" => Generated::PgNamespace,
+        "pg_index" => Generated::PgIndex,
+        "pg_constraint" => Generated::PgConstraint,
+        "pg_attrdef" => Generated::PgAttrdef,
+        "pg_database" => Generated::PgDatabase,
+        "pg_policy" => Generated::Empty("pg_policy"),
+        "pg_statistic_ext" => Generated::Empty("pg_statistic_ext"),
+        "pg_publication" => Generated::Empty("pg_publication"),
+        "pg_publication_rel" => Generated::Empty("pg_publication_rel"),
+        "pg_publication_namespace" => Generated::Empty("pg_publication_namespace"),
+        "pg_inherits" => Generated::Empty("pg_inherits"),
+        "pg_trigger" => Generated::Empty("pg_trigger"),
+        "pg_stat_user_tables" | "pg_stat_all_tables" => Generated::PgStatUserTables,
+        _ => return None,
+    })
+}
+
+#[async_trait]
+impl SchemaProvider for PgCatalogSchema {
+    fn table_names(&self) -> Vec<String> {
+        let mut names = self.inner.table_names();
+        if !names.iter().any(|n| n == "pg_stat_all_tables") {
+            names.push("pg_stat_all_tables".into());
+        }
+        names
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        match pg_catalog_generated(&name.to_ascii_lowercase()) {
+            Some(g) => Ok(Some(Arc::new(GeneratedTable::new(g, self.db.clone(), self.list.clone())))),
+            None => self.inner.table(name).await,
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        pg_catalog_generated(&name.to_ascii_lowercase()).is_some() || self.inner.table_exist(name)
+    }
+}
+
+/// A schema whose relations are all generated: information_schema and tabula.
+#[derive(Debug)]
+pub struct GeneratedSchema {
+    tables: BTreeMap<&'static str, Generated>,
+    pub db: Weak<Database>,
+    pub list: Weak<dyn CatalogProviderList>,
+}
+
+impl GeneratedSchema {
+    pub fn information_schema(db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+        let tables = BTreeMap::from([
+            ("schemata", Generated::Schemata),
+            ("tables", Generated::Tables),
+            ("columns", Generated::Columns),
+            ("key_column_usage", Generated::KeyColumnUsage),
+            ("table_constraints", Generated::TableConstraints),
+            ("views", Generated::Views),
+            ("referential_constraints", Generated::ReferentialConstraints),
+        ]);
+        GeneratedSchema { tables, db, list }
+    }
+
+    pub fn tabula(db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+        let tables =
+            BTreeMap::from([("tables", Generated::System(SystemView::Tables)), ("partitions", Generated::System(SystemView::Partitions))]);
+        GeneratedSchema { tables, db, list }
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for GeneratedSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.tables.keys().map(|k| k.to_string()).collect()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        Ok(self
+            .tables
+            .get(name.to_ascii_lowercase().as_str())
+            .map(|g| Arc::new(GeneratedTable::new(*g, self.db.clone(), self.list.clone())) as Arc<dyn TableProvider>))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.tables.contains_key(name.to_ascii_lowercase().as_str())
+    }
+}
+
+/// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
+fn describe_oid(db: &Database, oid: i64, what: OidText) -> Option<String> {
+    let rel = oid - 20000;
+    if rel < 0 {
+        return None;
+    }
+    let (id, part) = ((rel / 3) as u32, rel % 3);
+    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+    let t = db.table(&name).ok()?;
+    let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+    match (what, part) {
+        (OidText::IndexDef, 1) => Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", "))),
+        (OidText::ConstraintDef, 2) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
+        _ => None,
+    }
+}
+
+fn quote_ident(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OidText {
+    IndexDef,
+    ConstraintDef,
+}
+
+/// `pg_get_indexdef(oid [, column, pretty])` and `pg_get_constraintdef(oid [, pretty])` over Tabula's catalog.
+#[derive(Debug)]
+pub struct OidTextUdf {
+    what: OidText,
+    signature: Signature,
+    db: Weak<Database>,
+}
+
+impl PartialEq for OidTextUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.what == other.what
+    }
+}
+impl Eq for OidTextUdf {}
+impl Hash for OidTextUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.what.hash(state)
+    }
+}
+
+impl OidTextUdf {
+    fn new(what: OidText, db: Weak<Database>) -> Self {
+        let mut sigs = Vec::new();
+        for oid in [DataType::Int32, DataType::Int64] {
+            sigs.push(TypeSignature::Exact(vec![oid.clone()]));
+            sigs.push(TypeSignature::Exact(vec![oid.clone(), DataType::Boolean]));
+            sigs.push(TypeSignature::Exact(vec![oid.clone(), DataType::Int32, DataType::Boolean]));
+            sigs.push(TypeSignature::Exact(vec![oid, DataType::Int64, DataType::Boolean]));
+        }
+        OidTextUdf { what, signature: Signature::one_of(sigs, Volatility::Stable), db }
+    }
+}
+
+impl ScalarUDFImpl for OidTextUdf {
+
+    fn name(&self) -> &str {
+        match self.what {
+            OidText::IndexDef => "pg_get_indexdef",
+            OidText::ConstraintDef => "pg_get_constraintdef",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+        let oids = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        let db = self.db.upgrade();
+        let out: StringArray =
+            oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(db, o, self.what)))).collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
+    let int_to_text = |name: &str, f: fn(i64) -> Option<String>| {
+        datafusion::logical_expr::create_udf(
+            name,
+            vec![DataType::Int64],
+            DataType::Utf8,
+            Volatility::Stable,
+            Arc::new(move |args: &[ColumnarValue]| {
+                let arrays = ColumnarValue::values_to_arrays(args)?;
+                let ints = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+                let out: StringArray = ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(f)).collect();
+                Ok(ColumnarValue::Array(Arc::new(out)))
+            }),
+        )
+    };
+    vec![
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
+        // Every object belongs to the superuser `tabula`.
+        int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
+        int_to_text("pg_encoding_to_char", |e| Some(if e == UTF8_ENCODING as i64 { "UTF8" } else if e == 0 { "SQL_ASCII" } else { "" }.to_string())),
+    ]
+}

@@ -1,0 +1,353 @@
+//! Analytics on Apache DataFusion: what the key-value planner leaves — aggregates, GROUP BY, DISTINCT,
+//! joins, subqueries, CTEs, window functions, set operations, functions it does not know — and the
+//! PostgreSQL catalog that tools read.
+//!
+//! # The life of an analytic statement
+//! 1. The key-value [`planner`](crate::planner) refuses the statement with [`QueryError::Analytic`]
+//!    (or does not know a table or function it names); the session hands its SQL text here.
+//! 2. DataFusion's sqlparser parses it (PostgreSQL dialect) and datafusion-pg-catalog's rewrite rules
+//!    turn PostgreSQL-only syntax (`::regclass`, `OPERATOR(pg_catalog.~)`, ...) into what DataFusion plans.
+//! 3. DataFusion plans it against the catalog `tabula`: schema `public` holds Tabula's tables
+//!    ([`provider`]), `pg_catalog`, `information_schema` and `tabula` describe them ([`catalog`]).
+//! 4. Filters DataFusion pushes into a table scan go through the same access-path planner as plain
+//!    queries: a key equality under a join is still a point get, a key range a range scan.
+//! 5. Outside a transaction scans stream from cursors; inside one they read the transaction's snapshot
+//!    (its own writes included), lent to DataFusion for the statement.
+//! 6. Result batches become rows of PostgreSQL-typed values ([`arrow`]).
+
+pub mod arrow;
+pub mod catalog;
+pub mod provider;
+mod rewrite;
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, StringArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::SessionState;
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::{ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+
+use crate::error::{QueryError, Result};
+use crate::exec::{Interrupt, SqlRow};
+use crate::plan::OutputColumn;
+use crate::session::Database;
+use crate::types::{Datum, SqlType};
+use catalog::{GeneratedSchema, PgCatalogSchema, CATALOG};
+pub use provider::ReadCtx;
+use provider::PublicSchema;
+
+/// DataFusion, set up once per database.
+pub struct Analytics {
+    ctx: SessionContext,
+    /// Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+    rewriter: rewrite::Rewriter,
+}
+
+/// An analytic statement planned by DataFusion: reused by prepared statements until DDL runs.
+#[derive(Debug, Clone)]
+pub struct AnalyticPlan {
+    plan: LogicalPlan,
+    pub columns: Vec<OutputColumn>,
+    /// DataFusion's type for each `$n`, where it inferred one.
+    pub param_types: Vec<Option<DataType>>,
+}
+
+/// What a statement needs from its session besides the read context.
+pub struct SessionInfo {
+    pub settings: BTreeMap<String, String>,
+}
+
+impl Analytics {
+    pub fn new(db: Weak<Database>) -> Result<Analytics> {
+        let config = SessionConfig::new().with_default_catalog_and_schema(CATALOG, "public").with_information_schema(false).with_target_partitions(2);
+        let ctx = SessionContext::new_with_config(config);
+        let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
+        catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
+        datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| map_err(*e))?;
+        let list = ctx.state().catalog_list().clone();
+        let weak_list = Arc::downgrade(&list);
+        let inner = catalog.schema("pg_catalog").ok_or_else(|| QueryError::Internal("pg_catalog was not set up".into()))?;
+        catalog
+            .register_schema("pg_catalog", Arc::new(PgCatalogSchema { inner, db: db.clone(), list: weak_list.clone() }))
+            .map_err(map_err)?;
+        catalog
+            .register_schema("information_schema", Arc::new(GeneratedSchema::information_schema(db.clone(), weak_list.clone())))
+            .map_err(map_err)?;
+        catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
+        for udf in catalog::catalog_udfs(db) {
+            ctx.register_udf(udf);
+        }
+        ctx.register_udf(ScalarUDF::new_from_impl(TextUdf::constant("version", crate::expr::version_string())));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tabula-analytics")
+            .enable_all()
+            .build()
+            .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
+        Ok(Analytics { ctx, runtime: Some(runtime), rewriter: rewrite::Rewriter::new() })
+    }
+
+    /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
+    /// and this session's settings.
+    fn state(&self, read: ReadCtx, info: &SessionInfo) -> Result<SessionState> {
+        let mut state = self.ctx.state();
+        state.config_mut().set_extension(Arc::new(read));
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
+        Ok(state)
+    }
+
+    /// Runs a future on DataFusion's runtime from synchronous code, stopping it on cancel or timeout.
+    fn block_on<T: Send + 'static>(
+        &self,
+        interrupt: &Interrupt,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let runtime = self.runtime.as_ref().ok_or_else(|| QueryError::Internal("the analytic engine is shut down".into()))?;
+        let handle = runtime.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(r) => return r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = interrupt.check() {
+                        handle.abort();
+                        return Err(e);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(QueryError::Internal("the analytic statement stopped without a result".into()))
+                }
+            }
+        }
+    }
+
+    /// Parses and plans one statement.
+    pub fn plan(&self, sql: &str, read: ReadCtx, info: &SessionInfo) -> Result<AnalyticPlan> {
+        let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| QueryError::Syntax(e.to_string()))?;
+        if stmts.len() != 1 {
+            return Err(QueryError::Syntax("expected exactly one statement".into()));
+        }
+        let stmt = self.rewriter.rewrite(stmts.remove(0));
+        let interrupt = read.interrupt.clone();
+        let state = self.state(read, info)?;
+        let plan = self.block_on(&interrupt, async move {
+            state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
+        })?;
+        let columns = plan
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None })
+            .collect();
+        let types = plan.get_parameter_types().map_err(map_err)?;
+        let mut param_types = vec![None; types.len()];
+        for (name, ty) in types {
+            if let Some(i) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()).filter(|i| (1..=param_types.len()).contains(i)) {
+                param_types[i - 1] = ty;
+            }
+        }
+        Ok(AnalyticPlan { plan, columns, param_types })
+    }
+
+    /// Runs a planned statement with its parameters; the rows come back typed as `plan.columns` says.
+    pub fn execute(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)], read: ReadCtx, info: &SessionInfo) -> Result<Vec<SqlRow>> {
+        let mut logical = plan.plan.clone();
+        if !params.is_empty() {
+            let values = params
+                .iter()
+                .enumerate()
+                .map(|(i, (d, ty))| arrow::scalar(d, *ty, plan.param_types.get(i).and_then(|t| t.as_ref())))
+                .collect::<Result<Vec<ScalarValue>>>()?;
+            logical = logical.with_param_values(ParamValues::from(values)).map_err(map_err)?;
+        }
+        let interrupt = read.interrupt.clone();
+        let state = self.state(read, info)?;
+        let batches = self.block_on(&interrupt, async move { DataFrame::new(state, logical).collect().await.map_err(map_err) })?;
+        let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty).collect();
+        let mut rows = Vec::new();
+        for b in &batches {
+            arrow::batch_to_rows(b, &types, &mut rows)?;
+        }
+        Ok(rows)
+    }
+}
+
+impl Drop for Analytics {
+    fn drop(&mut self) {
+        // The database may be dropped on a server worker thread, where blocking on a runtime's shutdown panics.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// DataFusion's error as the PostgreSQL error it is.
+pub fn map_err(e: DataFusionError) -> QueryError {
+    let root = e.find_root();
+    match root {
+        DataFusionError::External(inner) => {
+            if let Some(q) = inner.downcast_ref::<QueryError>() {
+                return q.clone();
+            }
+            QueryError::Internal(inner.to_string())
+        }
+        DataFusionError::Shared(inner) => map_err(inner.as_ref().clone_shallow()),
+        DataFusionError::SQL(pe, _) => QueryError::Syntax(pe.to_string()),
+        DataFusionError::NotImplemented(m) => QueryError::NotSupported(m.clone()),
+        DataFusionError::SchemaError(se, _) => {
+            use datafusion::common::SchemaError;
+            match se.as_ref() {
+                SchemaError::FieldNotFound { field, .. } => QueryError::UndefinedColumn(field.name.clone()),
+                SchemaError::AmbiguousReference { field } => QueryError::AmbiguousColumn(field.name.clone()),
+                other => QueryError::Engine { sqlstate: "42P10", message: other.to_string() },
+            }
+        }
+        DataFusionError::ArrowError(ae, _) => {
+            use datafusion::arrow::error::ArrowError;
+            match ae.as_ref() {
+                ArrowError::DivideByZero => QueryError::DivisionByZero,
+                ArrowError::CastError(m) | ArrowError::ParseError(m) => QueryError::InvalidText(m.clone()),
+                ArrowError::ArithmeticOverflow(m) => QueryError::NumericOutOfRange(m.clone()),
+                ArrowError::ComputeError(m) if m.to_lowercase().contains("overflow") => QueryError::NumericOutOfRange(m.clone()),
+                other => QueryError::Engine { sqlstate: "22000", message: other.to_string() },
+            }
+        }
+        DataFusionError::Plan(m) => classify_plan_error(m),
+        DataFusionError::Execution(m) => {
+            let l = m.to_lowercase();
+            if l.contains("divide by zero") || l.contains("division by zero") {
+                QueryError::DivisionByZero
+            } else if l.contains("overflow") {
+                QueryError::NumericOutOfRange(m.clone())
+            } else if l.contains("cast") || l.contains("parse") {
+                QueryError::InvalidText(m.clone())
+            } else {
+                QueryError::Engine { sqlstate: "22000", message: m.clone() }
+            }
+        }
+        DataFusionError::ResourcesExhausted(m) => QueryError::Engine { sqlstate: "53200", message: m.clone() },
+        other => QueryError::Internal(other.message().to_string()),
+    }
+}
+
+fn classify_plan_error(m: &str) -> QueryError {
+    let l = m.to_lowercase();
+    if let Some(rest) = m.strip_prefix("table '").and_then(|r| r.split_once("' not found")) {
+        let name = rest.0.rsplit('.').next().unwrap_or(rest.0);
+        return QueryError::UndefinedTable(name.to_string());
+    }
+    if l.contains("invalid function") || (l.contains("function") && l.contains("not found")) {
+        return QueryError::Engine { sqlstate: "42883", message: m.to_string() };
+    }
+    if l.contains("coerc") || l.contains("cannot infer") || l.contains("type") && l.contains("mismatch") {
+        return QueryError::Engine { sqlstate: "42804", message: m.to_string() };
+    }
+    if l.contains("group by") || l.contains("aggregate") {
+        return QueryError::Engine { sqlstate: "42803", message: m.to_string() };
+    }
+    QueryError::Engine { sqlstate: "42601", message: m.to_string() }
+}
+
+trait CloneShallow {
+    fn clone_shallow(&self) -> DataFusionError;
+}
+
+impl CloneShallow for DataFusionError {
+    /// A shared error as an owned one with the same message and kind where it matters for SQLSTATEs.
+    fn clone_shallow(&self) -> DataFusionError {
+        match self {
+            DataFusionError::Plan(m) => DataFusionError::Plan(m.clone()),
+            DataFusionError::Execution(m) => DataFusionError::Execution(m.clone()),
+            DataFusionError::NotImplemented(m) => DataFusionError::NotImplemented(m.clone()),
+            other => DataFusionError::Internal(other.message().to_string()),
+        }
+    }
+}
+
+/// Text functions of the session: `version()` and `current_setting(name [, missing_ok])`.
+#[derive(Debug)]
+struct TextUdf {
+    name: &'static str,
+    signature: Signature,
+    constant: Option<String>,
+    settings: BTreeMap<String, String>,
+}
+
+impl PartialEq for TextUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.constant == other.constant && self.settings == other.settings
+    }
+}
+impl Eq for TextUdf {}
+impl Hash for TextUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state)
+    }
+}
+
+impl TextUdf {
+    fn constant(name: &'static str, value: String) -> Self {
+        TextUdf { name, signature: Signature::exact(vec![], Volatility::Stable), constant: Some(value), settings: BTreeMap::new() }
+    }
+
+    fn setting(settings: BTreeMap<String, String>) -> Self {
+        let signature = Signature::one_of(
+            vec![
+                datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8]),
+                datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8, DataType::Boolean]),
+            ],
+            Volatility::Stable,
+        );
+        TextUdf { name: "current_setting", signature, constant: None, settings }
+    }
+}
+
+impl ScalarUDFImpl for TextUdf {
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue> {
+        if let Some(c) = &self.constant {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(c.clone()))));
+        }
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let names = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+        let missing_ok = arrays.get(1).map(|a| a.as_boolean().clone());
+        let mut out = Vec::with_capacity(names.len());
+        for (i, name) in names.as_string::<i32>().iter().enumerate() {
+            let Some(name) = name else {
+                out.push(None);
+                continue;
+            };
+            match self.settings.get(&name.to_lowercase()) {
+                Some(v) => out.push(Some(v.clone())),
+                None if missing_ok.as_ref().is_some_and(|m| m.value(i)) => out.push(None),
+                None => return Err(DataFusionError::External(Box::new(QueryError::UndefinedParameter(name.to_string())))),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out)) as ArrayRef))
+    }
+}

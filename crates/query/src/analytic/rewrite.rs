@@ -1,0 +1,524 @@
+//! PostgreSQL syntax DataFusion does not plan, rewritten into equivalent SQL it does.
+//!
+//! datafusion-pg-catalog's rules handle `OPERATOR(pg_catalog.~)`, `::regclass`, `COLLATE`, `= ANY(array)`
+//! and more; they are applied one by one. Two are added here, and one of the library's is left out on
+//! purpose: `RemoveSubqueryFromProjection` replaces correlated subqueries with NULL, a wrong answer.
+//! - `ARRAY(SELECT e FROM ... ORDER BY o)` becomes `(SELECT array_agg(e ORDER BY o) FROM ...)`.
+//! - A correlated scalar subquery that does not aggregate, `(SELECT e FROM ... WHERE ...)`, becomes
+//!   `(SELECT max(e) FROM ... WHERE ...)`: the same value whenever PostgreSQL would return one (at most
+//!   one row), in the aggregated form DataFusion decorrelates into a join.
+//! - DataFusion decorrelates only equalities between inner and outer columns. In a correlated subquery,
+//!   conditions on outer columns alone move out (`CASE WHEN cond THEN (subquery) END`), and an outer
+//!   column equated to an inner expression is replaced by that expression in the other conditions.
+//! - A SELECT over a relation Tabula never fills (pg_policy, pg_publication, ...) returns no rows, so the
+//!   subqueries in its select list are never evaluated: they become NULL, sparing DataFusion plans it
+//!   cannot make for them.
+//! - Unaliased select-list expressions that print alike (`NULL, NULL`) get distinct aliases: PostgreSQL
+//!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
+//! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
+//!   PostgreSQL resolves the unknown literal to the parameter's oid type.
+//! - `to_char(ts, 'YYYY-MM-DD')`: PostgreSQL's template patterns become the strftime ones DataFusion uses.
+//! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions_mut, BinaryOperator, Select, CaseWhen, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName,
+    ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr, Statement,
+};
+use datafusion_pg_catalog::sql::rules::*;
+
+pub struct Rewriter {
+    rules: Vec<Arc<dyn SqlStatementRewriteRule>>,
+}
+
+impl Rewriter {
+    pub fn new() -> Self {
+        let rules: Vec<Arc<dyn SqlStatementRewriteRule>> = vec![
+            Arc::new(AliasDuplicatedProjectionRewrite),
+            Arc::new(ResolveUnqualifiedIdentifier),
+            Arc::new(RewriteArrayAnyAllOperation),
+            Arc::new(PrependUnqualifiedPgTableName),
+            Arc::new(StripCallableQualifier),
+            Arc::new(FixArrayLiteral),
+            Arc::new(CurrentUserVariableToSessionUserFunctionCall),
+            Arc::new(StripCollate),
+            Arc::new(RewritePgCatalogOperator),
+            Arc::new(RewriteRegCastToSubquery::new()),
+            Arc::new(FixVersionColumnName),
+        ];
+        Rewriter { rules }
+    }
+
+    pub fn rewrite(&self, mut s: Statement) -> Statement {
+        for rule in &self.rules {
+            s = rule.rewrite(s);
+        }
+        let _ = s.visit(&mut OverEmptyRelations);
+        let _ = s.visit(&mut UniqueProjectionNames);
+        let _ = visit_expressions_mut(&mut s, |e| {
+            array_literal_comparison(e);
+            oid_literal_arguments(e);
+            to_char_pattern(e);
+            if let Some(q) = array_subquery(e) {
+                *e = Expr::Subquery(Box::new(q));
+            }
+            if let Expr::Subquery(q) = e {
+                aggregate_scalar_subquery(q);
+                if let Some(guard) = decorrelate(q) {
+                    *e = Expr::Case {
+                        case_token: AttachedToken::empty(),
+                        end_token: AttachedToken::empty(),
+                        operand: None,
+                        conditions: vec![CaseWhen { condition: guard, result: e.clone() }],
+                        else_result: None,
+                    };
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        s
+    }
+}
+
+fn function(name: &str, arg: Expr, order_by: Vec<datafusion::sql::sqlparser::ast::OrderByExpr>) -> Expr {
+    let mut clauses = vec![];
+    if !order_by.is_empty() {
+        clauses.push(datafusion::sql::sqlparser::ast::FunctionArgumentClause::OrderBy(order_by));
+    }
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))],
+            clauses,
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// `ARRAY(SELECT e FROM ... [ORDER BY ...])` as `(SELECT array_agg(e ORDER BY ...) FROM ...)`.
+fn array_subquery(e: &Expr) -> Option<Query> {
+    let Expr::Function(f) = e else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("array") {
+        return None;
+    }
+    let FunctionArguments::Subquery(q) = &f.args else { return None };
+    let mut q = q.as_ref().clone();
+    let SetExpr::Select(select) = q.body.as_mut() else { return None };
+    if select.projection.len() != 1 || !is_plain(select) {
+        return None;
+    }
+    let item = match &select.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+        _ => return None,
+    };
+    let order = match q.order_by.take().map(|o| o.kind) {
+        Some(OrderByKind::Expressions(exprs)) => exprs,
+        _ => vec![],
+    };
+    // ORDER BY 1 names the select item.
+    let order = order
+        .into_iter()
+        .map(|mut o| {
+            if matches!(&o.expr, Expr::Value(v) if v.to_string() == "1") {
+                o.expr = item.clone();
+            }
+            o
+        })
+        .collect();
+    select.projection = vec![SelectItem::UnnamedExpr(function("array_agg", item, order))];
+    Some(q)
+}
+
+fn is_plain(select: &datafusion::sql::sqlparser::ast::Select) -> bool {
+    use datafusion::sql::sqlparser::ast::GroupByExpr;
+    select.distinct.is_none()
+        && select.having.is_none()
+        && matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+        && !select.projection.iter().any(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+            _ => true,
+        })
+}
+
+/// Whether `e` aggregates at its own level (aggregates inside its subqueries do not count).
+fn has_aggregate(e: &Expr) -> bool {
+    struct Find {
+        depth: usize,
+        found: bool,
+    }
+    impl VisitorMut for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = x {
+                let n = f.name.to_string().to_lowercase();
+                let n = n.rsplit('.').next().unwrap_or("");
+                let aggregate = f.over.is_some()
+                    || matches!(
+                        n,
+                        "count" | "sum" | "avg" | "min" | "max" | "array_agg" | "string_agg" | "bool_and" | "bool_or" | "every" | "first_value"
+                    );
+                if aggregate && self.depth == 0 {
+                    self.found = true;
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find { depth: 0, found: false };
+    let _ = e.clone().visit(&mut find);
+    find.found
+}
+
+/// A scalar subquery of one non-aggregated column over a FROM, as `max(e)` of it.
+fn aggregate_scalar_subquery(q: &mut Query) {
+    if q.limit_clause.is_some() || q.fetch.is_some() {
+        return;
+    }
+    let SetExpr::Select(select) = q.body.as_mut() else { return };
+    if select.from.is_empty() || select.projection.len() != 1 || !is_plain(select) {
+        return;
+    }
+    let (item, alias) = match &select.projection[0] {
+        SelectItem::UnnamedExpr(e) => (e.clone(), None),
+        SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
+        _ => return,
+    };
+    let agg = function("max", item, vec![]);
+    select.projection = vec![match alias {
+        Some(alias) => SelectItem::ExprWithAlias { expr: agg, alias },
+        None => SelectItem::UnnamedExpr(agg),
+    }];
+    q.order_by = None;
+}
+
+/// Names the subquery's own FROM items answer to.
+fn inner_names(q: &Query) -> Vec<String> {
+    let SetExpr::Select(select) = q.body.as_ref() else { return vec![] };
+    let mut names = Vec::new();
+    let mut add = |f: &TableFactor| {
+        if let TableFactor::Table { name, alias, .. } = f {
+            match alias {
+                Some(a) => names.push(a.name.value.to_lowercase()),
+                None => names.push(name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default()),
+            }
+        }
+    };
+    for twj in &select.from {
+        add(&twj.relation);
+        for j in &twj.joins {
+            add(&j.relation);
+        }
+    }
+    names
+}
+
+/// (references an outer column, references an inner or unqualified column)
+fn references(e: &Expr, inner: &[String]) -> (bool, bool) {
+    let (mut outer, mut local) = (false, false);
+    let mut e = e.clone();
+    let _ = visit_expressions_mut(&mut e, |x| {
+        match x {
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let q = parts[parts.len() - 2].value.to_lowercase();
+                if inner.contains(&q) {
+                    local = true;
+                } else {
+                    outer = true;
+                }
+            }
+            Expr::Identifier(_) => local = true,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => local = true,
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    (outer, local)
+}
+
+fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            conjuncts(*left, out);
+            conjuncts(*right, out);
+        }
+        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And, .. }) => conjuncts(*inner, out),
+        other => out.push(other),
+    }
+}
+
+fn and_all(mut parts: Vec<Expr>) -> Option<Expr> {
+    let first = parts.pop()?;
+    Some(parts.into_iter().rev().fold(first, |acc, p| Expr::BinaryOp { left: Box::new(p), op: BinaryOperator::And, right: Box::new(acc) }))
+}
+
+/// Makes a correlated subquery's WHERE decorrelatable; returns the conditions on outer columns only.
+fn decorrelate(q: &mut Query) -> Option<Expr> {
+    let inner = inner_names(q);
+    if inner.is_empty() {
+        return None;
+    }
+    let SetExpr::Select(select) = q.body.as_mut() else { return None };
+    let selection = select.selection.take()?;
+    let mut parts = Vec::new();
+    conjuncts(selection, &mut parts);
+    // outer column (as written) = inner expression
+    let mut equal: Vec<(Expr, Expr)> = Vec::new();
+    for p in &parts {
+        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = p {
+            for (a, b) in [(left, right), (right, left)] {
+                let (ao, al) = references(a, &inner);
+                let (bo, bl) = references(b, &inner);
+                if matches!(a.as_ref(), Expr::CompoundIdentifier(_)) && ao && !al && bl && !bo {
+                    equal.push((a.as_ref().clone(), b.as_ref().clone()));
+                }
+            }
+        }
+    }
+    let mut guard = Vec::new();
+    let mut kept = Vec::new();
+    for mut p in parts {
+        let (outer, local) = references(&p, &inner);
+        if outer && !local {
+            guard.push(p);
+            continue;
+        }
+        let is_link = matches!(&p, Expr::BinaryOp { op: BinaryOperator::Eq, left, right }
+            if equal.iter().any(|(o, _)| o == left.as_ref() || o == right.as_ref()));
+        if outer && local && !is_link {
+            let _ = visit_expressions_mut(&mut p, |x| {
+                if let Some((_, i)) = equal.iter().find(|(o, _)| o == x) {
+                    *x = Expr::Nested(Box::new(i.clone()));
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        }
+        kept.push(p);
+    }
+    select.selection = and_all(kept);
+    and_all(guard)
+}
+
+/// Relations that are always empty in Tabula.
+const EMPTY_RELATIONS: &[&str] =
+    &["pg_policy", "pg_statistic_ext", "pg_publication", "pg_publication_rel", "pg_publication_namespace", "pg_inherits", "pg_trigger"];
+
+struct OverEmptyRelations;
+
+impl VisitorMut for OverEmptyRelations {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        each_select(q.body.as_mut(), &mut over_empty_relation);
+        ControlFlow::Continue(())
+    }
+}
+
+fn over_empty_relation(select: &mut Select) {
+    {
+        let empty = |f: &TableFactor| match f {
+            TableFactor::Table { name, .. } => {
+                name.0.last().is_some_and(|p| EMPTY_RELATIONS.contains(&p.to_string().to_lowercase().as_str()))
+            }
+            _ => false,
+        };
+        use datafusion::sql::sqlparser::ast::JoinOperator;
+        let no_rows = select.from.iter().any(|twj| {
+            empty(&twj.relation)
+                || twj.joins.iter().any(|j| empty(&j.relation) && matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_)))
+        });
+        let aggregates = select.projection.iter().any(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+            _ => false,
+        });
+        if !no_rows || aggregates {
+            return;
+        }
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                let _ = visit_expressions_mut(e, |x| {
+                    if matches!(x, Expr::Subquery(_)) || array_subquery(x).is_some() {
+                        *x = Expr::Value(ValueWithSpan::from(Value::Null));
+                    }
+                    ControlFlow::<()>::Continue(())
+                });
+            }
+        }
+    }
+}
+
+/// Every SELECT of a query body: the branches of set operations included.
+fn each_select(body: &mut SetExpr, f: &mut dyn FnMut(&mut Select)) {
+    match body {
+        SetExpr::Select(s) => f(s),
+        SetExpr::SetOperation { left, right, .. } => {
+            each_select(left, f);
+            each_select(right, f);
+        }
+        SetExpr::Query(q) => each_select(q.body.as_mut(), f),
+        _ => {}
+    }
+}
+
+/// `e = '{a,b}'` (or `<>`) with a text literal in array syntax: the literal as `make_array(a, b)`.
+fn array_literal_comparison(e: &mut Expr) {
+    let Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } = e else { return };
+    for side in [left, right] {
+        let Expr::Value(v) = side.as_ref() else { continue };
+        let Value::SingleQuotedString(text) = &v.value else { continue };
+        let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else { continue };
+        let items: Vec<Expr> = inner
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                let s = s.trim().trim_matches('"');
+                let value = if s.parse::<i64>().is_ok() { Value::Number(s.to_string(), false) } else { Value::SingleQuotedString(s.to_string()) };
+                Expr::Value(ValueWithSpan::from(value))
+            })
+            .collect();
+        let mut call = function("make_array", Expr::Value(ValueWithSpan::from(Value::Null)), vec![]);
+        if let Expr::Function(f) = &mut call {
+            if let FunctionArguments::List(l) = &mut f.args {
+                l.args = items.into_iter().map(|i| FunctionArg::Unnamed(FunctionArgExpr::Expr(i))).collect();
+            }
+        }
+        **side = call;
+        return;
+    }
+}
+
+struct UniqueProjectionNames;
+
+impl VisitorMut for UniqueProjectionNames {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        each_select(q.body.as_mut(), &mut unique_names);
+        ControlFlow::Continue(())
+    }
+}
+
+fn unique_names(select: &mut Select) {
+    {
+        let mut seen = std::collections::HashSet::new();
+        for (i, item) in select.projection.iter_mut().enumerate() {
+            let SelectItem::UnnamedExpr(e) = item else { continue };
+            if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                continue;
+            }
+            if !seen.insert(e.to_string()) {
+                *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
+            }
+        }
+    }
+}
+
+fn oid_literal_arguments(e: &mut Expr) {
+    let Expr::Function(f) = e else { return };
+    let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+    if !name.starts_with("pg_") {
+        return;
+    }
+    let FunctionArguments::List(list) = &mut f.args else { return };
+    for arg in &mut list.args {
+        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
+            let Expr::Value(v) = e else { continue };
+            let Value::SingleQuotedString(text) = &v.value else { continue };
+            if !text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit()) {
+                let number = Expr::Value(ValueWithSpan::from(Value::Number(text.clone(), false)));
+                // OIDs are int4 in this catalog.
+                *e = Expr::Cast {
+                    kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(number),
+                    data_type: datafusion::sql::sqlparser::ast::DataType::Int(None),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+    }
+}
+
+fn to_char_pattern(e: &mut Expr) {
+    let Expr::Function(f) = e else { return };
+    if !f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("to_char")) {
+        return;
+    }
+    let FunctionArguments::List(list) = &mut f.args else { return };
+    if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) = list.args.get_mut(1) {
+        if let Value::SingleQuotedString(p) = &v.value {
+            v.value = Value::SingleQuotedString(strftime_of(p));
+        }
+    }
+}
+
+/// PostgreSQL's date/time template as a strftime format.
+fn strftime_of(pattern: &str) -> String {
+    const MAP: &[(&str, &str)] = &[
+        ("YYYY", "%Y"),
+        ("HH24", "%H"),
+        ("HH12", "%I"),
+        ("Month", "%B"),
+        ("MONTH", "%B"),
+        ("DDD", "%j"),
+        ("Mon", "%b"),
+        ("MON", "%b"),
+        ("Day", "%A"),
+        ("DAY", "%A"),
+        ("YY", "%y"),
+        ("MM", "%m"),
+        ("DD", "%d"),
+        ("HH", "%I"),
+        ("MI", "%M"),
+        ("SS", "%S"),
+        ("MS", "%3f"),
+        ("US", "%6f"),
+        ("Dy", "%a"),
+        ("DY", "%a"),
+        ("AM", "%p"),
+        ("PM", "%p"),
+        ("TZ", "%Z"),
+    ];
+    let mut out = String::new();
+    let mut rest = pattern;
+    'outer: while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            // Quoted text is copied as it is.
+            let end = rest[1..].find('"').map(|i| i + 1).unwrap_or(rest.len());
+            out.push_str(&rest[1..end].replace('%', "%%"));
+            rest = rest.get(end + 1..).unwrap_or("");
+            continue;
+        }
+        for (pg, sf) in MAP {
+            if let Some(r) = rest.strip_prefix(pg) {
+                out.push_str(sf);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        if c == '%' {
+            out.push_str("%%");
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
