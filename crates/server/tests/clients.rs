@@ -146,6 +146,65 @@ async fn psql_runs_scripts() {
     server.stop().await;
 }
 
+/// psql's describe commands run its own catalog queries (on DataFusion over the generated pg_catalog);
+/// the output is what PostgreSQL 15 prints for the same table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_describes_tables_and_copies() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let psql = |args: &[&str]| {
+        let out = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
+            .args(args)
+            .output()
+            .expect("psql is installed");
+        assert!(out.status.success(), "psql {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    psql(&[
+        "-c",
+        "CREATE TABLE devices (site text, id bigint GENERATED ALWAYS AS IDENTITY, name varchar, temp double precision, \
+         seen timestamptz, meta jsonb, active boolean DEFAULT true, PRIMARY KEY (site, id))",
+    ]);
+    let described = psql(&["-c", "\\d devices"]);
+    let expected = r#"                                 Table "public.devices"
+ Column |           Type           | Collation | Nullable |           Default            
+--------+--------------------------+-----------+----------+------------------------------
+ site   | text                     |           | not null | 
+ id     | bigint                   |           | not null | generated always as identity
+ name   | character varying        |           |          | 
+ temp   | double precision         |           |          | 
+ seen   | timestamp with time zone |           |          | 
+ meta   | jsonb                    |           |          | 
+ active | boolean                  |           |          | true
+Indexes:
+    "devices_pkey" PRIMARY KEY, btree (site, id)
+
+"#;
+    assert_eq!(described, expected);
+    let tables = psql(&["-c", "\\dt"]);
+    assert_eq!(
+        tables,
+        "         List of relations\n Schema |  Name   | Type  | Owner  \n--------+---------+-------+--------\n public | devices | table | tabula\n(1 row)\n\n"
+    );
+    let schemas = psql(&["-At", "-c", "\\dn"]);
+    assert_eq!(schemas, "public|tabula\ntabula|tabula\n");
+    let databases = psql(&["-At", "-c", "\\l"]);
+    assert!(databases.starts_with("tabula|tabula|UTF8|"), "{databases}");
+
+    // \copy streams a local file through COPY FROM STDIN, and back out through COPY TO STDOUT.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "lab,Probe 1,21.5,true\nlab,Probe 2,19,false\n").unwrap();
+    let load = format!("\\copy devices (site, name, temp, active) FROM '{}' WITH (FORMAT csv)", input.display());
+    assert_eq!(psql(&["-c", &load]), "COPY 2\n");
+    let output = dir.path().join("out.csv");
+    let dump = format!("\\copy (SELECT id, name, temp FROM devices ORDER BY id) TO '{}' WITH (FORMAT csv)", output.display());
+    assert_eq!(psql(&["-c", &dump]), "COPY 2\n");
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "1,Probe 1,21.5\n2,Probe 2,19\n");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_connections_is_53300() {
     let dir = tempfile::tempdir().unwrap();

@@ -1326,8 +1326,35 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
+        // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
+        ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
         int_to_text("pg_encoding_to_char", |e| Some(if e == UTF8_ENCODING as i64 { "UTF8" } else if e == 0 { "SQL_ASCII" } else { "" }.to_string())),
     ]
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ExprTextUdf {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ExprTextUdf {
+    fn name(&self) -> &str {
+        "pg_get_expr"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let first = arrays.first().ok_or_else(|| DataFusionError::Plan("pg_get_expr needs an expression".into()))?;
+        Ok(ColumnarValue::Array(datafusion::arrow::compute::cast(first, &DataType::Utf8)?))
+    }
 }
