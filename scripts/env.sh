@@ -47,9 +47,9 @@ ensure_drivers() {
     if [ ! -x "$cache/venv/bin/python" ]; then
         python3 -m venv "$cache/venv" >&2
     fi
-    if ! "$cache/venv/bin/python" -c "import psycopg, psycopg2, asyncpg, pandas" >/dev/null 2>&1; then
+    if ! "$cache/venv/bin/python" -c "import psycopg, psycopg2, asyncpg, pandas, sqlalchemy" >/dev/null 2>&1; then
         echo "installing Python drivers (pip)" >&2
-        "$cache/venv/bin/pip" install -q "psycopg[binary]" psycopg2-binary asyncpg pandas >&2
+        "$cache/venv/bin/pip" install -q "psycopg[binary]" psycopg2-binary asyncpg pandas sqlalchemy >&2
     fi
     export TABULA_PYTHON="$cache/venv/bin/python"
     ensure_packages "command -v node && command -v npm" nodejs npm

@@ -1,4 +1,4 @@
-"""Python drivers against a running Tabula: psycopg 3, psycopg2, asyncpg, pandas.read_sql.
+"""Python drivers against a running Tabula: psycopg 3, psycopg2, asyncpg, pandas.read_sql, SQLAlchemy inspect().
 
 Usage: python3 clients.py PORT
 """
@@ -88,7 +88,38 @@ async def asyncpg_binary():
     await conn.close()
 
 
+def sqlalchemy_inspect():
+    """SQLAlchemy's reflection runs its pg_catalog queries (on the analytic engine)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"postgresql+psycopg2://tabula@127.0.0.1:{PORT}/tabula")
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "CREATE TABLE sa_devices (site text, id bigint, name varchar NOT NULL, temp double precision, "
+            "active boolean DEFAULT true, PRIMARY KEY (site, id))"
+        ))
+    insp = sa.inspect(engine)
+    check("schemas", "public" in insp.get_schema_names(), True)
+    check("has_table", (insp.has_table("sa_devices"), insp.has_table("nope")), (True, False))
+    check("tables", "sa_devices" in insp.get_table_names(), True)
+    cols = insp.get_columns("sa_devices")
+    check("column names", [c["name"] for c in cols], ["site", "id", "name", "temp", "active"])
+    check("column types", [type(c["type"]).__name__ for c in cols], ["TEXT", "BIGINT", "VARCHAR", "DOUBLE_PRECISION", "BOOLEAN"])
+    check("nullable", [c["nullable"] for c in cols], [False, False, False, True, True])
+    check("default", cols[4]["default"], "true")
+    pk = insp.get_pk_constraint("sa_devices")
+    check("primary key", (pk["name"], pk["constrained_columns"]), ("sa_devices_pkey", ["site", "id"]))
+    check("foreign keys", insp.get_foreign_keys("sa_devices"), [])
+    # Reflection builds a usable Table.
+    table = sa.Table("sa_devices", sa.MetaData(), autoload_with=engine)
+    with engine.begin() as conn:
+        conn.execute(table.insert().values(site="lab", id=1, name="probe", temp=21.5))
+        row = conn.execute(sa.select(table.c.name, table.c.active).where(table.c.site == "lab", table.c.id == 1)).one()
+    check("reflected table round trip", tuple(row), ("probe", None))
+
+
 psycopg3()
 psycopg2_and_pandas()
+sqlalchemy_inspect()
 asyncio.run(asyncpg_binary())
 print("python clients ok")

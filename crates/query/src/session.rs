@@ -121,6 +121,12 @@ fn default_settings() -> BTreeMap<String, String> {
         ("lock_timeout", "0"),
         ("idle_in_transaction_session_timeout", "0"),
         ("max_identifier_length", "63"),
+        ("default_table_access_method", "heap"),
+        ("default_tablespace", ""),
+        ("lc_collate", "C.UTF-8"),
+        ("lc_ctype", "C.UTF-8"),
+        ("max_index_keys", "32"),
+        ("block_size", "8192"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

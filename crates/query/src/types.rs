@@ -28,6 +28,9 @@ pub enum SqlType {
     Json,
     Jsonb,
     Uuid,
+    /// A one-dimensional array, held as PostgreSQL's text form (`{a,"b c",NULL}`). Arrays come out of the
+    /// analytic engine (catalog columns, array_agg); tables cannot declare them.
+    TextArray,
     /// An untyped literal or parameter whose type nothing decided yet.
     Unknown,
 }
@@ -54,12 +57,13 @@ impl SqlType {
             Numeric => 1700,
             Uuid => 2950,
             Jsonb => 3802,
+            TextArray => 1009,
         }
     }
 
     pub fn from_oid(oid: u32) -> Option<SqlType> {
         use SqlType::*;
-        [Bool, Bytea, Int8, Int2, Int4, Text, Json, Float4, Float8, Unknown, Varchar, Date, Timestamp, Timestamptz, Numeric, Uuid, Jsonb]
+        [Bool, Bytea, Int8, Int2, Int4, Text, Json, Float4, Float8, Unknown, Varchar, Date, Timestamp, Timestamptz, Numeric, Uuid, Jsonb, TextArray]
             .into_iter()
             .find(|t| t.oid() == oid)
     }
@@ -84,6 +88,7 @@ impl SqlType {
             Json => "json",
             Jsonb => "jsonb",
             Uuid => "uuid",
+            TextArray => "text[]",
             Unknown => "unknown",
         }
     }
@@ -220,7 +225,7 @@ impl Datum {
                 })?;
                 Datum::Numeric(d)
             }
-            Text | Varchar | Unknown => Datum::Text(s.to_string()),
+            Text | Varchar | Unknown | TextArray => Datum::Text(s.to_string()),
             Json | Jsonb => Datum::Text(s.to_string()),
             Bytea => Datum::Bytes(parse_bytea(s).ok_or_else(|| invalid(ty, s))?),
             Timestamp | Timestamptz => Datum::Timestamp(parse_timestamp(s, ty == Timestamptz).ok_or_else(|| invalid(ty, s))?),
@@ -544,5 +549,44 @@ mod tests {
         let u = Datum::parse(SqlType::Uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
         assert_eq!(u.to_pg_text(SqlType::Uuid).unwrap(), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
         assert_eq!(Datum::parse(SqlType::Bytea, "\\x0aff").unwrap(), Datum::Bytes(vec![10, 255]));
+    }
+}
+
+/// The elements of a one-dimensional array in PostgreSQL's text form (`{a,"b c",NULL}`).
+pub fn parse_text_array(s: &str) -> Option<Vec<Option<String>>> {
+    let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    if inner.is_empty() {
+        return Some(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            let mut e = String::new();
+            loop {
+                match chars.next()? {
+                    '\\' => e.push(chars.next()?),
+                    '"' => break,
+                    c => e.push(c),
+                }
+            }
+            out.push(Some(e));
+        } else {
+            let mut e = String::new();
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                e.push(c);
+                chars.next();
+            }
+            out.push(if e == "NULL" { None } else { Some(e) });
+        }
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => continue,
+            Some(_) => return None,
+        }
     }
 }

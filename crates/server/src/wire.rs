@@ -78,6 +78,25 @@ fn encode_binary(d: &Datum, ty: SqlType, buf: &mut BytesMut) -> Result<(), Query
             buf.put_u8(1);
             buf.put_slice(s.as_bytes());
         }
+        (SqlType::TextArray, Datum::Text(s)) => {
+            let elems = tabula_query::types::parse_text_array(s).ok_or_else(mismatch)?;
+            buf.put_i32(if elems.is_empty() { 0 } else { 1 });
+            buf.put_i32(elems.iter().any(|e| e.is_none()) as i32);
+            buf.put_u32(SqlType::Text.oid());
+            if !elems.is_empty() {
+                buf.put_i32(elems.len() as i32);
+                buf.put_i32(1);
+            }
+            for e in elems {
+                match e {
+                    None => buf.put_i32(-1),
+                    Some(e) => {
+                        buf.put_i32(e.len() as i32);
+                        buf.put_slice(e.as_bytes());
+                    }
+                }
+            }
+        }
         (SqlType::Text | SqlType::Varchar | SqlType::Json | SqlType::Unknown, d) => {
             buf.put_slice(d.to_pg_text(d.natural_type()).unwrap_or_default().as_bytes())
         }
@@ -127,5 +146,6 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Dat
         SqlType::Text | SqlType::Varchar | SqlType::Json | SqlType::Unknown => {
             Datum::Text(String::from_utf8(raw.to_vec()).map_err(|_| QueryError::InvalidText("invalid UTF-8 in parameter".into()))?)
         }
+        SqlType::TextArray => return Err(QueryError::NotSupported("array parameters in binary format are not supported".into())),
     })
 }

@@ -31,7 +31,7 @@ pub fn arrow_type(ty: SqlType) -> DataType {
         Float4 => DataType::Float32,
         Float8 => DataType::Float64,
         Numeric => DataType::Decimal128(38, NUMERIC_SCALE),
-        Text | Varchar | Json | Jsonb | Uuid | Unknown => DataType::Utf8,
+        Text | Varchar | Json | Jsonb | Uuid | Unknown | TextArray => DataType::Utf8,
         Bytea => DataType::Binary,
         Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         Timestamptz => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
@@ -74,6 +74,7 @@ pub fn sql_type_of(dt: &DataType) -> SqlType {
         D::Timestamp(_, Some(_)) => SqlType::Timestamptz,
         D::Date32 | D::Date64 => SqlType::Date,
         D::Dictionary(_, v) => sql_type_of(v),
+        D::List(_) | D::LargeList(_) | D::FixedSizeList(..) | D::ListView(_) => SqlType::TextArray,
         // Text, NULL, and everything without a PostgreSQL counterpart here (lists print as arrays).
         _ => SqlType::Text,
     }

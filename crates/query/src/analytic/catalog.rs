@@ -21,6 +21,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{CatalogProviderList, SchemaProvider, Session as DfSession, TableProvider};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::TableType;
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility};
 use datafusion::physical_plan::ExecutionPlan;
@@ -502,6 +503,16 @@ impl Generated {
                 "pg_publication_rel" => vec![("oid", Oid), ("prpubid", Oid), ("prrelid", Oid), ("prqual", Text), ("prattrs", I16s)],
                 "pg_publication_namespace" => vec![("oid", Oid), ("pnpubid", Oid), ("pnnspid", Oid)],
                 "pg_inherits" => vec![("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", I32), ("inhdetachpending", Bool)],
+                "pg_sequence" => vec![
+                    ("seqrelid", Oid),
+                    ("seqtypid", Oid),
+                    ("seqstart", I64),
+                    ("seqincrement", I64),
+                    ("seqmax", I64),
+                    ("seqmin", I64),
+                    ("seqcache", I64),
+                    ("seqcycle", Bool),
+                ],
                 _ => vec![
                     ("oid", Oid),
                     ("tgrelid", Oid),
@@ -986,6 +997,7 @@ fn udt_name(ty: SqlType) -> &'static str {
         Json => "json",
         Jsonb => "jsonb",
         Uuid => "uuid",
+        TextArray => "_text",
     }
 }
 
@@ -1140,6 +1152,8 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_publication_namespace" => Generated::Empty("pg_publication_namespace"),
         "pg_inherits" => Generated::Empty("pg_inherits"),
         "pg_trigger" => Generated::Empty("pg_trigger"),
+        // Identity columns use the engine's auto-increment, not sequences.
+        "pg_sequence" => Generated::Empty("pg_sequence"),
         "pg_stat_user_tables" | "pg_stat_all_tables" => Generated::PgStatUserTables,
         _ => return None,
     })
@@ -1328,6 +1342,17 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
         // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
         ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
+        // Tabula keeps no comments, sequences or views; every type, function and collation is visible.
+        ConstUdf::udf("obj_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("col_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("shobj_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_get_serial_sequence", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_get_viewdef", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_type_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_function_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_is_in_recovery", ScalarValue::Boolean(Some(false))),
+        ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
         int_to_text("pg_encoding_to_char", |e| Some(if e == UTF8_ENCODING as i64 { "UTF8" } else if e == 0 { "SQL_ASCII" } else { "" }.to_string())),
@@ -1356,5 +1381,106 @@ impl ScalarUDFImpl for ExprTextUdf {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let first = arrays.first().ok_or_else(|| DataFusionError::Plan("pg_get_expr needs an expression".into()))?;
         Ok(ColumnarValue::Array(datafusion::arrow::compute::cast(first, &DataType::Utf8)?))
+    }
+}
+
+/// A catalog function whose answer does not depend on its arguments in Tabula.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ConstUdf {
+    name: &'static str,
+    value: ScalarValue,
+    signature: Signature,
+}
+
+impl ConstUdf {
+    fn udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
+        ScalarUDF::new_from_impl(ConstUdf { name, value, signature: Signature::variadic_any(Volatility::Stable) })
+    }
+}
+
+impl ScalarUDFImpl for ConstUdf {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(self.value.data_type())
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        Ok(ColumnarValue::Scalar(self.value.clone()))
+    }
+}
+
+/// `json_build_object(k1, v1, ...)`: a json value (text typed json for the client).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonBuildObject {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JsonBuildObject {
+    fn name(&self) -> &str {
+        "json_build_object"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, _args: datafusion::logical_expr::ReturnFieldArgs) -> DfResult<Arc<Field>> {
+        Ok(Arc::new(super::arrow::field(self.name(), SqlType::Json, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        if args.args.len() % 2 != 0 {
+            return Err(DataFusionError::Plan("argument list must have even number of elements".into()));
+        }
+        let n = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n {
+            let mut parts = Vec::new();
+            for pair in arrays.chunks(2) {
+                let key = ScalarValue::try_from_array(&pair[0], row)?;
+                let value = ScalarValue::try_from_array(&pair[1], row)?;
+                parts.push(format!("{} : {}", json_string(&key.to_string()), json_value(&value)));
+            }
+            out.push(format!("{{{}}}", parts.join(", ")));
+        }
+        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out))))
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_value(v: &ScalarValue) -> String {
+    if v.is_null() {
+        return "null".into();
+    }
+    match v {
+        ScalarValue::Boolean(Some(b)) => b.to_string(),
+        v if v.data_type().is_numeric() => v.to_string(),
+        v => json_string(&v.to_string()),
     }
 }

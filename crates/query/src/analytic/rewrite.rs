@@ -18,6 +18,9 @@
 //! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
 //!   PostgreSQL resolves the unknown literal to the parameter's oid type.
 //! - `to_char(ts, 'YYYY-MM-DD')`: PostgreSQL's template patterns become the strftime ones DataFusion uses.
+//! - `LIKE p ESCAPE '/'`: DataFusion escapes with backslash only; the pattern's escape character becomes one.
+//! - `generate_subscripts(a, 1)` (not in DataFusion) is `unnest(range(1, array_length(a) + 1))`, which
+//!   zips with other `unnest`s of the select list as in PostgreSQL.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
 
 use std::ops::ControlFlow;
@@ -62,8 +65,14 @@ impl Rewriter {
             array_literal_comparison(e);
             oid_literal_arguments(e);
             to_char_pattern(e);
+            like_escape(e);
+            generate_subscripts(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));
+            }
+            // A scalar subquery over a relation Tabula never fills is NULL.
+            if matches!(e, Expr::Subquery(q) if matches!(q.body.as_ref(), SetExpr::Select(s) if selects_nothing(s))) {
+                *e = Expr::Value(ValueWithSpan::from(Value::Null));
             }
             if let Expr::Subquery(q) = e {
                 aggregate_scalar_subquery(q);
@@ -317,8 +326,16 @@ fn decorrelate(q: &mut Query) -> Option<Expr> {
 }
 
 /// Relations that are always empty in Tabula.
-const EMPTY_RELATIONS: &[&str] =
-    &["pg_policy", "pg_statistic_ext", "pg_publication", "pg_publication_rel", "pg_publication_namespace", "pg_inherits", "pg_trigger"];
+const EMPTY_RELATIONS: &[&str] = &[
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_inherits",
+    "pg_trigger",
+    "pg_sequence",
+];
 
 struct OverEmptyRelations;
 
@@ -329,6 +346,25 @@ impl VisitorMut for OverEmptyRelations {
         each_select(q.body.as_mut(), &mut over_empty_relation);
         ControlFlow::Continue(())
     }
+}
+
+/// Whether a SELECT returns no rows whatever the data: it reads an always-empty relation (not through an
+/// outer join) and does not aggregate.
+fn selects_nothing(select: &Select) -> bool {
+    let empty = |f: &TableFactor| match f {
+        TableFactor::Table { name, .. } => name.0.last().is_some_and(|p| EMPTY_RELATIONS.contains(&p.to_string().to_lowercase().as_str())),
+        _ => false,
+    };
+    use datafusion::sql::sqlparser::ast::JoinOperator;
+    let no_rows = select.from.iter().any(|twj| {
+        empty(&twj.relation)
+            || twj.joins.iter().any(|j| empty(&j.relation) && matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_)))
+    });
+    let aggregates = select.projection.iter().any(|p| match p {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+        _ => false,
+    });
+    no_rows && !aggregates && select.having.is_none()
 }
 
 fn over_empty_relation(select: &mut Select) {
@@ -521,4 +557,76 @@ fn strftime_of(pattern: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+fn like_escape(e: &mut Expr) {
+    let (Expr::Like { pattern, escape_char, .. } | Expr::ILike { pattern, escape_char, .. }) = e else { return };
+    let Some(Value::SingleQuotedString(c)) = escape_char.as_ref().map(|v| v.value.clone()) else { return };
+    if c == "\\" || c.chars().count() != 1 {
+        return;
+    }
+    let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.to_string())));
+    let replace = |e: Expr, from: &str, to: &str| Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("replace"))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: [e, text(from), text(to)].into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    });
+    // Literal backslashes first, then the escape character becomes the backslash.
+    let escaped = replace(replace(pattern.as_ref().clone(), "\\", "\\\\"), &c, "\\");
+    **pattern = escaped;
+    *escape_char = None;
+}
+
+/// An expression from SQL text with `$1`, `$2`, ... standing for `args`.
+fn template(sql: &str, args: &[Expr]) -> Option<Expr> {
+    let mut e = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .ok()?
+        .parse_expr()
+        .ok()?;
+    let _ = visit_expressions_mut(&mut e, |x| {
+        if let Expr::Value(v) = x {
+            if let Value::Placeholder(p) = &v.value {
+                if let Some(a) = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()).and_then(|n| args.get(n - 1)) {
+                    *x = a.clone();
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Some(e)
+}
+
+fn function_args(f: &Function) -> Option<Vec<Expr>> {
+    let FunctionArguments::List(l) = &f.args else { return None };
+    l.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn generate_subscripts(e: &mut Expr) {
+    let Expr::Function(f) = e else { return };
+    if !f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("generate_subscripts")) {
+        return;
+    }
+    let Some(args) = function_args(f) else { return };
+    if args.len() != 2 {
+        return;
+    }
+    if let Some(t) = template("unnest(range(1, CAST(array_length($1) AS BIGINT) + 1))", &args[..1]) {
+        *e = t;
+    }
 }
