@@ -63,6 +63,8 @@ pub enum QueryError {
     UndefinedParameter(String),
     #[error("{0}")]
     Store(StoreError),
+    #[error("{0}")]
+    ProgramLimitExceeded(String),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("{inner}")]
@@ -99,6 +101,7 @@ impl QueryError {
             UndefinedParameter(_) => "42704",
             Store(e) => e.sqlstate(),
             WithContext { inner, .. } => inner.sqlstate(),
+            ProgramLimitExceeded(_) => "54000",
             Internal(_) => "XX000",
         }
     }

@@ -127,9 +127,7 @@ impl<'a> Planner<'a> {
         let select = match q.body.as_ref() {
             SetExpr::Select(s) => s,
             SetExpr::Values(_) => return Err(QueryError::Analytic("VALUES".into())),
-            _ => {
-                return Err(QueryError::Analytic("set operations".into()))
-            }
+            _ => return Err(QueryError::Analytic("set operations".into())),
         };
         if select.distinct.is_some() {
             return Err(QueryError::Analytic("DISTINCT".into()));

@@ -22,12 +22,16 @@ use crate::planner::{apply_option_text, Catalog, Planner};
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::{Datum, SqlType};
 
+/// Statement texts longer than this are refused unless configured otherwise.
+pub const DEFAULT_MAX_STATEMENT_BYTES: usize = 16 << 20;
+
 /// Auto-commit statements that lose a write conflict are retried this many times.
 const MAX_RETRIES: usize = 20;
 
 /// The SQL layer over one store, shared by all sessions.
 pub struct Database {
     store: Arc<Store>,
+    max_statement_bytes: std::sync::atomic::AtomicUsize,
     /// DataFusion, started by the first statement that needs it.
     analytics: std::sync::OnceLock<Arc<crate::analytic::Analytics>>,
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
@@ -40,6 +44,7 @@ impl Database {
         Arc::new(Database {
             store,
             analytics: std::sync::OnceLock::new(),
+            max_statement_bytes: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_STATEMENT_BYTES),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
         })
@@ -61,6 +66,22 @@ impl Database {
             copy: None,
             last_plan: None,
         }
+    }
+
+    pub fn set_max_statement_bytes(&self, n: usize) {
+        self.max_statement_bytes.store(n, Ordering::Relaxed);
+    }
+
+    /// Refuses a statement text over the configured size before parsing it.
+    fn check_size(&self, sql: &str) -> Result<()> {
+        let limit = self.max_statement_bytes.load(Ordering::Relaxed);
+        if sql.len() > limit {
+            return Err(QueryError::ProgramLimitExceeded(format!(
+                "statement is too long: {} bytes, the limit is {limit} (max_statement_bytes)",
+                sql.len()
+            )));
+        }
+        Ok(())
     }
 
     /// The analytic engine (DataFusion), set up on first use.
@@ -330,7 +351,7 @@ impl Session {
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
     pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
-        let stmts = match parse(sql) {
+        let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
             Ok(s) => s,
             Err(e) => {
                 self.note_error();
@@ -362,6 +383,7 @@ impl Session {
     /// the others are inferred from where they are used.
     pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
         let r = (|| {
+            self.db.check_size(sql)?;
             let mut stmts = parse(sql)?;
             if stmts.len() > 1 {
                 return Err(QueryError::Syntax("cannot insert multiple commands into a prepared statement".into()));
@@ -407,24 +429,15 @@ impl Session {
     /// A query the key-value planner refused, planned by DataFusion instead. `refusal` is what the
     /// planner said: reported as it is when DataFusion cannot run the query either, unless the planner
     /// only deferred (`Analytic`), in which case DataFusion's own error is the answer.
-    fn prepare_analytic(
-        &self,
-        sql: &str,
-        stmt: Box<Statement>,
-        refusal: QueryError,
-        given: &[SqlType],
-        version: u64,
-    ) -> Result<Prepared> {
+    fn prepare_analytic(&self, sql: &str, stmt: Box<Statement>, refusal: QueryError, given: &[SqlType], version: u64) -> Result<Prepared> {
         let is_query = match stmt.as_ref() {
             Statement::Query(_) => true,
             Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(_)),
             _ => false,
         };
         let deferred = matches!(refusal.root(), QueryError::Analytic(_));
-        let retry = matches!(
-            refusal.root(),
-            QueryError::UndefinedFunction(_) | QueryError::UndefinedTable(_) | QueryError::NotSupported(_)
-        );
+        let retry =
+            matches!(refusal.root(), QueryError::UndefinedFunction(_) | QueryError::UndefinedTable(_) | QueryError::NotSupported(_));
         if !is_query || !(deferred || retry) {
             return Err(refusal);
         }
@@ -480,7 +493,7 @@ impl Session {
     }
 
     fn session_info(&self) -> SessionInfo {
-        SessionInfo { settings: self.settings.clone() }
+        SessionInfo { settings: self.settings.clone(), user: self.user.clone() }
     }
 
     /// Runs a DataFusion statement, lending it the open transaction for its reads.
@@ -1159,7 +1172,11 @@ fn explain_rows(rows: Vec<SqlRow>) -> Output {
         .filter(|l| !l.is_empty())
         .map(|l| vec![Datum::Text(l)])
         .collect();
-    Output::Rows { columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }], rows: lines, tag: "EXPLAIN".into() }
+    Output::Rows {
+        columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }],
+        rows: lines,
+        tag: "EXPLAIN".into(),
+    }
 }
 
 pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {

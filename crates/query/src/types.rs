@@ -63,9 +63,28 @@ impl SqlType {
 
     pub fn from_oid(oid: u32) -> Option<SqlType> {
         use SqlType::*;
-        [Bool, Bytea, Int8, Int2, Int4, Text, Json, Float4, Float8, Unknown, Varchar, Date, Timestamp, Timestamptz, Numeric, Uuid, Jsonb, TextArray]
-            .into_iter()
-            .find(|t| t.oid() == oid)
+        [
+            Bool,
+            Bytea,
+            Int8,
+            Int2,
+            Int4,
+            Text,
+            Json,
+            Float4,
+            Float8,
+            Unknown,
+            Varchar,
+            Date,
+            Timestamp,
+            Timestamptz,
+            Numeric,
+            Uuid,
+            Jsonb,
+            TextArray,
+        ]
+        .into_iter()
+        .find(|t| t.oid() == oid)
     }
 
     /// The name `format_type` and `\d` show.
@@ -524,34 +543,6 @@ fn parse_uuid(s: &str) -> Option<u128> {
     u128::from_str_radix(&hex, 16).ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn float_text_matches_postgres() {
-        assert_eq!(format_float(1.5, false), "1.5");
-        assert_eq!(format_float(0.1, false), "0.1");
-        assert_eq!(format_float(1e20, false), "1e+20");
-        assert_eq!(format_float(1e-5, false), "1e-05");
-        assert_eq!(format_float(123456.0, false), "123456");
-        assert_eq!(format_float(f64::NAN, false), "NaN");
-    }
-
-    #[test]
-    fn parse_and_print() {
-        assert_eq!(Datum::parse(SqlType::Int4, "12").unwrap(), Datum::Int(12));
-        assert_eq!(Datum::parse(SqlType::Int4, "abc").unwrap_err().sqlstate(), "22P02");
-        assert_eq!(Datum::parse(SqlType::Int2, "70000").unwrap_err().sqlstate(), "22003");
-        let ts = Datum::parse(SqlType::Timestamp, "2016-07-20 00:00:00").unwrap();
-        assert_eq!(ts, Datum::Timestamp(1468972800000000));
-        assert_eq!(ts.to_pg_text(SqlType::Timestamp).unwrap(), "2016-07-20 00:00:00");
-        let u = Datum::parse(SqlType::Uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
-        assert_eq!(u.to_pg_text(SqlType::Uuid).unwrap(), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
-        assert_eq!(Datum::parse(SqlType::Bytea, "\\x0aff").unwrap(), Datum::Bytes(vec![10, 255]));
-    }
-}
-
 /// The elements of a one-dimensional array in PostgreSQL's text form (`{a,"b c",NULL}`).
 pub fn parse_text_array(s: &str) -> Option<Vec<Option<String>>> {
     let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
@@ -588,5 +579,33 @@ pub fn parse_text_array(s: &str) -> Option<Vec<Option<String>>> {
             Some(',') => continue,
             Some(_) => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_text_matches_postgres() {
+        assert_eq!(format_float(1.5, false), "1.5");
+        assert_eq!(format_float(0.1, false), "0.1");
+        assert_eq!(format_float(1e20, false), "1e+20");
+        assert_eq!(format_float(1e-5, false), "1e-05");
+        assert_eq!(format_float(123456.0, false), "123456");
+        assert_eq!(format_float(f64::NAN, false), "NaN");
+    }
+
+    #[test]
+    fn parse_and_print() {
+        assert_eq!(Datum::parse(SqlType::Int4, "12").unwrap(), Datum::Int(12));
+        assert_eq!(Datum::parse(SqlType::Int4, "abc").unwrap_err().sqlstate(), "22P02");
+        assert_eq!(Datum::parse(SqlType::Int2, "70000").unwrap_err().sqlstate(), "22003");
+        let ts = Datum::parse(SqlType::Timestamp, "2016-07-20 00:00:00").unwrap();
+        assert_eq!(ts, Datum::Timestamp(1468972800000000));
+        assert_eq!(ts.to_pg_text(SqlType::Timestamp).unwrap(), "2016-07-20 00:00:00");
+        let u = Datum::parse(SqlType::Uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
+        assert_eq!(u.to_pg_text(SqlType::Uuid).unwrap(), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+        assert_eq!(Datum::parse(SqlType::Bytea, "\\x0aff").unwrap(), Datum::Bytes(vec![10, 255]));
     }
 }

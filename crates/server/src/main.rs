@@ -27,6 +27,9 @@ struct Cli {
     /// Log statements slower than this many milliseconds (0: never) [default: 1000]
     #[arg(long, env = "TABULA_SLOW_STATEMENT_MS")]
     slow_statement_ms: Option<u64>,
+    /// Longest statement text accepted, in bytes [default: 16777216]
+    #[arg(long, env = "TABULA_MAX_STATEMENT_BYTES")]
+    max_statement_bytes: Option<usize>,
     /// Log level: error, warn, info, debug, trace [default: info]
     #[arg(long, env = "TABULA_LOG")]
     log_level: Option<String>,
@@ -55,6 +58,7 @@ struct FileConfig {
     durability: Option<String>,
     max_connections: Option<usize>,
     slow_statement_ms: Option<u64>,
+    max_statement_bytes: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
     users: Option<std::collections::HashMap<String, String>>,
@@ -103,6 +107,7 @@ async fn run() -> anyhow::Result<()> {
         max_connections: cli.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
         slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
         block_cache_bytes: defaults.block_cache_bytes,
+        max_statement_bytes: cli.max_statement_bytes.or(file.max_statement_bytes).unwrap_or(defaults.max_statement_bytes),
         auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,
         users: match cli.users {
             Some(list) => parse_users(&list)?,

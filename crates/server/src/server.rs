@@ -40,6 +40,8 @@ pub struct ServerConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Partition size that triggers a split (bytes).
     pub split_bytes: i64,
+    /// Longest statement text accepted (bytes); longer ones are refused with 54000.
+    pub max_statement_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +57,7 @@ impl Default for ServerConfig {
             users: HashMap::new(),
             tls: None,
             split_bytes: StoreConfig::default().split_bytes,
+            max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
         }
     }
 }
@@ -103,6 +106,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     })?;
     let addr = listener.local_addr().context("local address")?;
     let db = Database::new(Arc::new(store));
+    db.set_max_statement_bytes(config.max_statement_bytes);
     let users = Users::new(config.users.clone(), config.auth);
     let shared = Shared::new(db, config.slow_statement_ms, config.auth, users);
     let (stop, stopped) = watch::channel(false);

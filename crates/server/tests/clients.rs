@@ -230,6 +230,32 @@ async fn too_many_connections_is_53300() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_over_the_size_limit_are_54000() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tabula_server::ServerConfig {
+        data_dir: dir.path().join("d"),
+        listen: "127.0.0.1:0".into(),
+        max_statement_bytes: 64,
+        ..Default::default()
+    };
+    let server = tabula_server::start(config).await.unwrap();
+    let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
+    let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn_task);
+    let long = format!("SELECT '{}'", "x".repeat(100));
+    let e = c.simple_query(&long).await.expect_err("simple protocol refuses it");
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED));
+    assert!(e.as_db_error().unwrap().message().contains("the limit is 64"), "{e}");
+    let e = c.prepare(&long).await.expect_err("extended protocol refuses it");
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED));
+    // The connection goes on.
+    let rows = c.query("SELECT 1::bigint", &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i64>(0), 1);
+    drop(c);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_data_directory_and_a_taken_port_are_clear_errors() {
     let server = TestServer::start().await;
     let dir = server.dir.path().join("data");

@@ -100,10 +100,14 @@ pub fn rows_to_batch(schema: &SchemaRef, rows: &[Vec<Datum>]) -> Result<RecordBa
         let cells = rows.iter().map(|r| &r[i]);
         let ty = sql_type(f);
         let array: ArrayRef = match f.data_type() {
-            DataType::Boolean => Arc::new(cells.map(|d| match d {
-                Datum::Bool(b) => Some(*b),
-                _ => None,
-            }).collect::<BooleanArray>()),
+            DataType::Boolean => Arc::new(
+                cells
+                    .map(|d| match d {
+                        Datum::Bool(b) => Some(*b),
+                        _ => None,
+                    })
+                    .collect::<BooleanArray>(),
+            ),
             DataType::Int16 => Arc::new(cells.map(|d| d.as_int().map(|v| v as i16)).collect::<Int16Array>()),
             DataType::Int32 => Arc::new(cells.map(|d| d.as_int().map(|v| v as i32)).collect::<Int32Array>()),
             DataType::Int64 => Arc::new(cells.map(|d| d.as_int()).collect::<Int64Array>()),
@@ -348,9 +352,7 @@ pub fn scalar(d: &Datum, ty: SqlType, dt: Option<&DataType>) -> Result<ScalarVal
         Datum::Float(f) => ScalarValue::Float64(Some(*f)),
         Datum::Numeric(n) => ScalarValue::Decimal128(Some(decimal_to_i128(n)?), 38, NUMERIC_SCALE),
         Datum::Bytes(b) => ScalarValue::Binary(Some(b.clone())),
-        Datum::Timestamp(us) => {
-            ScalarValue::TimestampMicrosecond(Some(*us), (ty == SqlType::Timestamptz).then(|| Arc::from("UTC")))
-        }
+        Datum::Timestamp(us) => ScalarValue::TimestampMicrosecond(Some(*us), (ty == SqlType::Timestamptz).then(|| Arc::from("UTC"))),
         Datum::Date(v) => ScalarValue::Date32(Some(*v)),
         Datum::Text(s) => ScalarValue::Utf8(Some(s.clone())),
         Datum::Uuid(_) => ScalarValue::Utf8(d.to_pg_text(SqlType::Uuid)),

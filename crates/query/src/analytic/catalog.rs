@@ -19,9 +19,9 @@ use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{CatalogProviderList, SchemaProvider, Session as DfSession, TableProvider};
+use datafusion::common::ScalarValue;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::TableType;
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility};
 use datafusion::physical_plan::ExecutionPlan;
@@ -265,7 +265,10 @@ impl Snapshot {
                 }
                 let Some(table) = provider.table(&name).await? else { continue };
                 let columns = table.schema().fields().iter().map(|f| (f.name().clone(), sql_type(f), !f.is_nullable())).collect();
-                let kind = if s == "pg_catalog" && !name.starts_with("pg_stat") && !matches!(name.as_str(), "pg_tables" | "pg_views" | "pg_roles" | "pg_settings" | "pg_matviews") {
+                let kind = if s == "pg_catalog"
+                    && !name.starts_with("pg_stat")
+                    && !matches!(name.as_str(), "pg_tables" | "pg_views" | "pg_roles" | "pg_settings" | "pg_matviews")
+                {
                     "r"
                 } else {
                     "v"
@@ -702,9 +705,7 @@ impl Generated {
         match self {
             Generated::System(v) => {
                 let t = v.schema();
-                Arc::new(Schema::new(
-                    t.columns.iter().map(|c| super::arrow::field(&c.name, c.ty, true)).collect::<Vec<_>>(),
-                ))
+                Arc::new(Schema::new(t.columns.iter().map(|c| super::arrow::field(&c.name, c.ty, true)).collect::<Vec<_>>()))
             }
             other => schema_of(&other.columns()),
         }
@@ -718,7 +719,8 @@ impl Generated {
                     let nsp = namespace_oid(&r.schema).unwrap_or(PUBLIC_NSP);
                     let (rows, options) = match &r.tabula {
                         Some((t, _)) => {
-                            let rows: i64 = s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
+                            let rows: i64 =
+                                s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
                             (rows as f64, Cell::Texts(options_text(t)))
                         }
                         None => (-1.0, Cell::Null),
@@ -726,7 +728,17 @@ impl Generated {
                     let has_index = r.tabula.is_some();
                     out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options));
                     if let Some((t, _)) = &r.tabula {
-                        out.push(pg_class_row(r.oid + 1, &format!("{}_pkey", t.name), nsp, BTREE_AM, rows, false, "i", t.pk.len() as i64, Cell::Null));
+                        out.push(pg_class_row(
+                            r.oid + 1,
+                            &format!("{}_pkey", t.name),
+                            nsp,
+                            BTREE_AM,
+                            rows,
+                            false,
+                            "i",
+                            t.pk.len() as i64,
+                            Cell::Null,
+                        ));
                     }
                 }
             }
@@ -748,7 +760,12 @@ impl Generated {
                 }
             }
             Generated::PgNamespace => {
-                for (name, oid) in [("pg_catalog", PG_CATALOG_NSP), ("public", PUBLIC_NSP), ("information_schema", INFORMATION_SCHEMA_NSP), ("tabula", TABULA_NSP)] {
+                for (name, oid) in [
+                    ("pg_catalog", PG_CATALOG_NSP),
+                    ("public", PUBLIC_NSP),
+                    ("information_schema", INFORMATION_SCHEMA_NSP),
+                    ("tabula", TABULA_NSP),
+                ] {
                     out.push(vec![oid.into(), name.into(), OWNER.into(), Cell::Null]);
                 }
             }
@@ -858,15 +875,7 @@ impl Generated {
             }
             Generated::Schemata => {
                 for name in ["information_schema", "pg_catalog", "public", "tabula"] {
-                    out.push(vec![
-                        CATALOG.into(),
-                        name.into(),
-                        "tabula".into(),
-                        Cell::Null,
-                        Cell::Null,
-                        Cell::Null,
-                        Cell::Null,
-                    ]);
+                    out.push(vec![CATALOG.into(), name.into(), "tabula".into(), Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
                 }
             }
             Generated::Tables => {
@@ -902,7 +911,10 @@ impl Generated {
                             SqlType::Numeric => (None, Some(10), None),
                             _ => (None, None, None),
                         };
-                        let dt_precision = matches!(ty, SqlType::Timestamp | SqlType::Timestamptz).then_some(6).or(matches!(ty, SqlType::Date).then_some(0));
+                        let dt_precision =
+                            matches!(ty, SqlType::Timestamp | SqlType::Timestamptz)
+                                .then_some(6)
+                                .or(matches!(ty, SqlType::Date).then_some(0));
                         let mut row: Vec<Cell> = vec![
                             CATALOG.into(),
                             r.schema.clone().into(),
@@ -921,7 +933,17 @@ impl Generated {
                             Cell::Null,
                             Cell::Null,
                         ];
-                        row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                        row.extend([
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                            Cell::Null,
+                        ]);
                         row.extend([CATALOG.into(), "pg_catalog".into(), udt_name(*ty).into()]);
                         row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
                         row.push((i as i32 + 1).to_string().into());
@@ -1054,7 +1076,16 @@ fn pg_attribute_row(rel: i32, name: &str, ty: SqlType, num: i64, not_null: bool,
         (-1).into(),
         (-1).into(),
         (len > 0 && len <= 8).into(),
-        if len == 8 { "d" } else if len == 2 { "s" } else if len == 1 || len == 16 { "c" } else { "i" }.into(),
+        if len == 8 {
+            "d"
+        } else if len == 2 {
+            "s"
+        } else if len == 1 || len == 16 {
+            "c"
+        } else {
+            "i"
+        }
+        .into(),
         if len > 0 { "p" } else { "x" }.into(),
         "".into(),
         not_null.into(),
@@ -1239,7 +1270,9 @@ fn describe_oid(db: &Database, oid: i64, what: OidText) -> Option<String> {
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
     match (what, part) {
-        (OidText::IndexDef, 1) => Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", "))),
+        (OidText::IndexDef, 1) => {
+            Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", ")))
+        }
         (OidText::ConstraintDef, 2) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
         _ => None,
     }
@@ -1295,7 +1328,6 @@ impl OidTextUdf {
 }
 
 impl ScalarUDFImpl for OidTextUdf {
-
     fn name(&self) -> &str {
         match self.what {
             OidText::IndexDef => "pg_get_indexdef",
@@ -1316,8 +1348,7 @@ impl ScalarUDFImpl for OidTextUdf {
         let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
         let oids = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
         let db = self.db.upgrade();
-        let out: StringArray =
-            oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(db, o, self.what)))).collect();
+        let out: StringArray = oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(db, o, self.what)))).collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }
@@ -1332,7 +1363,8 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
             Arc::new(move |args: &[ColumnarValue]| {
                 let arrays = ColumnarValue::values_to_arrays(args)?;
                 let ints = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
-                let out: StringArray = ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(f)).collect();
+                let out: StringArray =
+                    ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(f)).collect();
                 Ok(ColumnarValue::Array(Arc::new(out)))
             }),
         )
@@ -1355,7 +1387,18 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
-        int_to_text("pg_encoding_to_char", |e| Some(if e == UTF8_ENCODING as i64 { "UTF8" } else if e == 0 { "SQL_ASCII" } else { "" }.to_string())),
+        int_to_text("pg_encoding_to_char", |e| {
+            Some(
+                if e == UTF8_ENCODING as i64 {
+                    "UTF8"
+                } else if e == 0 {
+                    "SQL_ASCII"
+                } else {
+                    ""
+                }
+                .to_string(),
+            )
+        }),
     ]
 }
 
@@ -1440,7 +1483,7 @@ impl ScalarUDFImpl for JsonBuildObject {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        if args.args.len() % 2 != 0 {
+        if !args.args.len().is_multiple_of(2) {
             return Err(DataFusionError::Plan("argument list must have even number of elements".into()));
         }
         let n = args.number_rows;

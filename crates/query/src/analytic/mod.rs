@@ -43,8 +43,8 @@ use crate::plan::OutputColumn;
 use crate::session::Database;
 use crate::types::{Datum, SqlType};
 use catalog::{GeneratedSchema, PgCatalogSchema, CATALOG};
-pub use provider::ReadCtx;
 use provider::PublicSchema;
+pub use provider::ReadCtx;
 
 /// DataFusion, set up once per database.
 pub struct Analytics {
@@ -66,11 +66,15 @@ pub struct AnalyticPlan {
 /// What a statement needs from its session besides the read context.
 pub struct SessionInfo {
     pub settings: BTreeMap<String, String>,
+    pub user: String,
 }
 
 impl Analytics {
     pub fn new(db: Weak<Database>) -> Result<Analytics> {
-        let config = SessionConfig::new().with_default_catalog_and_schema(CATALOG, "public").with_information_schema(false).with_target_partitions(2);
+        let config = SessionConfig::new()
+            .with_default_catalog_and_schema(CATALOG, "public")
+            .with_information_schema(false)
+            .with_target_partitions(2);
         let ctx = SessionContext::new_with_config(config);
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
         catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
@@ -104,6 +108,9 @@ impl Analytics {
         let mut state = self.ctx.state();
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
+        for name in ["current_user", "session_user"] {
+            state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, info.user.clone())))).map_err(map_err)?;
+        }
         Ok(state)
     }
 
@@ -146,12 +153,8 @@ impl Analytics {
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
-        let columns = plan
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None })
-            .collect();
+        let columns =
+            plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
         let types = plan.get_parameter_types().map_err(map_err)?;
         let mut param_types = vec![None; types.len()];
         for (name, ty) in types {
@@ -316,7 +319,6 @@ impl TextUdf {
 }
 
 impl ScalarUDFImpl for TextUdf {
-
     fn name(&self) -> &str {
         self.name
     }

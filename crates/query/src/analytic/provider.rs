@@ -19,9 +19,7 @@ use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::memory::MemoryStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, ReplaceChildrenOptions,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, ReplaceChildrenOptions};
 use parking_lot::Mutex;
 use tabula_store::Txn;
 
@@ -294,7 +292,6 @@ impl ExecutionPlan for TabulaScanExec {
         "TabulaScanExec"
     }
 
-
     fn properties(&self) -> &Arc<PlanProperties> {
         &self.properties
     }
@@ -303,10 +300,7 @@ impl ExecutionPlan for TabulaScanExec {
         vec![]
     }
 
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
-    ) -> DfResult<TreeNodeRecursion> {
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>) -> DfResult<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -324,7 +318,8 @@ impl ExecutionPlan for TabulaScanExec {
 
     fn execute(&self, _partition: usize, _context: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
-        let streamable = self.read.txn.is_none() && matches!(self.scan().access, AccessPath::RangeScan { .. } | AccessPath::FullScan { .. });
+        let streamable =
+            self.read.txn.is_none() && matches!(self.scan().access, AccessPath::RangeScan { .. } | AccessPath::FullScan { .. });
         if !streamable {
             let rows = self.materialize().map_err(df_err)?;
             let batches = rows.chunks(BATCH_ROWS).map(|c| rows_to_batch(&schema, c)).collect::<Result<Vec<_>, _>>().map_err(df_err)?;

@@ -21,6 +21,9 @@
 //! - `LIKE p ESCAPE '/'`: DataFusion escapes with backslash only; the pattern's escape character becomes one.
 //! - `generate_subscripts(a, 1)` (not in DataFusion) is `unnest(range(1, array_length(a) + 1))`, which
 //!   zips with other `unnest`s of the select list as in PostgreSQL.
+//! - Functions in FROM: a set-returning one's alias also names its column (`generate_series(1, 3) AS i`
+//!   gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
+//! - `user`, `current_user`, `session_user`, `current_role` written bare are calls of the session's user.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
 
 use std::ops::ControlFlow;
@@ -28,8 +31,9 @@ use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, BinaryOperator, Select, CaseWhen, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr, Statement,
+    visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
+    Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, ValueWithSpan,
+    VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::*;
 
@@ -61,12 +65,14 @@ impl Rewriter {
         }
         let _ = s.visit(&mut OverEmptyRelations);
         let _ = s.visit(&mut UniqueProjectionNames);
+        let _ = s.visit(&mut FunctionsInFrom);
         let _ = visit_expressions_mut(&mut s, |e| {
             array_literal_comparison(e);
             oid_literal_arguments(e);
             to_char_pattern(e);
             like_escape(e);
             generate_subscripts(e);
+            user_keyword(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));
             }
@@ -181,7 +187,17 @@ fn has_aggregate(e: &Expr) -> bool {
                 let aggregate = f.over.is_some()
                     || matches!(
                         n,
-                        "count" | "sum" | "avg" | "min" | "max" | "array_agg" | "string_agg" | "bool_and" | "bool_or" | "every" | "first_value"
+                        "count"
+                            | "sum"
+                            | "avg"
+                            | "min"
+                            | "max"
+                            | "array_agg"
+                            | "string_agg"
+                            | "bool_and"
+                            | "bool_or"
+                            | "every"
+                            | "first_value"
                     );
                 if aggregate && self.depth == 0 {
                     self.found = true;
@@ -425,7 +441,8 @@ fn array_literal_comparison(e: &mut Expr) {
             .filter(|s| !s.trim().is_empty())
             .map(|s| {
                 let s = s.trim().trim_matches('"');
-                let value = if s.parse::<i64>().is_ok() { Value::Number(s.to_string(), false) } else { Value::SingleQuotedString(s.to_string()) };
+                let value =
+                    if s.parse::<i64>().is_ok() { Value::Number(s.to_string(), false) } else { Value::SingleQuotedString(s.to_string()) };
                 Expr::Value(ValueWithSpan::from(value))
             })
             .collect();
@@ -566,20 +583,22 @@ fn like_escape(e: &mut Expr) {
         return;
     }
     let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.to_string())));
-    let replace = |e: Expr, from: &str, to: &str| Expr::Function(Function {
-        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("replace"))]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: [e, text(from), text(to)].into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    });
+    let replace = |e: Expr, from: &str, to: &str| {
+        Expr::Function(Function {
+            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("replace"))]),
+            uses_odbc_syntax: false,
+            parameters: FunctionArguments::None,
+            args: FunctionArguments::List(FunctionArgumentList {
+                duplicate_treatment: None,
+                args: [e, text(from), text(to)].into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+                clauses: vec![],
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: vec![],
+        })
+    };
     // Literal backslashes first, then the escape character becomes the backslash.
     let escaped = replace(replace(pattern.as_ref().clone(), "\\", "\\\\"), &c, "\\");
     **pattern = escaped;
@@ -628,5 +647,54 @@ fn generate_subscripts(e: &mut Expr) {
     }
     if let Some(t) = template("unnest(range(1, CAST(array_length($1) AS BIGINT) + 1))", &args[..1]) {
         *e = t;
+    }
+}
+
+struct FunctionsInFrom;
+
+/// Table functions DataFusion knows; any other function in FROM is a scalar one.
+const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "unnest", "pg_get_keywords"];
+
+impl VisitorMut for FunctionsInFrom {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table { name, args: Some(args), alias: Some(alias), .. } = f else { return ControlFlow::Continue(()) };
+        if !alias.columns.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        if TABLE_FUNCTIONS.contains(&fname.as_str()) {
+            alias.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
+            return ControlFlow::Continue(());
+        }
+        let call = format!("SELECT {name}({}) AS {}", args.args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "), alias.name);
+        let Ok(query) = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(&call)
+            .and_then(|mut p| p.parse_query())
+        else {
+            return ControlFlow::Continue(());
+        };
+        *f = TableFactor::Derived { lateral: false, subquery: query, alias: Some(alias.clone()), sample: None };
+        ControlFlow::Continue(())
+    }
+}
+
+fn user_keyword(e: &mut Expr) {
+    let is_user = |n: &str| matches!(n.to_lowercase().as_str(), "user" | "current_user" | "session_user" | "current_role");
+    let bare = match e {
+        Expr::Identifier(id) => id.quote_style.is_none() && is_user(&id.value),
+        // The SQL-standard forms parse as calls without parentheses.
+        Expr::Function(f) => matches!(f.args, FunctionArguments::None) && f.name.0.len() == 1 && is_user(&f.name.to_string()),
+        _ => false,
+    };
+    if bare {
+        let mut call = function("current_user", Expr::Value(ValueWithSpan::from(Value::Null)), vec![]);
+        if let Expr::Function(f) = &mut call {
+            if let FunctionArguments::List(l) = &mut f.args {
+                l.args.clear();
+            }
+        }
+        *e = call;
     }
 }
