@@ -32,6 +32,7 @@ const MAX_RETRIES: usize = 20;
 pub struct Database {
     store: Arc<Store>,
     max_statement_bytes: std::sync::atomic::AtomicUsize,
+    roles: RwLock<Vec<String>>,
     /// DataFusion, started by the first statement that needs it.
     analytics: std::sync::OnceLock<Arc<crate::analytic::Analytics>>,
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
@@ -45,6 +46,7 @@ impl Database {
             store,
             analytics: std::sync::OnceLock::new(),
             max_statement_bytes: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_STATEMENT_BYTES),
+            roles: RwLock::new(Vec::new()),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
         })
@@ -66,6 +68,15 @@ impl Database {
             copy: None,
             last_plan: None,
         }
+    }
+
+    /// The users authentication knows besides the superuser (pg_roles lists them).
+    pub fn set_roles(&self, names: Vec<String>) {
+        *self.roles.write() = names;
+    }
+
+    pub fn roles(&self) -> Vec<String> {
+        self.roles.read().clone()
     }
 
     pub fn set_max_statement_bytes(&self, n: usize) {
@@ -489,6 +500,7 @@ impl Session {
             user: self.user.clone(),
             database: self.database.clone(),
             interrupt: self.interrupt.clone(),
+            settings: self.settings.clone(),
         }
     }
 

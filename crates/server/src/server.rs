@@ -107,6 +107,9 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let addr = listener.local_addr().context("local address")?;
     let db = Database::new(Arc::new(store));
     db.set_max_statement_bytes(config.max_statement_bytes);
+    let mut roles: Vec<String> = config.users.keys().cloned().collect();
+    roles.sort();
+    db.set_roles(roles);
     let users = Users::new(config.users.clone(), config.auth);
     let shared = Shared::new(db, config.slow_statement_ms, config.auth, users);
     let (stop, stopped) = watch::channel(false);

@@ -240,12 +240,14 @@ struct Rel {
 struct Snapshot {
     rels: Vec<Rel>,
     db: Arc<Database>,
+    /// The reading session's settings (pg_settings shows them).
+    settings: BTreeMap<String, String>,
 }
 
 impl Snapshot {
     async fn take(db: &Arc<Database>, list: &Arc<dyn CatalogProviderList>) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
-        let Some(catalog) = list.catalog(CATALOG) else { return Ok(Snapshot { rels, db: db.clone() }) };
+        let Some(catalog) = list.catalog(CATALOG) else { return Ok(Snapshot { rels, db: db.clone(), settings: BTreeMap::new() }) };
         let mut schemas = catalog.schema_names();
         schemas.sort();
         for s in schemas {
@@ -283,7 +285,7 @@ impl Snapshot {
                 rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
             }
         }
-        Ok(Snapshot { rels, db: db.clone() })
+        Ok(Snapshot { rels, db: db.clone(), settings: BTreeMap::new() })
     }
 
     fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
@@ -337,6 +339,8 @@ enum Generated {
     PgAttrdef,
     PgStatUserTables,
     PgDatabase,
+    PgRoles,
+    PgSettings,
     /// A pg_catalog relation that is always empty in Tabula (policies, publications, ...), with
     /// PostgreSQL's column types so queries joining it plan.
     Empty(&'static str),
@@ -470,6 +474,40 @@ impl Generated {
                 ("conbin", Text),
             ],
             Generated::PgAttrdef => vec![("oid", Oid), ("adrelid", Oid), ("adnum", I16), ("adbin", Text)],
+            Generated::PgRoles => vec![
+                ("rolname", Text),
+                ("rolsuper", Bool),
+                ("rolinherit", Bool),
+                ("rolcreaterole", Bool),
+                ("rolcreatedb", Bool),
+                ("rolcanlogin", Bool),
+                ("rolreplication", Bool),
+                ("rolconnlimit", I32),
+                ("rolpassword", Text),
+                ("rolvaliduntil", Ts),
+                ("rolbypassrls", Bool),
+                ("rolconfig", Texts),
+                ("oid", Oid),
+            ],
+            Generated::PgSettings => vec![
+                ("name", Text),
+                ("setting", Text),
+                ("unit", Text),
+                ("category", Text),
+                ("short_desc", Text),
+                ("extra_desc", Text),
+                ("context", Text),
+                ("vartype", Text),
+                ("source", Text),
+                ("min_val", Text),
+                ("max_val", Text),
+                ("enumvals", Texts),
+                ("boot_val", Text),
+                ("reset_val", Text),
+                ("sourcefile", Text),
+                ("sourceline", I32),
+                ("pending_restart", Bool),
+            ],
             Generated::Empty(name) => match name {
                 "pg_policy" => vec![
                     ("oid", Oid),
@@ -860,6 +898,54 @@ impl Generated {
                     Cell::Null,
                 ]);
             }
+            Generated::PgRoles => {
+                // The superuser, then the users authentication knows.
+                let mut names = vec!["tabula".to_string()];
+                names.extend(s.db.roles().into_iter().filter(|n| n != "tabula"));
+                for (i, name) in names.into_iter().enumerate() {
+                    let superuser = i == 0;
+                    let oid = if superuser { OWNER } else { 16390 + i as i32 };
+                    out.push(vec![
+                        name.into(),
+                        superuser.into(),
+                        true.into(),
+                        superuser.into(),
+                        superuser.into(),
+                        true.into(),
+                        false.into(),
+                        (-1).into(),
+                        "********".into(),
+                        Cell::Null,
+                        superuser.into(),
+                        Cell::Null,
+                        oid.into(),
+                    ]);
+                }
+            }
+            Generated::PgSettings => {
+                for (name, value) in &s.settings {
+                    let boolean = matches!(value.as_str(), "on" | "off");
+                    out.push(vec![
+                        crate::session::display_setting_name(name).into(),
+                        value.clone().into(),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        "user".into(),
+                        if boolean { "bool" } else { "string" }.into(),
+                        "default".into(),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        value.clone().into(),
+                        value.clone().into(),
+                        Cell::Null,
+                        Cell::Null,
+                        false.into(),
+                    ]);
+                }
+            }
             Generated::PgStatUserTables => {
                 for (r, t, _) in s.tabula() {
                     let parts = s.db.store().partitions(&t.name).unwrap_or_default();
@@ -1123,7 +1209,7 @@ impl GeneratedTable {
         GeneratedTable { which, schema: which.schema(), db, list }
     }
 
-    async fn batch(&self) -> DfResult<RecordBatch> {
+    async fn batch(&self, settings: BTreeMap<String, String>) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
         if let Generated::System(v) = self.which {
             let mut rows = v.rows(db.store()).map_err(df_err)?;
@@ -1132,7 +1218,8 @@ impl GeneratedTable {
             return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
         }
         let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
-        let snapshot = Snapshot::take(&db, &list).await?;
+        let mut snapshot = Snapshot::take(&db, &list).await?;
+        snapshot.settings = settings;
         build_batch(&self.schema, &self.which.rows(&snapshot)?)
     }
 }
@@ -1149,12 +1236,13 @@ impl TableProvider for GeneratedTable {
 
     async fn scan(
         &self,
-        _state: &dyn DfSession,
+        state: &dyn DfSession,
         projection: Option<&Vec<usize>>,
         _filters: &[datafusion::logical_expr::Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let batch = self.batch().await?;
+        let settings = state.config().get_extension::<super::provider::ReadCtx>().map(|r| r.settings.clone()).unwrap_or_default();
+        let batch = self.batch(settings).await?;
         Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
     }
 }
@@ -1176,6 +1264,8 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_constraint" => Generated::PgConstraint,
         "pg_attrdef" => Generated::PgAttrdef,
         "pg_database" => Generated::PgDatabase,
+        "pg_roles" => Generated::PgRoles,
+        "pg_settings" => Generated::PgSettings,
         "pg_policy" => Generated::Empty("pg_policy"),
         "pg_statistic_ext" => Generated::Empty("pg_statistic_ext"),
         "pg_publication" => Generated::Empty("pg_publication"),

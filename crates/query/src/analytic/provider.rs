@@ -46,6 +46,8 @@ pub struct ReadCtx {
     pub user: String,
     pub database: String,
     pub interrupt: Interrupt,
+    /// The session's settings, for pg_settings.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 pub fn df_err(e: QueryError) -> DataFusionError {
