@@ -553,6 +553,13 @@ impl Session {
             };
             fresh
         };
+        self.last_plan = Some(plan.clone());
+        self.run_bound(p, params, |s, params| s.run(&plan, params))
+    }
+
+    /// Binds parameters to a prepared statement's types and runs it under the statement timeout; an error
+    /// fails the open transaction.
+    fn run_bound(&mut self, p: &Prepared, params: &[Datum], f: impl FnOnce(&mut Self, &[Datum]) -> Result<Output>) -> Result<Output> {
         if params.len() != p.param_types.len() {
             return Err(QueryError::Syntax(format!(
                 "bind message supplies {} parameters, but prepared statement requires {}",
@@ -561,10 +568,9 @@ impl Session {
             )));
         }
         let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
-        self.last_plan = Some(plan.clone());
         let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
         self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
-        let r = self.run(&plan, &params);
+        let r = f(self, &params);
         self.interrupt.deadline = None;
         if r.is_err() {
             self.note_error();
@@ -591,23 +597,8 @@ impl Session {
     }
 
     fn execute_analytic(&mut self, p: &Prepared, a: Arc<AnalyticPlan>, params: &[Datum]) -> Result<Output> {
-        if params.len() != p.param_types.len() {
-            return Err(QueryError::Syntax(format!(
-                "bind message supplies {} parameters, but prepared statement requires {}",
-                params.len(),
-                p.param_types.len()
-            )));
-        }
-        let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
         self.last_plan = None;
-        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
-        self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
-        let r = self.run_analytic(p, &a, &params);
-        self.interrupt.deadline = None;
-        if r.is_err() {
-            self.note_error();
-        }
-        r
+        self.run_bound(p, params, |s, params| s.run_analytic(p, &a, params))
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {

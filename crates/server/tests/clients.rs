@@ -123,18 +123,21 @@ async fn statement_timeout_stops_a_long_scan() {
     server.stop().await;
 }
 
+/// psql as a subprocess against the test server: (succeeded, stdout, stderr).
+fn run_psql(port: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
+        .args(args)
+        .output()
+        .expect("psql is installed");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn psql_runs_scripts() {
     let server = TestServer::start().await;
     let port = server.port().to_string();
-    let psql = |args: &[&str]| {
-        let out = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
-            .args(args)
-            .output()
-            .expect("psql is installed");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-    };
+    let psql = |args: &[&str]| run_psql(&port, args);
     let (ok, _, err) = psql(&["-c", "CREATE TABLE p (k text PRIMARY KEY, n bigint)", "-c", "INSERT INTO p VALUES ('a', 1), ('b', 2)"]);
     assert!(ok, "{err}");
     let (ok, out, err) = psql(&["-At", "-c", "SELECT k, n FROM p ORDER BY k DESC"]);
@@ -153,13 +156,9 @@ async fn psql_describes_tables_and_copies() {
     let server = TestServer::start().await;
     let port = server.port().to_string();
     let psql = |args: &[&str]| {
-        let out = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
-            .args(args)
-            .output()
-            .expect("psql is installed");
-        assert!(out.status.success(), "psql {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let (ok, out, err) = run_psql(&port, args);
+        assert!(ok, "psql {args:?}: {err}");
+        out
     };
     psql(&[
         "-c",
@@ -324,12 +323,9 @@ async fn psql_copy_csv_from_a_file_and_back() {
     let csv = server.dir.path().join("in.csv");
     std::fs::write(&csv, "id,city,note\n1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n").unwrap();
     let psql = |cmd: &str| {
-        let out = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1", "-At", "-c", cmd])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let (ok, out, err) = run_psql(&port, &["-At", "-c", cmd]);
+        assert!(ok, "{err}");
+        out
     };
     psql("CREATE TABLE cities (id bigint PRIMARY KEY, city text, note text)");
     let out = psql(&format!("\\copy cities FROM '{}' WITH (FORMAT csv, HEADER true)", csv.display()));

@@ -160,14 +160,6 @@ fn build_batch(schema: &SchemaRef, rows: &[Vec<Cell>]) -> DfResult<RecordBatch> 
                     })
                     .collect::<Float32Array>(),
             ),
-            DataType::Float64 => Arc::new(
-                cells
-                    .map(|c| match c {
-                        Cell::F(v) => Some(*v),
-                        _ => None,
-                    })
-                    .collect::<Float64Array>(),
-            ),
             DataType::Boolean => Arc::new(
                 cells
                     .map(|c| match c {

@@ -384,34 +384,17 @@ fn selects_nothing(select: &Select) -> bool {
 }
 
 fn over_empty_relation(select: &mut Select) {
-    {
-        let empty = |f: &TableFactor| match f {
-            TableFactor::Table { name, .. } => {
-                name.0.last().is_some_and(|p| EMPTY_RELATIONS.contains(&p.to_string().to_lowercase().as_str()))
-            }
-            _ => false,
-        };
-        use datafusion::sql::sqlparser::ast::JoinOperator;
-        let no_rows = select.from.iter().any(|twj| {
-            empty(&twj.relation)
-                || twj.joins.iter().any(|j| empty(&j.relation) && matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_)))
-        });
-        let aggregates = select.projection.iter().any(|p| match p {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
-            _ => false,
-        });
-        if !no_rows || aggregates {
-            return;
-        }
-        for item in &mut select.projection {
-            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
-                let _ = visit_expressions_mut(e, |x| {
-                    if matches!(x, Expr::Subquery(_)) || array_subquery(x).is_some() {
-                        *x = Expr::Value(ValueWithSpan::from(Value::Null));
-                    }
-                    ControlFlow::<()>::Continue(())
-                });
-            }
+    if !selects_nothing(select) {
+        return;
+    }
+    for item in &mut select.projection {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            let _ = visit_expressions_mut(e, |x| {
+                if matches!(x, Expr::Subquery(_)) || array_subquery(x).is_some() {
+                    *x = Expr::Value(ValueWithSpan::from(Value::Null));
+                }
+                ControlFlow::<()>::Continue(())
+            });
         }
     }
 }
@@ -469,16 +452,14 @@ impl VisitorMut for UniqueProjectionNames {
 }
 
 fn unique_names(select: &mut Select) {
-    {
-        let mut seen = std::collections::HashSet::new();
-        for (i, item) in select.projection.iter_mut().enumerate() {
-            let SelectItem::UnnamedExpr(e) = item else { continue };
-            if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
-                continue;
-            }
-            if !seen.insert(e.to_string()) {
-                *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
-            }
+    let mut seen = std::collections::HashSet::new();
+    for (i, item) in select.projection.iter_mut().enumerate() {
+        let SelectItem::UnnamedExpr(e) = item else { continue };
+        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            continue;
+        }
+        if !seen.insert(e.to_string()) {
+            *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
         }
     }
 }
