@@ -88,12 +88,14 @@ async def asyncpg_binary():
     await conn.close()
 
 
-def sqlalchemy_inspect():
-    """SQLAlchemy's reflection runs its pg_catalog queries (on the analytic engine)."""
+def sqlalchemy_inspect(driver):
+    """SQLAlchemy's reflection runs its pg_catalog queries (on the analytic engine). psycopg2 sends them
+    with the values written in, psycopg 3 with server-side parameters."""
     import sqlalchemy as sa
 
-    engine = sa.create_engine(f"postgresql+psycopg2://tabula@127.0.0.1:{PORT}/tabula")
+    engine = sa.create_engine(f"postgresql+{driver}://tabula@127.0.0.1:{PORT}/tabula")
     with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE IF EXISTS sa_devices"))
         conn.execute(sa.text(
             "CREATE TABLE sa_devices (site text, id bigint, name varchar NOT NULL, temp double precision, "
             "active boolean DEFAULT true, PRIMARY KEY (site, id))"
@@ -120,6 +122,7 @@ def sqlalchemy_inspect():
 
 psycopg3()
 psycopg2_and_pandas()
-sqlalchemy_inspect()
+sqlalchemy_inspect("psycopg2")
+sqlalchemy_inspect("psycopg")
 asyncio.run(asyncpg_binary())
 print("python clients ok")

@@ -65,6 +65,10 @@ pub enum QueryError {
     Store(StoreError),
     #[error("{0}")]
     ProgramLimitExceeded(String),
+    #[error("savepoint \"{0}\" does not exist")]
+    UndefinedSavepoint(String),
+    #[error("{0} can only be used in transaction blocks")]
+    NoTransaction(&'static str),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("{inner}")]
@@ -102,6 +106,8 @@ impl QueryError {
             Store(e) => e.sqlstate(),
             WithContext { inner, .. } => inner.sqlstate(),
             ProgramLimitExceeded(_) => "54000",
+            UndefinedSavepoint(_) => "3B001",
+            NoTransaction(_) => "25P01",
             Internal(_) => "XX000",
         }
     }

@@ -167,6 +167,9 @@ pub enum Plan {
     Begin,
     Commit,
     Rollback,
+    Savepoint(String),
+    ReleaseSavepoint(String),
+    RollbackToSavepoint(String),
     SetVariable {
         name: String,
         value: Option<String>,

@@ -64,6 +64,9 @@ impl<'a> Planner<'a> {
             Statement::StartTransaction { .. } => Ok(Plan::Begin),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Rollback { savepoint: None, .. } => Ok(Plan::Rollback),
+            Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackToSavepoint(ident_name(name))),
+            Statement::Savepoint { name } => Ok(Plan::Savepoint(ident_name(name))),
+            Statement::ReleaseSavepoint { name } => Ok(Plan::ReleaseSavepoint(ident_name(name))),
             Statement::Explain { statement, analyze, .. } => Ok(Plan::Explain { plan: Box::new(self.plan(statement)?), analyze: *analyze }),
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {

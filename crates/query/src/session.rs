@@ -66,6 +66,7 @@ impl Database {
             settings: default_settings(),
             interrupt: Interrupt::default(),
             copy: None,
+            savepoints: Vec::new(),
             last_plan: None,
         }
     }
@@ -275,6 +276,8 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     pub interrupt: Interrupt,
     copy: Option<CopyIn>,
+    /// The open transaction's savepoints, oldest first, one per engine savepoint (`None`: released).
+    savepoints: Vec<Option<String>>,
     /// The plan of the statement run last (for the slow-statement log).
     last_plan: Option<Arc<Plan>>,
 }
@@ -384,6 +387,10 @@ impl Session {
         out
     }
 
+    fn savepoint_index(&self, name: &str) -> Result<usize> {
+        self.savepoints.iter().rposition(|s| s.as_deref() == Some(name)).ok_or_else(|| QueryError::UndefinedSavepoint(name.to_string()))
+    }
+
     fn note_error(&mut self) {
         if self.txn.is_some() {
             self.failed = true;
@@ -466,11 +473,10 @@ impl Session {
                 plan.columns.iter_mut().zip(names).for_each(|(c, n)| c.name = n);
             }
         }
-        let param_types = plan
-            .param_types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| match (given.get(i), t) {
+        // Every `$n` the client wrote counts, also those in parts the rewrite for DataFusion dropped.
+        let count = plan.param_types.len().max(max_placeholder(&stmt)).max(given.len());
+        let param_types = (0..count)
+            .map(|i| match (given.get(i), plan.param_types.get(i).and_then(|t| t.as_ref())) {
                 (Some(g), _) if *g != SqlType::Unknown => *g,
                 (_, Some(t)) => crate::analytic::arrow::sql_type_of(t),
                 _ => SqlType::Text,
@@ -606,19 +612,46 @@ impl Session {
     }
 
     fn run(&mut self, plan: &Plan, params: &[Datum]) -> Result<Output> {
-        if self.failed && !matches!(plan, Plan::Rollback | Plan::Commit) {
+        if self.failed && !matches!(plan, Plan::Rollback | Plan::Commit | Plan::RollbackToSavepoint(_)) {
             return Err(QueryError::InFailedTransaction);
         }
         match plan {
+            Plan::Savepoint(name) => {
+                let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("SAVEPOINT"))?;
+                txn.savepoint();
+                self.savepoints.push(Some(name.clone()));
+                Ok(Output::Command { tag: "SAVEPOINT".into() })
+            }
+            Plan::ReleaseSavepoint(name) => {
+                self.txn.as_ref().ok_or(QueryError::NoTransaction("RELEASE SAVEPOINT"))?;
+                let i = self.savepoint_index(name)?;
+                // The engine keeps its savepoints; released ones stay on its stack without a name.
+                self.savepoints[i..].iter_mut().for_each(|s| *s = None);
+                Ok(Output::Command { tag: "RELEASE".into() })
+            }
+            Plan::RollbackToSavepoint(name) => {
+                let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("ROLLBACK TO SAVEPOINT"))?;
+                let i = self.savepoint_index(name)?;
+                for _ in i..self.savepoints.len() {
+                    txn.rollback_to_savepoint()?;
+                }
+                // The savepoint stays, as in PostgreSQL: it can be rolled back to again.
+                txn.savepoint();
+                self.savepoints.truncate(i + 1);
+                self.failed = false;
+                Ok(Output::Command { tag: "ROLLBACK".into() })
+            }
             Plan::Begin => {
                 if self.txn.is_none() {
                     self.txn = Some(self.db.store.begin());
                     self.failed = false;
+                    self.savepoints.clear();
                 }
                 Ok(Output::Command { tag: "BEGIN".into() })
             }
             Plan::Commit => {
                 let failed = std::mem::take(&mut self.failed);
+                self.savepoints.clear();
                 match self.txn.take() {
                     Some(t) if failed => {
                         t.rollback()?;
@@ -633,6 +666,7 @@ impl Session {
             }
             Plan::Rollback => {
                 self.failed = false;
+                self.savepoints.clear();
                 if let Some(t) = self.txn.take() {
                     t.rollback()?;
                 }
@@ -1159,6 +1193,20 @@ fn dml_output(tag: String, returning: &Option<Returning>, rows: Vec<SqlRow>) -> 
 }
 
 /// The result columns a plan produces (RowDescription), known before it runs.
+/// The highest `$n` in a statement.
+fn max_placeholder(stmt: &Statement) -> usize {
+    let mut n = 0;
+    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+        if let sqlparser::ast::Expr::Value(v) = e {
+            if let sqlparser::ast::Value::Placeholder(p) = &v.value {
+                n = n.max(p.strip_prefix('$').and_then(|d| d.parse().ok()).unwrap_or(0));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    n
+}
+
 /// DataFusion's EXPLAIN rows (plan type, plan) as PostgreSQL's: one `QUERY PLAN` line per row, the
 /// physical plan (with its metrics under ANALYZE), whose scans name Tabula's access paths.
 fn explain_rows(rows: Vec<SqlRow>) -> Output {

@@ -1435,7 +1435,24 @@ impl ScalarUDFImpl for OidTextUdf {
     }
 }
 
+/// `f(name) -> oid`: NULL when nothing has that name.
+fn name_to_oid(name: &str, db: Weak<Database>, f: fn(Option<Arc<Database>>, &str) -> Option<i32>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Utf8],
+        DataType::Int32,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let names = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+            let out: Int32Array = names.as_string::<i32>().iter().map(|n| n.and_then(|n| f(db.upgrade(), n))).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
 pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
+    let db_for_names = db.clone();
     let int_to_text = |name: &str, f: fn(i64) -> Option<String>| {
         datafusion::logical_expr::create_udf(
             name,
@@ -1467,6 +1484,14 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_is_in_recovery", ScalarValue::Boolean(Some(false))),
         ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
+        name_to_oid("to_regtype", Weak::new(), |_, name| {
+            crate::types::SqlType::parse(name).filter(|t| *t != SqlType::Unknown).map(|t| t.oid() as i32)
+        }),
+        name_to_oid("to_regclass", db_for_names, |db, name| {
+            let db = db?;
+            let name = name.strip_prefix("public.").unwrap_or(name).trim_matches('"');
+            db.store().table_id(name).ok().map(table_oid)
+        }),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
         int_to_text("pg_encoding_to_char", |e| {

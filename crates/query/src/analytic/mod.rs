@@ -155,12 +155,16 @@ impl Analytics {
         })?;
         let columns =
             plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
-        let types = plan.get_parameter_types().map_err(map_err)?;
-        let mut param_types = vec![None; types.len()];
-        for (name, ty) in types {
-            if let Some(i) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()).filter(|i| (1..=param_types.len()).contains(i)) {
-                param_types[i - 1] = ty;
-            }
+        let types: Vec<(usize, Option<DataType>)> = plan
+            .get_parameter_types()
+            .map_err(map_err)?
+            .into_iter()
+            .filter_map(|(name, ty)| name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()).filter(|i| *i >= 1).map(|i| (i, ty)))
+            .collect();
+        // Indexed by `$n`: numbers the plan no longer uses (rewritten away) stay untyped.
+        let mut param_types = vec![None; types.iter().map(|(i, _)| *i).max().unwrap_or(0)];
+        for (i, ty) in types {
+            param_types[i - 1] = ty;
         }
         Ok(AnalyticPlan { plan, columns, param_types })
     }
@@ -169,8 +173,10 @@ impl Analytics {
     pub fn execute(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)], read: ReadCtx, info: &SessionInfo) -> Result<Vec<SqlRow>> {
         let mut logical = plan.plan.clone();
         if !params.is_empty() {
+            // Only the parameters the plan still has: the rewrite may have dropped some.
             let values = params
                 .iter()
+                .take(plan.param_types.len())
                 .enumerate()
                 .map(|(i, (d, ty))| arrow::scalar(d, *ty, plan.param_types.get(i).and_then(|t| t.as_ref())))
                 .collect::<Result<Vec<ScalarValue>>>()?;
