@@ -85,6 +85,10 @@ fn text_of(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>, tokio_
             format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
         }),
         Type::JSONB => row.try_get::<_, Option<Raw>>(i)?.map(|r| String::from_utf8_lossy(&r.0[1..]).into_owned()),
+        // Decoded by tokio-postgres from the binary array format, printed as PostgreSQL's text form.
+        Type::TEXT_ARRAY => row
+            .try_get::<_, Option<Vec<Option<String>>>>(i)?
+            .map(|v| format!("{{{}}}", v.into_iter().map(|e| e.unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join(","))),
         _ => row.try_get::<_, Option<Raw>>(i)?.map(|r| String::from_utf8_lossy(&r.0).into_owned()),
     })
 }

@@ -1341,6 +1341,21 @@ impl SchemaProvider for GeneratedSchema {
     }
 }
 
+/// A Tabula table's or primary key's name by OID.
+fn relation_name(db: &Database, oid: i64) -> Option<String> {
+    let rel = oid - 20000;
+    if rel < 0 {
+        return None;
+    }
+    let (id, part) = ((rel / 3) as u32, rel % 3);
+    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+    match part {
+        0 => Some(quote_ident(&name)),
+        1 => Some(format!("{name}_pkey")),
+        _ => None,
+    }
+}
+
 /// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
 fn describe_oid(db: &Database, oid: i64, what: OidText) -> Option<String> {
     let rel = oid - 20000;
@@ -1451,8 +1466,31 @@ fn name_to_oid(name: &str, db: Weak<Database>, f: fn(Option<Arc<Database>>, &str
     )
 }
 
+/// The name a relation OID prints as (`oid::regclass`): Tabula's tables and their keys by name, others
+/// by number.
+fn oid_to_name(name: &str, db: Weak<Database>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Int64],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+            let db = db.upgrade();
+            let out: StringArray = oids
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                .iter()
+                .map(|o| o.map(|o| db.as_ref().and_then(|db| relation_name(db, o)).unwrap_or_else(|| o.to_string())))
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
 pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
     let db_for_names = db.clone();
+    let db_for_regclass = db.clone();
     let int_to_text = |name: &str, f: fn(i64) -> Option<String>| {
         datafusion::logical_expr::create_udf(
             name,
@@ -1492,6 +1530,7 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
             let name = name.strip_prefix("public.").unwrap_or(name).trim_matches('"');
             db.store().table_id(name).ok().map(table_oid)
         }),
+        oid_to_name("regclass_name", db_for_regclass),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
         int_to_text("pg_encoding_to_char", |e| {

@@ -24,6 +24,8 @@
 //! - Functions in FROM: a set-returning one's alias also names its column (`generate_series(1, 3) AS i`
 //!   gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
 //! - `user`, `current_user`, `session_user`, `current_role` written bare are calls of the session's user.
+//! - `col::regtype` and `col::regclass` of an OID column print a name, as in PostgreSQL
+//!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
 
 use std::ops::ControlFlow;
@@ -66,6 +68,7 @@ impl Rewriter {
         let _ = s.visit(&mut OverEmptyRelations);
         let _ = s.visit(&mut UniqueProjectionNames);
         let _ = s.visit(&mut FunctionsInFrom);
+        let _ = s.visit(&mut OidDisplayCasts);
         let _ = visit_expressions_mut(&mut s, |e| {
             array_literal_comparison(e);
             oid_literal_arguments(e);
@@ -677,5 +680,46 @@ fn user_keyword(e: &mut Expr) {
             }
         }
         *e = call;
+    }
+}
+
+struct OidDisplayCasts;
+
+fn oid_alias(t: &datafusion::sql::sqlparser::ast::DataType) -> Option<&'static str> {
+    let name = t.to_string().to_lowercase();
+    let name = name.rsplit('.').next().unwrap_or("");
+    match name {
+        "regtype" => Some("regtype"),
+        "regclass" => Some("regclass"),
+        _ => None,
+    }
+}
+
+impl VisitorMut for OidDisplayCasts {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        let Expr::Cast { expr, data_type, .. } = e else { return ControlFlow::Continue(()) };
+        let column = |x: &Expr| matches!(x, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+        // `col::regclass::oid`: the OID itself.
+        if let Expr::Cast { expr: inner, data_type: alias, .. } = expr.as_ref() {
+            let to_number = matches!(data_type.to_string().to_lowercase().as_str(), "oid" | "int" | "integer" | "int4" | "bigint" | "int8");
+            if to_number && oid_alias(alias).is_some() && column(inner) {
+                *e = inner.as_ref().clone();
+                return ControlFlow::Continue(());
+            }
+        }
+        if !column(expr) {
+            return ControlFlow::Continue(());
+        }
+        let replacement = match oid_alias(data_type) {
+            Some("regtype") => template("format_type($1, NULL)", &[expr.as_ref().clone()]),
+            Some("regclass") => template("regclass_name($1)", &[expr.as_ref().clone()]),
+            _ => None,
+        };
+        if let Some(r) = replacement {
+            *e = r;
+        }
+        ControlFlow::Continue(())
     }
 }
