@@ -189,13 +189,30 @@ pub fn display_setting_name(name: &str) -> &str {
     }
 }
 
+/// Rows read as they are consumed: a key-value scan's cursor or an analytic statement's stream.
+pub struct RowStream(pub Box<dyn Iterator<Item = Result<SqlRow>> + Send>);
+
+impl Iterator for RowStream {
+    type Item = Result<SqlRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+impl std::fmt::Debug for RowStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowStream")
+    }
+}
+
 /// What a statement returns.
 #[derive(Debug)]
 pub enum Output {
     /// Rows produced as the client reads them (a streaming scan).
     Stream {
         columns: Vec<OutputColumn>,
-        cursor: Box<crate::cursor::Cursor>,
+        cursor: RowStream,
     },
     Rows {
         columns: Vec<OutputColumn>,
@@ -528,6 +545,11 @@ impl Session {
             &fresh
         };
         let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
+        let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
+        if self.txn.is_none() && !explain {
+            let rows = analytics.execute_stream(plan, &typed, self.read_ctx(None), &self.session_info())?;
+            return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream(Box::new(rows)) });
+        }
         let lent = self.txn.take().map(|t| Arc::new(parking_lot::Mutex::new(Some(t))));
         let read = self.read_ctx(lent.clone());
         let r = analytics.execute(plan, &typed, read, &self.session_info());
@@ -535,7 +557,7 @@ impl Session {
             self.txn = l.lock().take();
         }
         let rows = r?;
-        if matches!(p.stmt.as_deref(), Some(Statement::Explain { .. })) {
+        if explain {
             return Ok(explain_rows(rows));
         }
         Ok(Output::Rows { columns: plan.columns.clone(), tag: format!("SELECT {}", rows.len()), rows })
@@ -1052,7 +1074,7 @@ impl Session {
             if let Some(cursor) =
                 crate::cursor::Cursor::try_new(self.db.store.clone(), s, params, now, &self.user, &self.database, &self.interrupt)?
             {
-                return Ok((Output::Stream { columns: s.columns.clone(), cursor: Box::new(cursor) }, None));
+                return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream(Box::new(cursor)) }, None));
             }
         }
         if single_call(plan) {

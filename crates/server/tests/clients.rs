@@ -123,6 +123,36 @@ async fn statement_timeout_stops_a_long_scan() {
     server.stop().await;
 }
 
+/// An analytic statement's rows stream from DataFusion as the client reads them (here a 40,000-row join),
+/// and statement_timeout stops an analytic statement too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analytic_results_stream_and_time_out() {
+    use futures::{pin_mut, TryStreamExt};
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("CREATE TABLE big (k bigint PRIMARY KEY, v text)").await.unwrap();
+    let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'value {i}')")).collect();
+    for chunk in values.chunks(500) {
+        c.batch_execute(&format!("INSERT INTO big VALUES {}", chunk.join(","))).await.unwrap();
+    }
+    let join = "SELECT a.k, b.k FROM big a CROSS JOIN big b WHERE a.k < 200 AND b.k < 200";
+    let rows = c.query_raw(join, std::iter::empty::<i64>()).await.unwrap();
+    pin_mut!(rows);
+    let (mut n, mut sum) = (0i64, 0i64);
+    while let Some(row) = rows.try_next().await.unwrap() {
+        n += 1;
+        sum += row.get::<_, i64>(0) * 1000 + row.get::<_, i64>(1);
+    }
+    assert_eq!((n, sum), (40_000, (0..200i64).map(|a| (0..200i64).map(|b| a * 1000 + b).sum::<i64>()).sum()));
+    c.batch_execute("SET statement_timeout = 1").await.unwrap();
+    let e = c.query("SELECT count(*) FROM big a CROSS JOIN big b WHERE a.v LIKE '%9%' AND b.v LIKE '%8%'", &[]).await.expect_err("stopped");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED));
+    c.batch_execute("SET statement_timeout = 0").await.unwrap();
+    let n: i64 = c.query_one("SELECT count(*) FROM big WHERE v LIKE '%99%'", &[]).await.unwrap().get(0);
+    assert_eq!(n, 2000 - (0..2000).filter(|i| !i.to_string().contains("99")).count() as i64);
+    server.stop().await;
+}
+
 /// psql as a subprocess against the test server: (succeeded, stdout, stderr).
 fn run_psql(port: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new("psql")

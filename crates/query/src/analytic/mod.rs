@@ -169,8 +169,46 @@ impl Analytics {
         Ok(AnalyticPlan { plan, columns, param_types })
     }
 
-    /// Runs a planned statement with its parameters; the rows come back typed as `plan.columns` says.
-    pub fn execute(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)], read: ReadCtx, info: &SessionInfo) -> Result<Vec<SqlRow>> {
+    /// Starts a planned statement whose rows stream to the client (outside a transaction).
+    pub fn execute_stream(
+        &self,
+        plan: &AnalyticPlan,
+        params: &[(Datum, SqlType)],
+        read: ReadCtx,
+        info: &SessionInfo,
+    ) -> Result<AnalyticRows> {
+        let logical = self.bind(plan, params)?;
+        let interrupt = read.interrupt.clone();
+        let state = self.state(read, info)?;
+        let runtime =
+            self.runtime.as_ref().ok_or_else(|| QueryError::Internal("the analytic engine is shut down".into()))?.handle().clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        std::thread::Builder::new()
+            .name("tabula-df-stream".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    use futures::StreamExt;
+                    let mut stream = match DataFrame::new(state, logical).execute_stream().await {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let _ = tx.send(Err(map_err(e)));
+                            return;
+                        }
+                    };
+                    while let Some(b) = stream.next().await {
+                        let failed = b.is_err();
+                        // A full channel waits for the client; a dropped receiver ends the statement.
+                        if tx.send(b.map_err(map_err)).is_err() || failed {
+                            return;
+                        }
+                    }
+                })
+            })
+            .map_err(|e| QueryError::Internal(format!("cannot start the analytic stream: {e}")))?;
+        Ok(AnalyticRows { rx, types: plan.columns.iter().map(|c| c.ty).collect(), buf: Default::default(), interrupt, done: false })
+    }
+
+    fn bind(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)]) -> Result<LogicalPlan> {
         let mut logical = plan.plan.clone();
         if !params.is_empty() {
             // Only the parameters the plan still has: the rewrite may have dropped some.
@@ -182,6 +220,12 @@ impl Analytics {
                 .collect::<Result<Vec<ScalarValue>>>()?;
             logical = logical.with_param_values(ParamValues::from(values)).map_err(map_err)?;
         }
+        Ok(logical)
+    }
+
+    /// Runs a planned statement with its parameters; the rows come back typed as `plan.columns` says.
+    pub fn execute(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)], read: ReadCtx, info: &SessionInfo) -> Result<Vec<SqlRow>> {
+        let logical = self.bind(plan, params)?;
         let interrupt = read.interrupt.clone();
         let state = self.state(read, info)?;
         let batches = self.block_on(&interrupt, async move { DataFrame::new(state, logical).collect().await.map_err(map_err) })?;
@@ -199,6 +243,59 @@ impl Drop for Analytics {
         // The database may be dropped on a server worker thread, where blocking on a runtime's shutdown panics.
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
+        }
+    }
+}
+
+/// Rows of an analytic statement, produced as the client reads them: a thread runs the DataFusion stream
+/// a couple of batches ahead, so memory stays bounded however many rows the statement returns.
+pub struct AnalyticRows {
+    rx: std::sync::mpsc::Receiver<Result<datafusion::arrow::record_batch::RecordBatch>>,
+    types: Vec<SqlType>,
+    buf: std::collections::VecDeque<SqlRow>,
+    interrupt: Interrupt,
+    done: bool,
+}
+
+impl std::fmt::Debug for AnalyticRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AnalyticRows")
+    }
+}
+
+impl Iterator for AnalyticRows {
+    type Item = Result<SqlRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.buf.pop_front() {
+                return Some(Ok(r));
+            }
+            if self.done {
+                return None;
+            }
+            match self.rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(Ok(batch)) => {
+                    let mut rows = Vec::with_capacity(batch.num_rows());
+                    if let Err(e) = arrow::batch_to_rows(&batch, &self.types, &mut rows) {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                    self.buf.extend(rows);
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = self.interrupt.check() {
+                        // Dropping the receiver stops the producing thread at its next batch.
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => self.done = true,
+            }
         }
     }
 }
