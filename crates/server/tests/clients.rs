@@ -216,6 +216,8 @@ Indexes:
         tables,
         "         List of relations\n Schema |  Name   | Type  | Owner  \n--------+---------+-------+--------\n public | devices | table | tabula\n(1 row)\n\n"
     );
+    let sized = psql(&["-At", "-c", "\\dt+"]);
+    assert_eq!(sized, "public|devices|table|tabula|permanent|heap|0 bytes|\n");
     let schemas = psql(&["-At", "-c", "\\dn"]);
     assert_eq!(schemas, "public|tabula\ntabula|tabula\n");
     let databases = psql(&["-At", "-c", "\\l"]);

@@ -1466,6 +1466,47 @@ fn name_to_oid(name: &str, db: Weak<Database>, f: fn(Option<Arc<Database>>, &str
     )
 }
 
+/// PostgreSQL's pg_size_pretty: bytes, kB, MB, GB, TB, rounding half up past 10 of a unit.
+fn size_pretty(n: i64) -> String {
+    let mut v = n;
+    for unit in ["bytes", "kB", "MB", "GB", "TB"] {
+        if v.abs() < 10 * 1024 || unit == "TB" {
+            return format!("{v} {unit}");
+        }
+        v = (v + if v >= 0 { 512 } else { -512 }) / 1024;
+    }
+    unreachable!("TB returns")
+}
+
+/// Approximate bytes of a Tabula table (its partitions' statistics); 0 for anything else.
+fn relation_bytes(name: &str, db: Weak<Database>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Int64],
+        DataType::Int64,
+        Volatility::Volatile,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+            let db = db.upgrade();
+            let bytes = |oid: i64| -> i64 {
+                let Some(db) = db.as_ref() else { return 0 };
+                let rel = oid - 20000;
+                if rel < 0 || rel % 3 != 0 {
+                    return 0;
+                }
+                let Some(name) = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some((rel / 3) as u32))
+                else {
+                    return 0;
+                };
+                db.store().partitions(&name).map(|p| p.iter().map(|p| p.approx_bytes.max(0)).sum()).unwrap_or(0)
+            };
+            let out: Int64Array = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|o| o.map(bytes)).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
 /// The name a relation OID prints as (`oid::regclass`): Tabula's tables and their keys by name, others
 /// by number.
 fn oid_to_name(name: &str, db: Weak<Database>) -> ScalarUDF {
@@ -1491,6 +1532,7 @@ fn oid_to_name(name: &str, db: Weak<Database>) -> ScalarUDF {
 pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
     let db_for_names = db.clone();
     let db_for_regclass = db.clone();
+    let db_for_sizes = db.clone();
     let int_to_text = |name: &str, f: fn(i64) -> Option<String>| {
         datafusion::logical_expr::create_udf(
             name,
@@ -1531,6 +1573,10 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
             db.store().table_id(name).ok().map(table_oid)
         }),
         oid_to_name("regclass_name", db_for_regclass),
+        int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
+        relation_bytes("pg_table_size", db_for_sizes.clone()),
+        relation_bytes("pg_relation_size", db_for_sizes.clone()),
+        relation_bytes("pg_total_relation_size", db_for_sizes),
         // Every object belongs to the superuser `tabula`.
         int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
         int_to_text("pg_encoding_to_char", |e| {

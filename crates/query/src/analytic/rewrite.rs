@@ -643,11 +643,35 @@ impl VisitorMut for FunctionsInFrom {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
-        let TableFactor::Table { name, args: Some(args), alias: Some(alias), .. } = f else { return ControlFlow::Continue(()) };
+        let TableFactor::Table { name, args: Some(args), alias, .. } = f else { return ControlFlow::Continue(()) };
+        let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        // `[pg_catalog.]unnest(a) x`: DataFusion's UNNEST relation, whose column the alias names.
+        if fname == "unnest" {
+            let array_exprs: Option<Vec<Expr>> = args
+                .args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(array_exprs) = array_exprs {
+                let mut alias = alias.clone();
+                if let Some(a) = alias.as_mut().filter(|a| a.columns.is_empty()) {
+                    a.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+                }
+                *f = TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality: false };
+            }
+            return ControlFlow::Continue(());
+        }
+        if TABLE_FUNCTIONS.contains(&fname.as_str()) && name.0.len() > 1 {
+            // pg_catalog.generate_series: DataFusion knows it unqualified.
+            name.0 = vec![name.0.last().cloned().expect("a name")];
+        }
+        let Some(alias) = alias else { return ControlFlow::Continue(()) };
         if !alias.columns.is_empty() {
             return ControlFlow::Continue(());
         }
-        let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
         if TABLE_FUNCTIONS.contains(&fname.as_str()) {
             alias.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
             return ControlFlow::Continue(());
