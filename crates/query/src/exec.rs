@@ -528,7 +528,17 @@ impl<'a> Executor<'a> {
                     self.returning(&p.returning, &prepared.row, &mut returned)?;
                 }
                 Err(StoreError::RowExists) => match &p.on_conflict {
-                    OnConflict::Error => return Err(QueryError::UniqueViolation(t.name.clone())),
+                    OnConflict::Error => {
+                        // PostgreSQL's DETAIL names the key: Key (a, b)=(x, 1) already exists.
+                        let cols: Vec<&str> = t.pk.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                        let vals: Vec<String> =
+                            t.pk.iter().map(|&c| prepared.row[c].to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
+                        return Err(QueryError::UniqueViolation(t.name.clone()).with_message(format!(
+                            "Key ({})=({}) already exists.",
+                            cols.join(", "),
+                            vals.join(", ")
+                        )));
+                    }
                     OnConflict::DoNothing => {}
                     OnConflict::DoUpdate { assignments, filter } => {
                         let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
