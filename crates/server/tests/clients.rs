@@ -236,17 +236,21 @@ Indexes:
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn too_many_connections_is_53300() {
+/// A server with some settings changed; its data directory lives as long as the returned guard.
+async fn start_configured(
+    change: impl FnOnce(&mut tabula_server::ServerConfig),
+) -> (tabula_server::RunningServer, tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
-    let config = tabula_server::ServerConfig {
-        data_dir: dir.path().join("d"),
-        listen: "127.0.0.1:0".into(),
-        max_connections: 2,
-        ..Default::default()
-    };
+    let mut config = tabula_server::ServerConfig { data_dir: dir.path().join("d"), listen: "127.0.0.1:0".into(), ..Default::default() };
+    change(&mut config);
     let server = tabula_server::start(config).await.unwrap();
     let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
+    (server, dir, conn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_connections_is_53300() {
+    let (server, _dir, conn) = start_configured(|c| c.max_connections = 2).await;
     let mut held = Vec::new();
     for _ in 0..2 {
         let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
@@ -262,15 +266,7 @@ async fn too_many_connections_is_53300() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_over_the_size_limit_are_54000() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = tabula_server::ServerConfig {
-        data_dir: dir.path().join("d"),
-        listen: "127.0.0.1:0".into(),
-        max_statement_bytes: 64,
-        ..Default::default()
-    };
-    let server = tabula_server::start(config).await.unwrap();
-    let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
+    let (server, _dir, conn) = start_configured(|c| c.max_statement_bytes = 64).await;
     let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn_task);
     let long = format!("SELECT '{}'", "x".repeat(100));
