@@ -99,15 +99,20 @@ async fn transactions_over_the_wire() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statement_timeout_stops_a_long_scan() {
-    let server = TestServer::start().await;
-    let c = server.connect().await;
+/// Table `big`: keys 0..2000 with values `value <k>`.
+async fn create_big(c: &tokio_postgres::Client) {
     c.batch_execute("CREATE TABLE big (k bigint PRIMARY KEY, v text)").await.unwrap();
     let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'value {i}')")).collect();
     for chunk in values.chunks(500) {
         c.batch_execute(&format!("INSERT INTO big VALUES {}", chunk.join(","))).await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_stops_a_long_scan() {
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    create_big(&c).await;
     c.batch_execute("SET statement_timeout = 1").await.unwrap();
     let mut timed_out = false;
     for _ in 0..20 {
@@ -130,11 +135,7 @@ async fn analytic_results_stream_and_time_out() {
     use futures::{pin_mut, TryStreamExt};
     let server = TestServer::start().await;
     let c = server.connect().await;
-    c.batch_execute("CREATE TABLE big (k bigint PRIMARY KEY, v text)").await.unwrap();
-    let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'value {i}')")).collect();
-    for chunk in values.chunks(500) {
-        c.batch_execute(&format!("INSERT INTO big VALUES {}", chunk.join(","))).await.unwrap();
-    }
+    create_big(&c).await;
     let join = "SELECT a.k, b.k FROM big a CROSS JOIN big b WHERE a.k < 200 AND b.k < 200";
     let rows = c.query_raw(join, std::iter::empty::<i64>()).await.unwrap();
     pin_mut!(rows);

@@ -61,6 +61,23 @@ fn table_oid(id: u32) -> i32 {
     20000 + 3 * id as i32
 }
 
+/// Which object of a Tabula table an OID names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OidPart {
+    Table,
+    PrimaryKeyIndex,
+    PrimaryKeyConstraint,
+}
+
+/// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
+fn tabula_object(db: &Database, oid: i64) -> Option<(String, OidPart)> {
+    let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
+    let id = u32::try_from(rel / 3).ok()?;
+    let part = [OidPart::Table, OidPart::PrimaryKeyIndex, OidPart::PrimaryKeyConstraint][(rel % 3) as usize];
+    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+    Some((name, part))
+}
+
 /// A catalog column's kind.
 #[derive(Clone, Copy)]
 enum K {
@@ -237,9 +254,16 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    async fn take(db: &Arc<Database>, list: &Arc<dyn CatalogProviderList>) -> DfResult<Snapshot> {
+    /// Reads every relation's description when `relations`; else only what needs no enumeration.
+    async fn take(
+        db: &Arc<Database>,
+        list: &Arc<dyn CatalogProviderList>,
+        relations: bool,
+        settings: BTreeMap<String, String>,
+    ) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
-        let Some(catalog) = list.catalog(CATALOG) else { return Ok(Snapshot { rels, db: db.clone(), settings: BTreeMap::new() }) };
+        let catalog = list.catalog(CATALOG).filter(|_| relations);
+        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings }) };
         let mut schemas = catalog.schema_names();
         schemas.sort();
         for s in schemas {
@@ -277,7 +301,7 @@ impl Snapshot {
                 rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
             }
         }
-        Ok(Snapshot { rels, db: db.clone(), settings: BTreeMap::new() })
+        Ok(Snapshot { rels, db: db.clone(), settings })
     }
 
     fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
@@ -729,6 +753,22 @@ impl Generated {
             ],
             Generated::System(_) => unreachable!("system views have their own schema"),
         }
+    }
+
+    /// Whether its rows describe relations (and so need every schema's tables enumerated).
+    fn reads_relations(self) -> bool {
+        !matches!(
+            self,
+            Generated::PgNamespace
+                | Generated::PgDatabase
+                | Generated::PgRoles
+                | Generated::PgSettings
+                | Generated::Empty(_)
+                | Generated::Schemata
+                | Generated::Views
+                | Generated::ReferentialConstraints
+                | Generated::System(_)
+        )
     }
 
     fn schema(self) -> SchemaRef {
@@ -1210,8 +1250,7 @@ impl GeneratedTable {
             return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
         }
         let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
-        let mut snapshot = Snapshot::take(&db, &list).await?;
-        snapshot.settings = settings;
+        let snapshot = Snapshot::take(&db, &list, self.which.reads_relations(), settings).await?;
         build_batch(&self.schema, &self.which.rows(&snapshot)?)
     }
 }
@@ -1343,34 +1382,23 @@ impl SchemaProvider for GeneratedSchema {
 
 /// A Tabula table's or primary key's name by OID.
 fn relation_name(db: &Database, oid: i64) -> Option<String> {
-    let rel = oid - 20000;
-    if rel < 0 {
-        return None;
-    }
-    let (id, part) = ((rel / 3) as u32, rel % 3);
-    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
-    match part {
-        0 => Some(quote_ident(&name)),
-        1 => Some(format!("{name}_pkey")),
-        _ => None,
+    match tabula_object(db, oid)? {
+        (name, OidPart::Table) => Some(quote_ident(&name)),
+        (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
+        (_, OidPart::PrimaryKeyConstraint) => None,
     }
 }
 
 /// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
 fn describe_oid(db: &Database, oid: i64, what: OidText) -> Option<String> {
-    let rel = oid - 20000;
-    if rel < 0 {
-        return None;
-    }
-    let (id, part) = ((rel / 3) as u32, rel % 3);
-    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+    let (name, part) = tabula_object(db, oid)?;
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
     match (what, part) {
-        (OidText::IndexDef, 1) => {
+        (OidText::IndexDef, OidPart::PrimaryKeyIndex) => {
             Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", ")))
         }
-        (OidText::ConstraintDef, 2) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
+        (OidText::ConstraintDef, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
         _ => None,
     }
 }
@@ -1491,14 +1519,7 @@ fn relation_bytes(name: &str, db: Weak<Database>) -> ScalarUDF {
             let db = db.upgrade();
             let bytes = |oid: i64| -> i64 {
                 let Some(db) = db.as_ref() else { return 0 };
-                let rel = oid - 20000;
-                if rel < 0 || rel % 3 != 0 {
-                    return 0;
-                }
-                let Some(name) = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some((rel / 3) as u32))
-                else {
-                    return 0;
-                };
+                let Some((name, OidPart::Table)) = tabula_object(db, oid) else { return 0 };
                 db.store().partitions(&name).map(|p| p.iter().map(|p| p.approx_bytes.max(0)).sum()).unwrap_or(0)
             };
             let out: Int64Array = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|o| o.map(bytes)).collect();

@@ -101,7 +101,8 @@ impl Rewriter {
     }
 }
 
-fn function(name: &str, arg: Expr, order_by: Vec<datafusion::sql::sqlparser::ast::OrderByExpr>) -> Expr {
+/// `name(args [ORDER BY ...])` as an AST node.
+fn call(name: &str, args: Vec<Expr>, order_by: Vec<datafusion::sql::sqlparser::ast::OrderByExpr>) -> Expr {
     let mut clauses = vec![];
     if !order_by.is_empty() {
         clauses.push(datafusion::sql::sqlparser::ast::FunctionArgumentClause::OrderBy(order_by));
@@ -112,7 +113,7 @@ fn function(name: &str, arg: Expr, order_by: Vec<datafusion::sql::sqlparser::ast
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(FunctionArgumentList {
             duplicate_treatment: None,
-            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))],
+            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
             clauses,
         }),
         filter: None,
@@ -152,7 +153,7 @@ fn array_subquery(e: &Expr) -> Option<Query> {
             o
         })
         .collect();
-    select.projection = vec![SelectItem::UnnamedExpr(function("array_agg", item, order))];
+    select.projection = vec![SelectItem::UnnamedExpr(call("array_agg", vec![item], order))];
     Some(q)
 }
 
@@ -229,7 +230,7 @@ fn aggregate_scalar_subquery(q: &mut Query) {
         SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
         _ => return,
     };
-    let agg = function("max", item, vec![]);
+    let agg = call("max", vec![item], vec![]);
     select.projection = vec![match alias {
         Some(alias) => SelectItem::ExprWithAlias { expr: agg, alias },
         None => SelectItem::UnnamedExpr(agg),
@@ -432,13 +433,7 @@ fn array_literal_comparison(e: &mut Expr) {
                 Expr::Value(ValueWithSpan::from(value))
             })
             .collect();
-        let mut call = function("make_array", Expr::Value(ValueWithSpan::from(Value::Null)), vec![]);
-        if let Expr::Function(f) = &mut call {
-            if let FunctionArguments::List(l) = &mut f.args {
-                l.args = items.into_iter().map(|i| FunctionArg::Unnamed(FunctionArgExpr::Expr(i))).collect();
-            }
-        }
-        **side = call;
+        **side = call("make_array", items, vec![]);
         return;
     }
 }
@@ -567,22 +562,7 @@ fn like_escape(e: &mut Expr) {
         return;
     }
     let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.to_string())));
-    let replace = |e: Expr, from: &str, to: &str| {
-        Expr::Function(Function {
-            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("replace"))]),
-            uses_odbc_syntax: false,
-            parameters: FunctionArguments::None,
-            args: FunctionArguments::List(FunctionArgumentList {
-                duplicate_treatment: None,
-                args: [e, text(from), text(to)].into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-                clauses: vec![],
-            }),
-            filter: None,
-            null_treatment: None,
-            over: None,
-            within_group: vec![],
-        })
-    };
+    let replace = |e: Expr, from: &str, to: &str| call("replace", vec![e, text(from), text(to)], vec![]);
     // Literal backslashes first, then the escape character becomes the backslash.
     let escaped = replace(replace(pattern.as_ref().clone(), "\\", "\\\\"), &c, "\\");
     **pattern = escaped;
@@ -697,13 +677,7 @@ fn user_keyword(e: &mut Expr) {
         _ => false,
     };
     if bare {
-        let mut call = function("current_user", Expr::Value(ValueWithSpan::from(Value::Null)), vec![]);
-        if let Expr::Function(f) = &mut call {
-            if let FunctionArguments::List(l) = &mut f.args {
-                l.args.clear();
-            }
-        }
-        *e = call;
+        *e = call("current_user", vec![], vec![]);
     }
 }
 
