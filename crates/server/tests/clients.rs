@@ -51,6 +51,9 @@ async fn tokio_postgres_typed_params_binary_results_and_errors() {
     // Error codes.
     let e = client.execute(&insert, &[&"s1", &1i64, &"dup", &0.0f64, &0i32, &true, &Vec::<u8>::new(), &at]).await.unwrap_err();
     assert_eq!(e.code(), Some(&SqlState::UNIQUE_VIOLATION));
+    // DETAIL names the key, as PostgreSQL's does.
+    let detail = e.as_db_error().and_then(|d| d.detail()).unwrap_or_default().to_string();
+    assert!(detail.starts_with("Key (") && detail.ends_with("already exists."), "{detail}");
     let e = client.query("SELECT * FROM missing", &[]).await.unwrap_err();
     assert_eq!(e.code(), Some(&SqlState::UNDEFINED_TABLE));
     let e = client.query("SELECT nope FROM items", &[]).await.unwrap_err();
