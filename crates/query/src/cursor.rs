@@ -24,6 +24,8 @@ pub struct Cursor {
     partitions: VecDeque<PageRx>,
     scan: Scan,
     projection: Vec<Expr>,
+    /// When the projection only picks distinct columns: their indices, so values move out of the row.
+    picks: Option<Vec<usize>>,
     spec: ReadSpec,
     direction: Direction,
     next: Option<Vec<PkBound>>,
@@ -163,7 +165,16 @@ impl Cursor {
             }
         }
         let next = if partitions.is_empty() { start } else { None };
+        let mut picks = Vec::with_capacity(plan.projection.len());
+        for e in &plan.projection {
+            match e {
+                Expr::Column { index, .. } if !picks.contains(index) => picks.push(*index),
+                _ => break,
+            }
+        }
+        let picks = (picks.len() == plan.projection.len()).then_some(picks);
         Ok(Some(Cursor {
+            picks,
             partitions,
             store,
             scan: scan.clone(),
@@ -225,7 +236,7 @@ impl Cursor {
         let res = RowsPage { rows };
         let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
         let ex = Executor::new(self.store.as_ref(), ctx, &self.interrupt);
-        for row in &res.rows {
+        for row in res.rows {
             let mut rows = Vec::with_capacity(1);
             ex.to_sql_rows(&self.scan.table, row, &mut rows)?;
             for r in rows {
@@ -264,6 +275,13 @@ impl Iterator for Cursor {
                 }
                 if let Some(n) = self.remaining.as_mut() {
                     *n -= 1;
+                }
+                if let Some(picks) = &self.picks {
+                    let mut r = r;
+                    return Some(Ok(picks
+                        .iter()
+                        .map(|&i| r.get_mut(i).map(|d| std::mem::replace(d, Datum::Null)).unwrap_or(Datum::Null))
+                        .collect()));
                 }
                 let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
                 return Some(self.projection.iter().map(|e| e.eval(&r, &ctx)).collect());

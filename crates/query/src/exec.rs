@@ -87,7 +87,7 @@ impl<'a> Executor<'a> {
     }
 
     /// An engine row as SQL rows (latest versions).
-    pub fn to_sql_rows(&self, t: &TableSchema, row: &Row, out: &mut Vec<SqlRow>) -> Result<()> {
+    pub fn to_sql_rows(&self, t: &TableSchema, row: Row, out: &mut Vec<SqlRow>) -> Result<()> {
         self.sql_rows(t, row, &Versions::Latest, out)
     }
 
@@ -176,8 +176,9 @@ impl<'a> Executor<'a> {
         })
     }
 
-    /// Turns an engine row into SQL rows: one, or one per version in history mode.
-    fn sql_rows(&self, t: &TableSchema, row: &Row, versions: &Versions, out: &mut Vec<SqlRow>) -> Result<()> {
+    /// Turns an engine row into SQL rows: one, or one per version in history mode. Takes the row so that
+    /// its values move into the SQL row rather than being copied.
+    fn sql_rows(&self, t: &TableSchema, row: Row, versions: &Versions, out: &mut Vec<SqlRow>) -> Result<()> {
         let n = t.columns.len();
         let mut base = vec![Datum::Null; n + 1];
         for (pos, &ci) in t.pk.iter().enumerate() {
@@ -189,11 +190,11 @@ impl<'a> Executor<'a> {
                     return Ok(());
                 }
                 let mut latest: Option<i64> = None;
-                for (name, cells) in &row.columns {
-                    let Some(cell) = cells.first() else { continue };
+                for (name, cells) in row.columns {
+                    let Some(cell) = cells.into_iter().next() else { continue };
                     latest = Some(latest.map_or(cell.version, |l: i64| l.max(cell.version)));
-                    if let Some(ci) = t.column_index(name).filter(|i| *i < n && !t.is_pk(*i)) {
-                        base[ci] = Datum::from_value(&cell.value, t.column_type(ci))?;
+                    if let Some(ci) = t.column_index(&name).filter(|i| *i < n && !t.is_pk(*i)) {
+                        base[ci] = Datum::from_owned_value(cell.value, t.column_type(ci))?;
                     }
                 }
                 base[n] = latest.map(Datum::Int).unwrap_or(Datum::Null);
@@ -229,7 +230,7 @@ impl<'a> Executor<'a> {
         let mut stats = self.stats.get();
         let mut buf = Vec::new();
         // Feeds engine rows through the filter; false once the consumer or the limit is done.
-        let mut feed = |rows: &[Row], stats: &mut ScanStats| -> Result<bool> {
+        let mut feed = |rows: Vec<Row>, stats: &mut ScanStats| -> Result<bool> {
             for row in rows {
                 stats.examined += 1;
                 buf.clear();
@@ -259,7 +260,7 @@ impl<'a> Executor<'a> {
                 if let Some(pk) = self.key(t, key)? {
                     stats.engine_calls += 1;
                     if let Some(row) = self.access.get_row(&t.name, &pk, &spec).map_err(store_err)? {
-                        feed(std::slice::from_ref(&row), &mut stats)?;
+                        feed(vec![row], &mut stats)?;
                     }
                 }
             }
@@ -275,7 +276,7 @@ impl<'a> Executor<'a> {
                 if !pks.is_empty() {
                     stats.engine_calls += 1;
                     let rows: Vec<Row> = self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
-                    feed(&rows, &mut stats)?;
+                    feed(rows, &mut stats)?;
                 }
             }
             AccessPath::RangeScan { start, end, direction } => {
@@ -345,7 +346,7 @@ impl<'a> Executor<'a> {
         direction: Direction,
         spec: &ReadSpec,
         stats: &mut ScanStats,
-        feed: &mut dyn FnMut(&[Row], &mut ScanStats) -> Result<bool>,
+        feed: &mut dyn FnMut(Vec<Row>, &mut ScanStats) -> Result<bool>,
     ) -> Result<()> {
         let store = self.store.expect("parallel scans read the store");
         let table = scan.table.name.as_str();
@@ -388,7 +389,7 @@ impl<'a> Executor<'a> {
         }
         for rows in parts {
             stats.engine_calls += 1;
-            if !feed(&rows, stats)? {
+            if !feed(rows, stats)? {
                 break;
             }
         }
@@ -404,7 +405,7 @@ impl<'a> Executor<'a> {
         direction: Direction,
         spec: &ReadSpec,
         stats: &mut ScanStats,
-        feed: &mut dyn FnMut(&[Row], &mut ScanStats) -> Result<bool>,
+        feed: &mut dyn FnMut(Vec<Row>, &mut ScanStats) -> Result<bool>,
     ) -> Result<()> {
         let page_limit = match (&scan.filter, self.eval_u64(&scan.limit)?) {
             (None, Some(l)) => (l as usize).clamp(1, PAGE_ROWS),
@@ -420,7 +421,7 @@ impl<'a> Executor<'a> {
                 Err(StoreError::InvalidRange(_)) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
-            if !feed(&res.rows, stats)? {
+            if !feed(res.rows, stats)? {
                 return Ok(());
             }
             match res.next_start {
@@ -490,7 +491,7 @@ impl<'a> Executor<'a> {
         let spec = ReadSpec::default();
         let Some(row) = self.access.get_row(&t.name, pk, &spec).map_err(store_err)? else { return Ok(None) };
         let mut out = Vec::new();
-        self.sql_rows(t, &row, &Versions::Latest, &mut out)?;
+        self.sql_rows(t, row, &Versions::Latest, &mut out)?;
         Ok(out.pop())
     }
 

@@ -378,6 +378,16 @@ impl Datum {
         })
     }
 
+    /// `from_value` for a value the caller gives up: strings and bytes move instead of being copied.
+    pub fn from_owned_value(v: Value, ty: SqlType) -> Result<Datum> {
+        match (v, ty) {
+            (Value::String(s), t) if t.is_text() => Ok(Datum::Text(s)),
+            (Value::String(s), t) => Datum::Text(s).cast(t),
+            (Value::Binary(b), SqlType::Bytea) => Ok(Datum::Bytes(b)),
+            (v, t) => Datum::from_value(&v, t),
+        }
+    }
+
     pub fn to_pk(&self, ty: SqlType) -> Option<PkValue> {
         match (self, ty.pk_type()?) {
             (Datum::Int(i), PkType::Integer) => Some(PkValue::Integer(*i)),

@@ -74,6 +74,9 @@ fn durability(s: &str) -> anyhow::Result<Durability> {
     }
 }
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     if let Err(e) = run().await {

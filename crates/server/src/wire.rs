@@ -8,6 +8,7 @@ use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 use postgres_types::{FromSql, ToSql};
 use rust_decimal::Decimal;
+use std::fmt::Write as _;
 use tabula_query::{Datum, OutputColumn, QueryError, SqlType};
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
@@ -48,7 +49,14 @@ pub fn encode_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &
         if fields.get(i).map(|f| f.format()) == Some(FieldFormat::Binary) {
             encode_binary(d, ty, buf)?;
         } else {
-            buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes());
+            // The common text and integer values go straight into the buffer, without a String between.
+            match d {
+                Datum::Text(s) => buf.put_slice(s.as_bytes()),
+                Datum::Int(i) => {
+                    let _ = write!(buf, "{i}");
+                }
+                _ => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
+            }
         }
         let len = (buf.len() - at - 4) as i32;
         buf[at..at + 4].copy_from_slice(&len.to_be_bytes());

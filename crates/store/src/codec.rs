@@ -40,7 +40,7 @@ impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf }
     }
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.buf.len() < n {
             return Err(StoreError::Corrupt("truncated record".into()));
         }

@@ -16,7 +16,7 @@ use crate::keys;
 use crate::kv::{Kv, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
-use crate::row::{self, StoredRow, VersionRules};
+use crate::row::{self, ReadFilter, StoredRow, VersionRules};
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
 
 /// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
@@ -753,20 +753,20 @@ impl Inner {
 
     fn get_row(&self, src: Source, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
         let key = t.key(pk)?;
-        let raw = src.get(&key)?;
+        let filter = read_filter(t, read, self.config.clock.now_ms());
+        let row = src.get_with(&key, |v| materialize(pk.to_vec(), v, &filter))?;
         t.partition_of(&key).reads.fetch_add(1, Ordering::Relaxed);
-        let now = self.config.clock.now_ms();
-        raw.map(|v| materialize(t, pk.to_vec(), &v, read, now)).transpose().map(Option::flatten)
+        row.transpose().map(Option::flatten)
     }
 
     fn batch_get(&self, src: Source, t: &Table, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
         let keys = pks.iter().map(|pk| t.key(pk)).collect::<Result<Vec<_>>>()?;
         let values = src.multi_get(&keys)?;
-        let now = self.config.clock.now_ms();
+        let filter = read_filter(t, read, self.config.clock.now_ms());
         values
             .into_iter()
             .zip(pks)
-            .map(|(v, pk)| v.map(|v| materialize(t, pk.clone(), &v, read, now)).transpose().map(Option::flatten))
+            .map(|(v, pk)| v.map(|v| materialize(pk.clone(), &v, &filter)).transpose().map(Option::flatten))
             .collect()
     }
 
@@ -789,7 +789,7 @@ impl Inner {
         // every row under its prefix; only a complete key is a row itself, excluded by shifting past it.
         let complete = |b: &[PkBound]| b.len() >= t.pk_types.len() && b.iter().all(|v| matches!(v, PkBound::Value(_)));
         let (shift_lo, shift_hi) = (backward && complete(&req.end), backward && complete(&req.start));
-        let now = self.config.clock.now_ms();
+        let filter = read_filter(t, &req.read, self.config.clock.now_ms());
         let limit = req.limit.unwrap_or(usize::MAX);
         let budget = req.budget_bytes.unwrap_or(self.config.scan_budget_bytes);
         let plen = t.prefix_len();
@@ -847,7 +847,7 @@ impl Inner {
             scanned += 1;
             bytes += it.key().len() + it.value().len();
             let pk = t.decode_pk(it.key())?;
-            if let Some(row) = materialize(t, pk, it.value(), &req.read, now)? {
+            if let Some(row) = materialize(pk, it.value(), &filter)? {
                 rows.push(row);
             }
             it.advance(backward);
@@ -982,10 +982,19 @@ fn stripe(key: &[u8], n: usize) -> usize {
 }
 
 /// Turns a stored row into what a read returns, or `None` when nothing of it is visible.
-fn materialize(t: &Table, pk: Vec<PkValue>, raw: &[u8], read: &ReadSpec, now: i64) -> Result<Option<Row>> {
-    let Some(mut row) = StoredRow::decode(raw)?.visible(t.rules(), now) else { return Ok(None) };
-    row.select(read.columns.as_deref(), read.max_versions, read.time_range);
-    Ok(Some(Row { pk, columns: row.columns }))
+fn materialize(pk: Vec<PkValue>, raw: &[u8], filter: &ReadFilter) -> Result<Option<Row>> {
+    Ok(row::read_visible(raw, filter)?.map(|columns| Row { pk, columns }))
+}
+
+/// A read's filter under the table's current rules, taken once per read rather than per row.
+fn read_filter<'a>(t: &Table, read: &'a ReadSpec, now_ms: i64) -> ReadFilter<'a> {
+    ReadFilter {
+        rules: t.rules(),
+        now_ms,
+        columns: read.columns.as_deref(),
+        max_versions: read.max_versions.unwrap_or(1),
+        time_range: read.time_range,
+    }
 }
 
 /// The state of one write operation inside a transaction.

@@ -146,10 +146,11 @@ impl<'a> Source<'a> {
         o
     }
 
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// Reads a key and hands its value to `f` without copying it out of the block cache where possible.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         Ok(match self {
-            Source::Db(db) => db.get_pinned(key)?.map(|v| v.to_vec()),
-            Source::Txn(t) => t.get_opt(key, &self.read_opts())?,
+            Source::Db(db) => db.get_pinned(key)?.map(|v| f(&v)),
+            Source::Txn(t) => t.get_opt(key, &self.read_opts())?.map(|v| f(&v)),
         })
     }
 
