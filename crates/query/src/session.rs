@@ -249,8 +249,12 @@ struct CopyIn {
     targets: Vec<usize>,
     format: crate::copy::CopyFormat,
     buf: Vec<u8>,
-    /// The statement's own transaction when the session has none open.
+    /// The statement's own transaction when the session has none open and rows need generated keys.
     txn: Option<Txn>,
+    /// Outside a transaction, rows with complete keys load as one atomic write batch instead.
+    bulk: Option<tabula_store::BulkLoad>,
+    /// Lines before the first row (a header).
+    skipped_lines: u64,
     rows: u64,
     line: u64,
     header_pending: bool,
@@ -805,13 +809,20 @@ impl Session {
             }
             Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
             Plan::CopyFrom { table, targets, format } => {
-                let txn = if self.txn.is_none() { Some(self.db.store.begin()) } else { None };
+                let generated = table.pk.iter().any(|&c| table.columns[c].identity);
+                let (txn, bulk) = match (&self.txn, generated) {
+                    (Some(_), _) => (None, None),
+                    (None, true) => (Some(self.db.store.begin()), None),
+                    (None, false) => (None, Some(self.db.store.bulk_load(&table.name)?)),
+                };
                 self.copy = Some(CopyIn {
                     table: table.clone(),
                     targets: targets.clone(),
                     format: format.clone(),
                     buf: Vec::new(),
                     txn,
+                    bulk,
+                    skipped_lines: 0,
                     rows: 0,
                     line: 0,
                     header_pending: format.header,
@@ -877,6 +888,22 @@ impl Session {
                 return Err(e.into());
             }
         }
+        if let Some(b) = copy.bulk {
+            match b.commit() {
+                Ok(()) => {}
+                Err(tabula_store::BulkError::Duplicate(i)) => {
+                    self.note_error();
+                    let line = copy.skipped_lines + i as u64 + 1;
+                    return Err(
+                        QueryError::UniqueViolation(copy.table.name.clone()).with_message(format!("COPY {}, line {line}", copy.table.name))
+                    );
+                }
+                Err(tabula_store::BulkError::Store(e)) => {
+                    self.note_error();
+                    return Err(e.into());
+                }
+            }
+        }
         Ok(copy.rows)
     }
 
@@ -909,12 +936,14 @@ impl Session {
             records.remove(0);
             copy.header_pending = false;
             copy.line += 1;
+            copy.skipped_lines += 1;
         }
         let session_txn = self.txn.as_ref();
         let copy = self.copy.as_mut().unwrap();
         let access: &dyn Access = match (&copy.txn, session_txn) {
             (Some(t), _) => t,
             (None, Some(t)) => t,
+            (None, None) if copy.bulk.is_some() => self.db.store.as_ref(),
             (None, None) => {
                 copy.error = Some(QueryError::Internal("COPY without a transaction".into()));
                 return;
@@ -953,6 +982,22 @@ impl Session {
                         return;
                     }
                 }
+            }
+            if let Some(bulk) = copy.bulk.as_mut() {
+                let complete: Option<Vec<_>> =
+                    batch.into_iter().map(|(pk, cells)| pk.into_iter().collect::<Option<Vec<_>>>().map(|pk| (pk, cells))).collect();
+                let Some(rows) = complete else {
+                    copy.error = Some(QueryError::Internal("COPY row without a complete primary key".into()));
+                    return;
+                };
+                match bulk.add(&rows) {
+                    Ok(()) => copy.rows += rows.len() as u64,
+                    Err(e) => {
+                        copy.error = Some(QueryError::from(e).with_message(format!("COPY {}, line {}", copy.table.name, copy.line)));
+                        return;
+                    }
+                }
+                continue;
             }
             match access.insert_rows(&copy.table.name, &batch) {
                 Ok(_) => copy.rows += batch.len() as u64,

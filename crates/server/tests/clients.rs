@@ -337,6 +337,26 @@ async fn copy_in_and_out_with_tokio_postgres() {
     }
     assert!(c.query("SELECT k FROM cp WHERE k >= 9000", &[]).await.unwrap().is_empty());
 
+    // A key twice in one load is a duplicate too; the error names the line of the second.
+    let sink = c.copy_in("COPY cp FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from("9004\tx\t1.0\n9005\tx\t1.0\n9004\ty\t2.0\n")).await.unwrap();
+    let e = sink.finish().await.unwrap_err();
+    let db = e.as_db_error().expect("server error");
+    assert_eq!(db.code(), &SqlState::UNIQUE_VIOLATION);
+    assert!(db.detail().is_some_and(|d| d.contains("line 3")), "{db:?}");
+    assert!(c.query("SELECT k FROM cp WHERE k >= 9000", &[]).await.unwrap().is_empty());
+
+    // Inside a transaction the rows join it: visible to it at once, gone with its rollback.
+    c.batch_execute("BEGIN").await.unwrap();
+    let sink = c.copy_in("COPY cp FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from("9006\tx\t1.0\n")).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 1);
+    assert_eq!(c.query("SELECT k FROM cp WHERE k >= 9000", &[]).await.unwrap().len(), 1);
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert!(c.query("SELECT k FROM cp WHERE k >= 9000", &[]).await.unwrap().is_empty());
+
     // COPY TO STDOUT.
     let out = c.copy_out("COPY (SELECT k, name FROM cp WHERE k < 3) TO STDOUT").await.unwrap();
     futures::pin_mut!(out);

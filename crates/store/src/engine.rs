@@ -13,7 +13,7 @@ use crate::catalog::{self, TableDef, TableOptions};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::keys;
-use crate::kv::{Kv, KvTxn, RawIter, Source};
+use crate::kv::{Kv, KvBatch, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, ReadFilter, StoredRow, VersionRules};
@@ -124,6 +124,45 @@ impl Table {
         Ok(k)
     }
 
+    /// A version a write may carry: inside the max version offset and not already expired.
+    fn check_version(&self, column: &str, version: i64, now: i64) -> Result<()> {
+        let o = self.def.read().options;
+        let mut start = now.saturating_sub(o.max_version_offset.saturating_mul(1000));
+        if o.ttl >= 0 {
+            start = start.max(now.saturating_sub(o.ttl.saturating_mul(1000)).saturating_add(1));
+        }
+        let end = now.saturating_add(o.max_version_offset.saturating_mul(1000));
+        if version < start || version >= end {
+            return Err(StoreError::VersionOutOfWindow { column: column.to_string(), version, start, end });
+        }
+        Ok(())
+    }
+
+    fn check_cell(&self, column: &str, value: &Value) -> Result<()> {
+        validate_name(column)?;
+        if self.def.read().primary_key.iter().any(|c| c.name == column) {
+            return Err(StoreError::InvalidTableDefinition(format!("\"{column}\" is a primary key column, not an attribute")));
+        }
+        if value.size() > MAX_VALUE_BYTES {
+            return Err(StoreError::ValueTooLong { column: column.to_string(), len: value.size() });
+        }
+        Ok(())
+    }
+
+    /// The stored form of a newly written row.
+    fn new_row(&self, cells: &[CellWrite], now: i64) -> Result<StoredRow> {
+        let max_versions = self.def.read().options.max_versions;
+        let mut row = StoredRow { marker: now, columns: Vec::new() };
+        for c in cells {
+            self.check_cell(&c.column, &c.value)?;
+            if let Some(v) = c.version {
+                self.check_version(&c.column, v, now)?;
+            }
+            row.put_cell(&c.column, c.version.unwrap_or(now), c.value.clone(), max_versions);
+        }
+        Ok(row)
+    }
+
     /// What a write of this key serialises on: the row, or for a generated key the partition key's
     /// auto-increment counter (two writers must not draw the same value).
     fn write_lock_key(&self, pk: &[Option<PkValue>]) -> Result<Vec<u8>> {
@@ -182,6 +221,8 @@ pub(crate) struct Inner {
     rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
     ddl: Mutex<()>,
     stripes: Vec<Mutex<()>>,
+    /// Commits hold it shared; a bulk load holds it alone between checking its keys and writing them.
+    commit_gate: RwLock<()>,
     stop: AtomicBool,
 }
 
@@ -265,6 +306,7 @@ impl Store {
             rules,
             ddl: Mutex::new(()),
             stripes: (0..256).map(|_| Mutex::new(())).collect(),
+            commit_gate: RwLock::new(()),
             stop: AtomicBool::new(false),
         });
         inner.load_catalog()?;
@@ -543,6 +585,123 @@ impl Access for Store {
     }
 }
 
+/// A bulk load: new rows gathered into one write batch and written atomically at `commit`, without a
+/// transaction. A transaction tracks and re-validates every key it writes; at a million rows that costs more
+/// than the load itself. Here the keys are checked once, at commit, while other commits wait (the commit gate),
+/// so no row can appear between the check and the write. Nothing is visible, and nothing is written, before
+/// `commit`; dropping the load discards it.
+pub struct BulkLoad {
+    inner: Arc<Inner>,
+    table: Arc<Table>,
+    batch: KvBatch,
+    /// Each row's key with its position in the load.
+    keys: Vec<(Vec<u8>, usize)>,
+    deltas: Vec<Delta>,
+    now: i64,
+}
+
+impl Store {
+    /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
+    pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
+        Ok(BulkLoad {
+            table: self.inner.table(table)?,
+            batch: KvBatch::default(),
+            keys: Vec::new(),
+            deltas: Vec::new(),
+            now: self.inner.config.clock.now_ms(),
+            inner: self.inner.clone(),
+        })
+    }
+}
+
+impl BulkLoad {
+    /// Adds rows; their keys must be complete (no generated values) and new.
+    pub fn add(&mut self, rows: &[(Vec<PkValue>, Vec<CellWrite>)]) -> Result<()> {
+        let t = &self.table;
+        for (pk, cells) in rows {
+            let key = t.key(pk)?;
+            let v = t.new_row(cells, self.now)?.encode();
+            self.batch.put(&key, &v);
+            let size = (key.len() + v.len()) as i64;
+            let p = t.partition_of(&key);
+            match self.deltas.last_mut() {
+                Some(d) if Arc::ptr_eq(&d.partition, &p) => {
+                    d.bytes += size;
+                    d.rows += 1;
+                }
+                _ => self.deltas.push(Delta { partition: p, bytes: size, rows: 1 }),
+            }
+            let n = self.keys.len();
+            self.keys.push((key, n));
+        }
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
+    /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
+    pub fn commit(mut self) -> std::result::Result<(), BulkError> {
+        // Sorted keys: repeats sit side by side, and the existence reads go through the table in order.
+        self.keys.sort_unstable();
+        let mut duplicate: Option<usize> = None;
+        let mut note = |i: usize| duplicate = Some(duplicate.map_or(i, |d: usize| d.min(i)));
+        for w in self.keys.windows(2) {
+            if w[0].0 == w[1].0 {
+                note(w[1].1);
+            }
+        }
+        let rules = self.table.rules();
+        let _exclusive = self.inner.commit_gate.write();
+        let src = Source::Db(&self.inner.kv.db);
+        // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
+        let stored_in_span = match (self.keys.first(), self.keys.last()) {
+            (Some((first, _)), Some((last, _))) => {
+                let mut upper = last.clone();
+                upper.push(0);
+                let mut it = src.iter(first.clone(), upper);
+                it.seek_to_first();
+                it.status()?;
+                it.valid()
+            }
+            _ => false,
+        };
+        for chunk in self.keys.chunks(4096).filter(|_| stored_in_span) {
+            let ks: Vec<Vec<u8>> = chunk.iter().map(|(k, _)| k.clone()).collect();
+            for (old, (_, i)) in src.multi_get(&ks)?.into_iter().zip(chunk) {
+                if let Some(v) = old {
+                    if StoredRow::decode(&v)?.visible(rules, self.now).is_some() {
+                        note(*i);
+                    }
+                }
+            }
+        }
+        if let Some(i) = duplicate {
+            return Err(BulkError::Duplicate(i));
+        }
+        self.inner.kv.write_batch(std::mem::take(&mut self.batch))?;
+        for d in self.deltas.drain(..) {
+            d.partition.add(d.bytes, d.rows);
+        }
+        Ok(())
+    }
+}
+
+/// Why a bulk load was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum BulkError {
+    #[error("duplicate key: row {0} of the load already exists")]
+    Duplicate(usize),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// A transaction of the SQL layer. Dropped without `commit`, it rolls back.
 pub struct Txn {
     // Declared before `inner`: dropped before the database it borrows.
@@ -584,7 +743,10 @@ impl Txn {
     /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.
     pub fn commit(mut self) -> Result<()> {
         let txn = self.txn.take().expect("open transaction");
-        txn.commit()?;
+        {
+            let _shared = self.inner.commit_gate.read();
+            txn.commit()?;
+        }
         for d in self.deltas.take() {
             d.partition.add(d.bytes, d.rows);
         }
@@ -733,7 +895,11 @@ impl Inner {
             let mut ctx = WriteCtx { inner: self, txn: &txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
             let value = f(&mut ctx)?;
             let deltas = std::mem::take(&mut ctx.deltas);
-            match txn.commit() {
+            let committed = {
+                let _shared = self.commit_gate.read();
+                txn.commit()
+            };
+            match committed {
                 Ok(()) => {
                     for d in deltas {
                         d.partition.add(d.bytes, d.rows);
@@ -1028,30 +1194,6 @@ impl WriteCtx<'_> {
         Ok((raw, visible))
     }
 
-    fn check_version(&self, t: &Table, column: &str, version: i64) -> Result<()> {
-        let o = t.def.read().options;
-        let mut start = self.now.saturating_sub(o.max_version_offset.saturating_mul(1000));
-        if o.ttl >= 0 {
-            start = start.max(self.now.saturating_sub(o.ttl.saturating_mul(1000)).saturating_add(1));
-        }
-        let end = self.now.saturating_add(o.max_version_offset.saturating_mul(1000));
-        if version < start || version >= end {
-            return Err(StoreError::VersionOutOfWindow { column: column.to_string(), version, start, end });
-        }
-        Ok(())
-    }
-
-    fn check_cell(&self, t: &Table, column: &str, value: &Value) -> Result<()> {
-        validate_name(column)?;
-        if t.def.read().primary_key.iter().any(|c| c.name == column) {
-            return Err(StoreError::InvalidTableDefinition(format!("\"{column}\" is a primary key column, not an attribute")));
-        }
-        if value.size() > MAX_VALUE_BYTES {
-            return Err(StoreError::ValueTooLong { column: column.to_string(), len: value.size() });
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow>) -> Result<()> {
         let old_len = old.as_ref().map(|v| v.len() + key.len()).unwrap_or(0) as i64;
         let (new_len, rows) = match &new {
@@ -1127,7 +1269,7 @@ impl WriteCtx<'_> {
     fn put_row(&mut self, t: &Table, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let pk = self.resolve_pk(t, pk)?;
         let key = t.key(&pk)?;
-        let row = self.new_row(t, cells)?;
+        let row = t.new_row(cells, self.now)?;
         let (raw, visible) = self.read_for_write(t, &key)?;
         self.check_condition(cond, visible.as_ref())?;
         let existed = visible.is_some();
@@ -1136,39 +1278,27 @@ impl WriteCtx<'_> {
     }
 
     /// A whole new row from its cells, each checked (name, size, version window).
-    fn new_row(&self, t: &Table, cells: &[CellWrite]) -> Result<StoredRow> {
-        let max_versions = t.def.read().options.max_versions;
-        let mut row = StoredRow { marker: self.now, columns: Vec::new() };
-        for c in cells {
-            self.check_cell(t, &c.column, &c.value)?;
-            if let Some(v) = c.version {
-                self.check_version(t, &c.column, v)?;
-            }
-            row.put_cell(&c.column, c.version.unwrap_or(self.now), c.value.clone(), max_versions);
-        }
-        Ok(row)
-    }
-
     fn insert_rows(&mut self, t: &Table, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
         let mut pks = Vec::with_capacity(rows.len());
         let mut keys = Vec::with_capacity(rows.len());
         let mut values = Vec::with_capacity(rows.len());
         for (pk, cells) in rows {
             let pk = self.resolve_pk(t, pk)?;
-            let row = self.new_row(t, cells)?;
+            let row = t.new_row(cells, self.now)?;
             keys.push(t.key(&pk)?);
             pks.push(pk);
             values.push(row);
         }
         let existing = self.src().multi_get(&keys)?;
         let rules = t.rules();
+        let mut batch_keys = std::collections::HashSet::with_capacity(keys.len());
         for (i, old) in existing.into_iter().enumerate() {
             let visible = match &old {
                 Some(v) => StoredRow::decode(v)?.visible(rules, self.now).is_some(),
                 None => false,
             };
             // A key twice in the same batch is a duplicate too.
-            if visible || keys[..i].contains(&keys[i]) {
+            if visible || !batch_keys.insert(&keys[i]) {
                 return Err(StoreError::RowExists);
             }
         }
@@ -1206,9 +1336,9 @@ impl WriteCtx<'_> {
         for (column, op) in ops {
             match op {
                 UpdateOp::Put { value, version } => {
-                    self.check_cell(t, column, value)?;
+                    t.check_cell(column, value)?;
                     if let Some(v) = version {
-                        self.check_version(t, column, *v)?;
+                        t.check_version(column, *v, self.now)?;
                     }
                     row.put_cell(column, version.unwrap_or(self.now), value.clone(), max_versions);
                 }

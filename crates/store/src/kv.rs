@@ -112,6 +112,11 @@ impl Kv {
         self.meta_write(&keys, &[])
     }
 
+    /// Writes a batch of data puts atomically, outside any transaction.
+    pub fn write_batch(&self, batch: KvBatch) -> Result<()> {
+        Ok(self.db.write_opt(batch.0, &self.write_opts)?)
+    }
+
     pub fn begin(&self, snapshot: bool) -> Transaction<'_, Db> {
         let mut o = OptimisticTransactionOptions::default();
         o.set_snapshot(snapshot);
@@ -217,5 +222,15 @@ impl RawIter<'_> {
     }
     pub fn status(&self) -> Result<()> {
         Ok(each!(self, it => it.status())?)
+    }
+}
+
+/// Data puts gathered for one atomic write without a transaction's per-key bookkeeping.
+#[derive(Default)]
+pub(crate) struct KvBatch(WriteBatchWithTransaction<true>);
+
+impl KvBatch {
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.0.put(key, value)
     }
 }

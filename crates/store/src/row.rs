@@ -20,6 +20,9 @@ pub struct Cell {
     pub value: Value,
 }
 
+/// Columns with their versions, newest first, sorted by name.
+pub type Columns = Vec<(String, Vec<Cell>)>;
+
 /// A stored row: its columns with versions, newest first.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredRow {
@@ -167,7 +170,7 @@ pub struct ReadFilter<'a> {
 ///
 /// Versions are stored newest first and expiry only depends on a version's age, so a column's visible cells
 /// are the unexpired prefix of its first `max_versions`; a row is alive while any column's newest cell is.
-pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Vec<(String, Vec<Cell>)>>> {
+pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Columns>> {
     let mut r = Reader::new(buf);
     if r.u8()? != FORMAT {
         return Err(StoreError::Corrupt("unknown row format".into()));
@@ -202,6 +205,34 @@ pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Vec<(String, Ve
         return Ok(None);
     }
     Ok(Some(out))
+}
+
+/// Whether a stored row holds anything no read can see: surplus or expired versions, or an expired empty row.
+fn has_hidden(buf: &[u8], rules: VersionRules, now_ms: i64) -> Result<bool> {
+    let mut r = Reader::new(buf);
+    if r.u8()? != FORMAT {
+        return Ok(false);
+    }
+    let marker = r.i64()?;
+    let n = r.u32()? as usize;
+    if n == 0 {
+        return Ok(rules.expired(marker, now_ms));
+    }
+    for _ in 0..n {
+        let len = r.u8()? as usize;
+        r.take(len)?;
+        let nv = r.u32()? as usize;
+        if nv > rules.max_versions as usize {
+            return Ok(true);
+        }
+        for _ in 0..nv {
+            if rules.expired(r.i64()?, now_ms) {
+                return Ok(true);
+            }
+            skip_value(&mut r)?;
+        }
+    }
+    Ok(false)
 }
 
 fn skip_value(r: &mut Reader) -> Result<()> {
@@ -264,6 +295,10 @@ pub enum Compacted {
 }
 
 pub fn compact(value: &[u8], rules: VersionRules, now_ms: i64) -> Compacted {
+    // Most rows have nothing to drop: find that out without decoding (allocating) anything.
+    if !has_hidden(value, rules, now_ms).unwrap_or(false) {
+        return Compacted::Keep;
+    }
     let Ok(row) = StoredRow::decode(value) else { return Compacted::Keep };
     let before: usize = row.columns.iter().map(|(_, c)| c.len()).sum();
     match row.visible(rules, now_ms) {
@@ -308,6 +343,9 @@ mod tests {
                                 r.select(cols, Some(read_max), tr);
                                 r.columns
                             });
+                            let full = StoredRow::decode(&raw).unwrap().visible(rules, now);
+                            let kept = full.as_ref().is_some_and(|r| r.columns.iter().map(|(_, c)| c.len()).sum::<usize>() == 8);
+                            assert_eq!(!has_hidden(&raw, rules, now).unwrap(), kept, "ttl {ttl_ms} max {table_max}");
                             let f = ReadFilter { rules, now_ms: now, columns: cols, max_versions: read_max, time_range: tr };
                             assert_eq!(
                                 read_visible(&raw, &f).unwrap(),
