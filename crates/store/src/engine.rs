@@ -223,6 +223,8 @@ pub(crate) struct Inner {
     stripes: Vec<Mutex<()>>,
     /// Commits hold it shared; a bulk load holds it alone between checking its keys and writing them.
     commit_gate: RwLock<()>,
+    /// Counts ingested bulk loads; a transaction that wrote and saw it change while open is refused.
+    bulk_epoch: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -307,6 +309,7 @@ impl Store {
             ddl: Mutex::new(()),
             stripes: (0..256).map(|_| Mutex::new(())).collect(),
             commit_gate: RwLock::new(()),
+            bulk_epoch: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
         inner.load_catalog()?;
@@ -457,7 +460,8 @@ impl Store {
         // SAFETY: the transaction borrows the database inside `inner`; `Txn` holds an `Arc` of it and
         // drops the transaction first (field order).
         let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
-        Txn { txn: Some(txn), deltas: RefCell::new(Vec::new()), inner: self.inner.clone() }
+        let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
+        Txn { txn: Some(txn), deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
     }
 
     /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
@@ -585,28 +589,36 @@ impl Access for Store {
     }
 }
 
-/// A bulk load: new rows gathered into one write batch and written atomically at `commit`, without a
-/// transaction. A transaction tracks and re-validates every key it writes; at a million rows that costs more
-/// than the load itself. Here the keys are checked once, at commit, while other commits wait (the commit gate),
-/// so no row can appear between the check and the write. Nothing is visible, and nothing is written, before
-/// `commit`; dropping the load discards it.
+/// A bulk load: new rows gathered in memory and written atomically at `commit`, without a transaction. A
+/// transaction tracks and re-validates every key it writes; at a million rows that costs more than the load
+/// itself. Here the keys are checked once, at commit, while other commits wait (the commit gate), so no row
+/// can appear between the check and the write. Nothing is visible, and nothing is written, before `commit`;
+/// dropping the load discards it.
+///
+/// A small load is one write batch. A large one is written as a sorted table file and ingested: it skips the
+/// memtable and the log, and lands where later compactions need not rewrite it. Ingested rows are not in the
+/// memtable, where optimistic transactions look for conflicting writes, so a transaction that wrote and
+/// commits after an ingest is refused with `Conflict` (the bulk epoch) rather than risk missing one.
 pub struct BulkLoad {
     inner: Arc<Inner>,
     table: Arc<Table>,
-    batch: KvBatch,
-    /// Each row's key with its position in the load.
-    keys: Vec<(Vec<u8>, usize)>,
+    /// Key, stored row and position in the load.
+    rows: Vec<(Vec<u8>, Vec<u8>, usize)>,
+    bytes: usize,
     deltas: Vec<Delta>,
     now: i64,
 }
+
+/// Loads of at least this many bytes are ingested as a table file.
+const INGEST_BYTES: usize = 16 << 20;
 
 impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
         Ok(BulkLoad {
             table: self.inner.table(table)?,
-            batch: KvBatch::default(),
-            keys: Vec::new(),
+            rows: Vec::new(),
+            bytes: 0,
             deltas: Vec::new(),
             now: self.inner.config.clock.now_ms(),
             inner: self.inner.clone(),
@@ -621,63 +633,64 @@ impl BulkLoad {
         for (pk, cells) in rows {
             let key = t.key(pk)?;
             let v = t.new_row(cells, self.now)?.encode();
-            self.batch.put(&key, &v);
-            let size = (key.len() + v.len()) as i64;
+            let size = key.len() + v.len();
+            self.bytes += size;
             let p = t.partition_of(&key);
             match self.deltas.last_mut() {
                 Some(d) if Arc::ptr_eq(&d.partition, &p) => {
-                    d.bytes += size;
+                    d.bytes += size as i64;
                     d.rows += 1;
                 }
-                _ => self.deltas.push(Delta { partition: p, bytes: size, rows: 1 }),
+                _ => self.deltas.push(Delta { partition: p, bytes: size as i64, rows: 1 }),
             }
-            let n = self.keys.len();
-            self.keys.push((key, n));
+            let n = self.rows.len();
+            self.rows.push((key, v, n));
         }
         Ok(())
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.rows.is_empty()
     }
 
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
-        // Sorted keys: repeats sit side by side, and the existence reads go through the table in order.
-        self.keys.sort_unstable();
+        // Sorted keys: repeats sit side by side, reads go through the table in order, and a table file
+        // needs them so.
+        self.rows.sort_unstable_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
         let mut duplicate: Option<usize> = None;
         let mut note = |i: usize| duplicate = Some(duplicate.map_or(i, |d: usize| d.min(i)));
-        for w in self.keys.windows(2) {
+        for w in self.rows.windows(2) {
             if w[0].0 == w[1].0 {
-                note(w[1].1);
+                note(w[1].2);
             }
         }
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
         let src = Source::Db(&self.inner.kv.db);
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
-        let stored_in_span = match (self.keys.first(), self.keys.last()) {
-            (Some((first, _)), Some((last, _))) => {
-                let mut upper = last.clone();
+        let stored_in_span = match (self.rows.first(), self.rows.last()) {
+            (Some(first), Some(last)) => {
+                let mut upper = last.0.clone();
                 upper.push(0);
-                let mut it = src.iter(first.clone(), upper);
+                let mut it = src.iter(first.0.clone(), upper);
                 it.seek_to_first();
                 it.status()?;
                 it.valid()
             }
             _ => false,
         };
-        for chunk in self.keys.chunks(4096).filter(|_| stored_in_span) {
-            let ks: Vec<Vec<u8>> = chunk.iter().map(|(k, _)| k.clone()).collect();
-            for (old, (_, i)) in src.multi_get(&ks)?.into_iter().zip(chunk) {
+        for chunk in self.rows.chunks(4096).filter(|_| stored_in_span) {
+            let ks: Vec<Vec<u8>> = chunk.iter().map(|r| r.0.clone()).collect();
+            for (old, row) in src.multi_get(&ks)?.into_iter().zip(chunk) {
                 if let Some(v) = old {
                     if StoredRow::decode(&v)?.visible(rules, self.now).is_some() {
-                        note(*i);
+                        note(row.2);
                     }
                 }
             }
@@ -685,7 +698,16 @@ impl BulkLoad {
         if let Some(i) = duplicate {
             return Err(BulkError::Duplicate(i));
         }
-        self.inner.kv.write_batch(std::mem::take(&mut self.batch))?;
+        if self.bytes >= INGEST_BYTES {
+            self.inner.kv.ingest_sorted(self.rows.iter().map(|r| (r.0.as_slice(), r.1.as_slice())))?;
+            self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
+        } else {
+            let mut batch = KvBatch::default();
+            for (k, v, _) in &self.rows {
+                batch.put(k, v);
+            }
+            self.inner.kv.write_batch(batch)?;
+        }
         for d in self.deltas.drain(..) {
             d.partition.add(d.bytes, d.rows);
         }
@@ -707,6 +729,9 @@ pub struct Txn {
     // Declared before `inner`: dropped before the database it borrows.
     txn: Option<KvTxn>,
     deltas: RefCell<Vec<Delta>>,
+    /// The bulk epoch at begin, and whether the transaction has written.
+    epoch: u64,
+    wrote: std::cell::Cell<bool>,
     inner: Arc<Inner>,
 }
 
@@ -716,6 +741,7 @@ impl Txn {
     }
 
     fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
+        self.wrote.set(true);
         let mut ctx = WriteCtx { inner: &self.inner, txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
         let r = f(&mut ctx)?;
         self.deltas.borrow_mut().extend(ctx.deltas);
@@ -745,6 +771,10 @@ impl Txn {
         let txn = self.txn.take().expect("open transaction");
         {
             let _shared = self.inner.commit_gate.read();
+            if self.wrote.get() && self.inner.bulk_epoch.load(Ordering::SeqCst) != self.epoch {
+                let _ = txn.rollback();
+                return Err(StoreError::Conflict);
+            }
             txn.commit()?;
         }
         for d in self.deltas.take() {
@@ -889,6 +919,7 @@ impl Inner {
         let _guards: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
         let mut attempt = 0u32;
         loop {
+            let epoch = self.bulk_epoch.load(Ordering::SeqCst);
             let txn = self.kv.begin(false);
             // SAFETY: the transaction does not outlive this call, and `self` outlives the call.
             let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
@@ -897,7 +928,13 @@ impl Inner {
             let deltas = std::mem::take(&mut ctx.deltas);
             let committed = {
                 let _shared = self.commit_gate.read();
-                txn.commit()
+                if self.bulk_epoch.load(Ordering::SeqCst) != epoch {
+                    // An ingest may have written these keys unseen by the conflict check: read again.
+                    let _ = txn.rollback();
+                    Err(StoreError::Conflict)
+                } else {
+                    txn.commit().map_err(StoreError::from)
+                }
             };
             match committed {
                 Ok(()) => {
@@ -906,7 +943,7 @@ impl Inner {
                     }
                     return Ok(value);
                 }
-                Err(e) => match StoreError::from(e) {
+                Err(e) => match e {
                     StoreError::Conflict if attempt < 100 => {
                         attempt += 1;
                         std::thread::sleep(Duration::from_micros(50 * attempt as u64));

@@ -23,6 +23,10 @@ const META: &str = "meta";
 pub(crate) struct Kv {
     pub db: Db,
     pub write_opts: WriteOptions,
+    /// Options of the data column family's table files, for files written outside the database.
+    sst_opts: Options,
+    dir: std::path::PathBuf,
+    next_file: std::sync::atomic::AtomicU64,
 }
 
 impl Kv {
@@ -34,18 +38,26 @@ impl Kv {
         db_opts.set_bytes_per_sync(1 << 20);
 
         let cache = Cache::new_lru_cache(cache_bytes);
-        let mut table = BlockBasedOptions::default();
-        table.set_block_cache(&cache);
-        table.set_bloom_filter(10.0, false);
-        table.set_cache_index_and_filter_blocks(true);
-        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-        table.set_format_version(5);
+        let table = |cache: Option<&Cache>| {
+            let mut table = BlockBasedOptions::default();
+            if let Some(c) = cache {
+                table.set_block_cache(c);
+            }
+            table.set_bloom_filter(10.0, false);
+            table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+            table.set_format_version(5);
+            table
+        };
 
         let mut data_opts = Options::default();
-        data_opts.set_block_based_table_factory(&table);
+        data_opts.set_block_based_table_factory(&table(Some(&cache)));
         data_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         data_opts.set_write_buffer_size(64 << 20);
         configure(&mut data_opts);
+        let mut sst_opts = Options::default();
+        sst_opts.set_block_based_table_factory(&table(None));
+        sst_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
 
         let meta_opts = Options::default();
         let cfs =
@@ -60,7 +72,7 @@ impl Kv {
         })?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(sync);
-        Ok(Kv { db, write_opts })
+        Ok(Kv { db, write_opts, sst_opts, dir: path.to_path_buf(), next_file: Default::default() })
     }
 
     fn meta_cf(&self) -> &rocksdb::ColumnFamily {
@@ -115,6 +127,27 @@ impl Kv {
     /// Writes a batch of data puts atomically, outside any transaction.
     pub fn write_batch(&self, batch: KvBatch) -> Result<()> {
         Ok(self.db.write_opt(batch.0, &self.write_opts)?)
+    }
+
+    /// Writes sorted, distinct data keys into a table file and moves it into the database: atomic, durable,
+    /// and past the memtable and the log (the way RocksDB takes bulk loads).
+    pub fn ingest_sorted<'a>(&self, rows: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<()> {
+        let n = self.next_file.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file = self.dir.join(format!("bulk-{}-{n}.sst", std::process::id()));
+        let written = (|| {
+            let mut w = rocksdb::SstFileWriter::create(&self.sst_opts);
+            w.open(&file)?;
+            for (k, v) in rows {
+                w.put(k, v)?;
+            }
+            w.finish()?;
+            let mut o = rocksdb::IngestExternalFileOptions::default();
+            o.set_move_files(true);
+            self.db.ingest_external_file_opts(&o, vec![&file])
+        })();
+        // Moved into the database on success; a leftover on failure.
+        let _ = std::fs::remove_file(&file);
+        Ok(written?)
     }
 
     pub fn begin(&self, snapshot: bool) -> Transaction<'_, Db> {

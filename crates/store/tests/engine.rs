@@ -453,3 +453,69 @@ fn data_survives_reopen_with_compactions_at_open() {
         assert_eq!(n, 8000, "every row is still there after reopening");
     }
 }
+
+fn bulk_rows(a: &str, keys: std::ops::Range<i64>, payload: usize) -> Vec<(Vec<PkValue>, Vec<CellWrite>)> {
+    keys.map(|b| (vec![s(a), int(b)], vec![CellWrite::new("v", Value::String(format!("{b}:{}", "x".repeat(payload))))])).collect()
+}
+
+#[test]
+fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
+    let (dir, _c, store) = setup(TableOptions::default());
+    put(&store, "p", 5, &[("v", Value::Integer(1))]).unwrap();
+
+    // Small: one write batch. A key already stored fails the whole load at commit, naming the first
+    // offending row; nothing of the load is written.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("p", 0..10, 10)).unwrap();
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(5))));
+    assert!(store.get_row("t", &[s("p"), int(0)], &all()).unwrap().is_none());
+    // A key twice in one load: the second occurrence is the duplicate.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("q", 0..3, 10)).unwrap();
+    load.add(&bulk_rows("q", 1..2, 10)).unwrap();
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(3))));
+    assert!(store.get_row("t", &[s("q"), int(0)], &all()).unwrap().is_none());
+
+    // Large (over 16 MiB): written as a table file and ingested.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("r", 0..20_000, 1000)).unwrap();
+    load.commit().unwrap();
+    let row = store.get_row("t", &[s("r"), int(19_999)], &all()).unwrap().unwrap();
+    assert!(matches!(row.get("v"), Some(Value::String(v)) if v.starts_with("19999:")));
+    assert_eq!(
+        store
+            .get_range("t", &RangeRequest { limit: Some(30_000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
+            .unwrap()
+            .rows
+            .len(),
+        20_001
+    );
+
+    // An ingested load over stored keys is refused like a small one.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("s", 0..20_000, 1000)).unwrap();
+    load.add(&bulk_rows("r", 7..8, 1000)).unwrap();
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(20_000))));
+    assert!(store.get_row("t", &[s("s"), int(0)], &all()).unwrap().is_none());
+
+    // A transaction that wrote while a load was ingested cannot know whether they collided: refused.
+    let txn = store.begin();
+    txn.put_row("t", &[Some(s("u")), Some(int(1))], &[CellWrite::new("v", Value::Integer(1))], &Condition::expect_not_exist()).unwrap();
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("u", 0..20_000, 1000)).unwrap();
+    load.commit().unwrap();
+    assert!(matches!(txn.commit(), Err(StoreError::Conflict)));
+    // A read-only one is unaffected: its snapshot predates the load.
+    let txn = store.begin();
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("w", 0..10, 10)).unwrap();
+    load.commit().unwrap();
+    assert!(txn.get_row("t", &[s("w"), int(0)], &all()).unwrap().is_none());
+    txn.commit().unwrap();
+
+    // Ingested rows survive a restart.
+    drop(store);
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    assert!(store.get_row("t", &[s("u"), int(12_345)], &all()).unwrap().is_some());
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("bulk-")));
+}
