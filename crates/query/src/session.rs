@@ -1247,7 +1247,12 @@ impl Session {
 fn single_call(plan: &Plan) -> bool {
     match plan {
         Plan::Select(_) => true,
-        Plan::Insert(i) => i.rows.len() == 1 && !matches!(i.on_conflict, OnConflict::DoUpdate { .. }),
+        // A plain multi-row INSERT is one atomic engine call too.
+        Plan::Insert(i) => match i.on_conflict {
+            OnConflict::Error => true,
+            OnConflict::DoNothing => i.rows.len() == 1,
+            OnConflict::DoUpdate { .. } => false,
+        },
         _ => false,
     }
 }

@@ -550,6 +550,19 @@ pub trait Access {
 
 impl Access for Store {
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let complete: Option<Vec<Vec<PkValue>>> = rows.iter().map(|(pk, _)| pk.iter().cloned().collect()).collect();
+        if let Some(pks) = complete {
+            // Complete keys need no transaction: one checked, atomic write.
+            let mut load = self.bulk_load(table)?;
+            for (pk, (_, cells)) in pks.iter().zip(rows) {
+                load.add_row(pk, cells)?;
+            }
+            return match load.commit() {
+                Ok(()) => Ok(pks),
+                Err(BulkError::Duplicate(_)) => Err(StoreError::RowExists),
+                Err(BulkError::Store(e)) => Err(e),
+            };
+        }
         let mut attempt = 0;
         loop {
             let txn = self.begin();
@@ -629,8 +642,12 @@ impl Store {
 impl BulkLoad {
     /// Adds rows; their keys must be complete (no generated values) and new.
     pub fn add(&mut self, rows: &[(Vec<PkValue>, Vec<CellWrite>)]) -> Result<()> {
+        rows.iter().try_for_each(|(pk, cells)| self.add_row(pk, cells))
+    }
+
+    pub fn add_row(&mut self, pk: &[PkValue], cells: &[CellWrite]) -> Result<()> {
         let t = &self.table;
-        for (pk, cells) in rows {
+        {
             let key = t.key(pk)?;
             let v = t.new_row(cells, self.now)?.encode();
             let size = key.len() + v.len();
