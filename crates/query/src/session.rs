@@ -1111,6 +1111,9 @@ impl Session {
         if let Some(txn) = &self.txn {
             return self.exec_on(txn, plan, params, now_us);
         }
+        if let Some(fast) = self.fast_upsert(plan, params, now_us)? {
+            return Ok((fast, None));
+        }
         if let Some(fast) = self.fast_update(plan, params, now_us)? {
             return Ok((fast, None));
         }
@@ -1178,6 +1181,53 @@ impl Session {
             _ => return Err(QueryError::Internal("not a DML plan".into())),
         };
         Ok((out, Some(ex.stats.get())))
+    }
+
+    /// A one-row `INSERT ... ON CONFLICT (key) DO UPDATE SET c = <EXCLUDED values> | c = c + k`: one engine
+    /// write that inserts the row or updates the stored one, instead of a transaction that tries, reads
+    /// and updates.
+    fn fast_upsert(&self, plan: &Plan, params: &[Datum], now_us: i64) -> Result<Option<Output>> {
+        let Plan::Insert(i) = plan else { return Ok(None) };
+        let OnConflict::DoUpdate { assignments, filter: None } = &i.on_conflict else { return Ok(None) };
+        if i.rows.len() != 1 || i.returning.is_some() {
+            return Ok(None);
+        }
+        let t = &i.table;
+        let n = t.columns.len();
+        let ctx = self.ctx(params, now_us);
+        let values = i.rows[0].iter().map(|e| e.eval(&[], &ctx)).collect::<Result<Vec<_>>>()?;
+        let prepared = crate::exec::prepare_row(t, &i.targets, values)?;
+        let Some(pk) = prepared.pk.iter().cloned().collect::<Option<Vec<_>>>() else { return Ok(None) };
+        // Assignments may read EXCLUDED (columns after the stored row and its _version), or add to themselves.
+        let mut combined = vec![Datum::Null; n + 1];
+        combined.extend(prepared.row.iter().take(n).cloned());
+        let mut ops = Vec::with_capacity(assignments.len());
+        for (col, e) in assignments {
+            let name = t.columns[*col].name.clone();
+            if let (Some(k), None) = (crate::exec::increment_of(e, *col), prepared.version) {
+                let k = k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
+                ops.push((name, UpdateOp::Increment(k)));
+                continue;
+            }
+            let mut reads = Vec::new();
+            e.columns(&mut reads);
+            if reads.iter().any(|&c| c <= n) {
+                return Ok(None);
+            }
+            let v = e.eval(&combined, &ctx)?.cast(t.column_type(*col))?;
+            if v.is_null() && t.columns[*col].not_null {
+                return Err(QueryError::NotNull { table: t.name.clone(), column: name });
+            }
+            ops.push((
+                name,
+                match v.to_value() {
+                    Some(value) => UpdateOp::Put { value, version: prepared.version },
+                    None => UpdateOp::DeleteAll,
+                },
+            ));
+        }
+        self.db.store.upsert_row(&t.name, &pk, &prepared.cells, &ops)?;
+        Ok(Some(Output::Command { tag: "INSERT 0 1".into() }))
     }
 
     /// `UPDATE t SET c = const | c = c + k ... WHERE <full key>`: one conditional engine write, no read.

@@ -639,6 +639,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Inserts the row, or when it exists applies `ops` to it instead: atomically, in one call (SQL's
+    /// `INSERT ... ON CONFLICT DO UPDATE`). `existed` tells which happened.
+    pub fn upsert_row(&self, table: &str, pk: &[PkValue], cells: &[CellWrite], ops: &[(String, UpdateOp)]) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        let full: Vec<Option<PkValue>> = pk.iter().cloned().map(Some).collect();
+        self.inner.autocommit(&[key], |ctx| match ctx.put_row(&t, &full, cells, &Condition::expect_not_exist()) {
+            Err(StoreError::RowExists) => ctx.update_row(&t, pk, ops, &Condition::expect_exist()),
+            r => r,
+        })
+    }
+}
+
 impl BulkLoad {
     /// Adds rows; their keys must be complete (no generated values) and new.
     pub fn add(&mut self, rows: &[(Vec<PkValue>, Vec<CellWrite>)]) -> Result<()> {
