@@ -213,6 +213,18 @@ struct Delta {
     rows: i64,
 }
 
+/// Counts one new row of `bytes` against its partition, merged with the previous row's when they share it
+/// (rows of a batch arrive in key order, so runs of one partition are common).
+fn add_delta(deltas: &mut Vec<Delta>, partition: Arc<Partition>, bytes: i64) {
+    match deltas.last_mut() {
+        Some(d) if Arc::ptr_eq(&d.partition, &partition) => {
+            d.bytes += bytes;
+            d.rows += 1;
+        }
+        _ => deltas.push(Delta { partition, bytes, rows: 1 }),
+    }
+}
+
 pub(crate) struct Inner {
     kv: Kv,
     config: StoreConfig,
@@ -660,32 +672,14 @@ impl BulkLoad {
     }
 
     pub fn add_row(&mut self, pk: &[PkValue], cells: &[CellWrite]) -> Result<()> {
-        let t = &self.table;
-        {
-            let key = t.key(pk)?;
-            let v = t.new_row(cells, self.now)?.encode();
-            let size = key.len() + v.len();
-            self.bytes += size;
-            let p = t.partition_of(&key);
-            match self.deltas.last_mut() {
-                Some(d) if Arc::ptr_eq(&d.partition, &p) => {
-                    d.bytes += size as i64;
-                    d.rows += 1;
-                }
-                _ => self.deltas.push(Delta { partition: p, bytes: size as i64, rows: 1 }),
-            }
-            let n = self.rows.len();
-            self.rows.push((key, v, n));
-        }
+        let key = self.table.key(pk)?;
+        let v = self.table.new_row(cells, self.now)?.encode();
+        let size = key.len() + v.len();
+        self.bytes += size;
+        add_delta(&mut self.deltas, self.table.partition_of(&key), size as i64);
+        let n = self.rows.len();
+        self.rows.push((key, v, n));
         Ok(())
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
     }
 
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
@@ -1370,21 +1364,12 @@ impl WriteCtx<'_> {
                 return Err(StoreError::RowExists);
             }
         }
-        let mut by_partition: Vec<(Arc<Partition>, i64, i64)> = Vec::new();
         for (key, row) in keys.into_iter().zip(values) {
             let v = row.encode();
             let size = (key.len() + v.len()) as i64;
             self.txn.put(&key, v)?;
-            let p = t.partition_of(&key);
-            match by_partition.last_mut() {
-                Some((q, b, r)) if Arc::ptr_eq(q, &p) => {
-                    *b += size;
-                    *r += 1;
-                }
-                _ => by_partition.push((p, size, 1)),
-            }
+            add_delta(&mut self.deltas, t.partition_of(&key), size);
         }
-        self.deltas.extend(by_partition.into_iter().map(|(partition, bytes, rows)| Delta { partition, bytes, rows }));
         Ok(pks)
     }
 
