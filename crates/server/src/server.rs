@@ -126,6 +126,8 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     let mut conns = JoinSet::new();
+    // Set when the grace period ends: connection threads drop their sessions and end.
+    let (abort, _) = watch::channel(false);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -149,13 +151,54 @@ async fn serve(
                 let handlers = Handlers::new(shared.clone());
                 let id = handlers.conn.id;
                 let tls = tls.clone();
-                conns.spawn(async move {
-                    let span = tracing::info_span!("connection", conn = id, %peer);
-                    let _e = span.enter();
-                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
-                        tracing::debug!(error = %e, "connection ended with an error");
+                let (done, finished) = tokio::sync::oneshot::channel::<()>();
+                let mut aborted = abort.subscribe();
+                let socket = match socket.into_std() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn!(error = %e, "cannot detach an accepted socket");
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        continue;
                     }
+                };
+                let counted = active.clone();
+                // One thread per connection, each with its own single-threaded runtime, as PostgreSQL has
+                // one process per connection: the kernel wakes exactly the thread whose socket became
+                // readable, with no hand-off between scheduler workers on the way.
+                let spawned = std::thread::Builder::new().name(format!("tabula-conn-{id}")).spawn(move || {
+                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                        Ok(rt) => rt,
+                        Err(e) => {
+                            warn!(error = %e, "cannot start a connection runtime");
+                            active.fetch_sub(1, Ordering::SeqCst);
+                            return;
+                        }
+                    };
+                    rt.block_on(async move {
+                        let span = tracing::info_span!("connection", conn = id, %peer);
+                        let _e = span.enter();
+                        let socket = match tokio::net::TcpStream::from_std(socket) {
+                            Ok(s) => s,
+                            Err(e) => return warn!(error = %e, "cannot register a connection socket"),
+                        };
+                        tokio::select! {
+                            r = pgwire::tokio::process_socket(socket, tls, handlers) => if let Err(e) = r {
+                                tracing::debug!(error = %e, "connection ended with an error");
+                            },
+                            _ = aborted.wait_for(|a| *a) => {}
+                        }
+                    });
+                    drop(rt);
                     active.fetch_sub(1, Ordering::SeqCst);
+                    let _ = done.send(());
+                });
+                if let Err(e) = spawned {
+                    warn!(error = %e, "cannot start a connection thread");
+                    counted.fetch_sub(1, Ordering::SeqCst);
+                    continue;
+                }
+                conns.spawn(async move {
+                    let _ = finished.await;
                 });
             }
             _ = stopped.changed() => break,
@@ -171,7 +214,7 @@ async fn serve(
             next = conns.join_next() => if next.is_none() { break },
             _ = &mut grace => {
                 warn!(open = conns.len(), "closing connections still open after the grace period");
-                conns.abort_all();
+                let _ = abort.send(true);
                 while conns.join_next().await.is_some() {}
                 break;
             }
