@@ -17,6 +17,7 @@ use crate::kv::{Kv, KvBatch, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, ReadFilter, StoredRow, VersionRules};
+use crate::runs;
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
 
 /// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
@@ -46,6 +47,8 @@ pub struct StoreConfig {
     pub block_cache_bytes: usize,
     /// Default byte budget of one `get_range` call.
     pub scan_budget_bytes: usize,
+    /// Bytes of rows a bulk load holds in memory before it spills them, sorted, to a file.
+    pub bulk_spill_bytes: usize,
 }
 
 impl Default for StoreConfig {
@@ -60,6 +63,7 @@ impl Default for StoreConfig {
             maintenance_interval: Some(Duration::from_secs(1)),
             block_cache_bytes: 256 << 20,
             scan_budget_bytes: 4 << 20,
+            bulk_spill_bytes: 64 << 20,
         }
     }
 }
@@ -614,22 +618,28 @@ impl Access for Store {
     }
 }
 
-/// A bulk load: new rows gathered in memory and written atomically at `commit`, without a transaction. A
+/// A bulk load: new rows gathered and written atomically at `commit`, without a transaction. A
 /// transaction tracks and re-validates every key it writes; at a million rows that costs more than the load
 /// itself. Here the keys are checked once, at commit, while other commits wait (the commit gate), so no row
 /// can appear between the check and the write. Nothing is visible, and nothing is written, before `commit`;
 /// dropping the load discards it.
 ///
-/// A small load is one write batch. A large one is written as a sorted table file and ingested: it skips the
-/// memtable and the log, and lands where later compactions need not rewrite it. Ingested rows are not in the
-/// memtable, where optimistic transactions look for conflicting writes, so a transaction that wrote and
-/// commits after an ingest is refused with `Conflict` (the bulk epoch) rather than risk missing one.
+/// Rows are held in memory up to `StoreConfig::bulk_spill_bytes`, then sorted and spilled to a run file (see `runs`), so a
+/// load of any size needs bounded memory. A small load is one write batch. A large one is written as a
+/// sorted table file and ingested: it skips the memtable and the log, and lands where later compactions
+/// need not rewrite it. Ingested rows are not in the memtable, where optimistic transactions look for
+/// conflicting writes, so a transaction that wrote and commits after an ingest is refused with `Conflict`
+/// (the bulk epoch) rather than risk missing one.
 pub struct BulkLoad {
     inner: Arc<Inner>,
     table: Arc<Table>,
-    /// Key, stored row and position in the load.
-    rows: Vec<(Vec<u8>, Vec<u8>, usize)>,
+    /// Rows not yet spilled.
+    rows: Vec<runs::Entry>,
+    /// Bytes of `rows`, and of the whole load.
+    held: usize,
     bytes: usize,
+    runs: Vec<runs::Run>,
+    next_pos: usize,
     deltas: Vec<Delta>,
     now: i64,
 }
@@ -643,7 +653,10 @@ impl Store {
         Ok(BulkLoad {
             table: self.inner.table(table)?,
             rows: Vec::new(),
+            held: 0,
             bytes: 0,
+            runs: Vec::new(),
+            next_pos: 0,
             deltas: Vec::new(),
             now: self.inner.config.clock.now_ms(),
             inner: self.inner.clone(),
@@ -676,62 +689,106 @@ impl BulkLoad {
         let v = self.table.new_row(cells, self.now)?.encode();
         let size = key.len() + v.len();
         self.bytes += size;
+        self.held += size;
         add_delta(&mut self.deltas, self.table.partition_of(&key), size as i64);
-        let n = self.rows.len();
-        self.rows.push((key, v, n));
+        self.rows.push((key, v, self.next_pos));
+        self.next_pos += 1;
+        if self.held >= self.inner.config.bulk_spill_bytes {
+            let run = runs::spill(self.inner.kv.temp_path("run"), &mut self.rows)?;
+            self.runs.push(run);
+            self.rows = Vec::new();
+            self.held = 0;
+        }
         Ok(())
     }
 
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
-        // Sorted keys: repeats sit side by side, reads go through the table in order, and a table file
-        // needs them so.
-        self.rows.sort_unstable_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
-        let mut duplicate: Option<usize> = None;
-        let mut note = |i: usize| duplicate = Some(duplicate.map_or(i, |d: usize| d.min(i)));
-        for w in self.rows.windows(2) {
-            if w[0].0 == w[1].0 {
-                note(w[1].2);
-            }
+        // The load's smallest and largest keys, over the runs and the rows in memory.
+        let mut span: Option<(Vec<u8>, Vec<u8>)> = None;
+        let mut widen = |lo: &[u8], hi: &[u8]| {
+            span = Some(match span.take() {
+                None => (lo.to_vec(), hi.to_vec()),
+                Some((l, h)) => (if lo < l.as_slice() { lo.to_vec() } else { l }, if hi > h.as_slice() { hi.to_vec() } else { h }),
+            })
+        };
+        for r in &self.runs {
+            widen(&r.first, &r.last);
         }
+        for (k, _, _) in &self.rows {
+            widen(k, k);
+        }
+        let Some((first, last)) = span else { return Ok(()) };
+        // One ascending stream: repeats sit side by side, existing rows are read in key order, and a table
+        // file needs its keys so.
+        let mut merged = runs::Merge::new(&self.runs, std::mem::take(&mut self.rows))?;
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
         let src = Source::Db(&self.inner.kv.db);
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
-        let stored_in_span = match (self.rows.first(), self.rows.last()) {
-            (Some(first), Some(last)) => {
-                let mut upper = last.0.clone();
-                upper.push(0);
-                let mut it = src.iter(first.0.clone(), upper);
-                it.seek_to_first();
-                it.status()?;
-                it.valid()
-            }
-            _ => false,
+        let stored_in_span = {
+            let mut upper = last;
+            upper.push(0);
+            let mut it = src.iter(first, upper);
+            it.seek_to_first();
+            it.status()?;
+            it.valid()
         };
-        for chunk in self.rows.chunks(4096).filter(|_| stored_in_span) {
-            let ks: Vec<Vec<u8>> = chunk.iter().map(|r| r.0.clone()).collect();
-            for (old, row) in src.multi_get(&ks)?.into_iter().zip(chunk) {
+        // The first row that cannot be inserted.
+        let mut duplicate: Option<usize> = None;
+        let note = |duplicate: &mut Option<usize>, i: usize| *duplicate = Some(duplicate.map_or(i, |d| d.min(i)));
+        let check = |keys: &mut Vec<(Vec<u8>, usize)>, duplicate: &mut Option<usize>| -> Result<()> {
+            let ks: Vec<&[u8]> = keys.iter().map(|(k, _)| k.as_slice()).collect();
+            for (old, (_, pos)) in src.multi_get(&ks)?.into_iter().zip(keys.iter()) {
                 if let Some(v) = old {
                     if StoredRow::decode(&v)?.visible(rules, self.now).is_some() {
-                        note(row.2);
+                        note(duplicate, *pos);
                     }
                 }
             }
+            keys.clear();
+            Ok(())
+        };
+        enum Sink<'a> {
+            Batch(KvBatch),
+            Table(crate::kv::SstBuild<'a>),
+        }
+        let mut sink = if self.bytes >= INGEST_BYTES { Sink::Table(self.inner.kv.sst_build()?) } else { Sink::Batch(KvBatch::default()) };
+        let mut pending: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut prev: Option<Vec<u8>> = None;
+        while let Some((k, v, pos)) = merged.next()? {
+            if prev.as_deref() == Some(k.as_slice()) {
+                note(&mut duplicate, pos);
+                continue;
+            }
+            // Once the load is known to fail, the rest is only scanned for an earlier offending row.
+            if duplicate.is_none() {
+                match &mut sink {
+                    Sink::Batch(b) => b.put(&k, &v),
+                    Sink::Table(t) => t.put(&k, &v)?,
+                }
+            }
+            if stored_in_span {
+                pending.push((k.clone(), pos));
+                if pending.len() == 4096 {
+                    check(&mut pending, &mut duplicate)?;
+                }
+            }
+            prev = Some(k);
+        }
+        if !pending.is_empty() {
+            check(&mut pending, &mut duplicate)?;
         }
         if let Some(i) = duplicate {
             return Err(BulkError::Duplicate(i));
         }
-        if self.bytes >= INGEST_BYTES {
-            self.inner.kv.ingest_sorted(self.rows.iter().map(|r| (r.0.as_slice(), r.1.as_slice())))?;
-            self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
-        } else {
-            let mut batch = KvBatch::default();
-            for (k, v, _) in &self.rows {
-                batch.put(k, v);
+        match sink {
+            Sink::Batch(b) => self.inner.kv.write_batch(b)?,
+            Sink::Table(t) => {
+                t.ingest()?;
+                self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
             }
-            self.inner.kv.write_batch(batch)?;
         }
         for d in self.deltas.drain(..) {
             d.partition.add(d.bytes, d.rows);

@@ -139,25 +139,21 @@ impl Kv {
         Ok(self.db.write_opt(batch.0, &self.write_opts)?)
     }
 
-    /// Writes sorted, distinct data keys into a table file and moves it into the database: atomic, durable,
-    /// and past the memtable and the log (the way RocksDB takes bulk loads).
-    pub fn ingest_sorted<'a>(&self, rows: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<()> {
+    /// A path in the data directory for a temporary file of this process (table files being built, spilled
+    /// bulk-load runs). Removed by whoever made it; a leftover from a crash is harmless.
+    pub fn temp_path(&self, ext: &str) -> std::path::PathBuf {
         let n = self.next_file.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = self.dir.join(format!("bulk-{}-{n}.sst", std::process::id()));
-        let written = (|| {
-            let mut w = rocksdb::SstFileWriter::create(&self.sst_opts);
-            w.open(&file)?;
-            for (k, v) in rows {
-                w.put(k, v)?;
-            }
-            w.finish()?;
-            let mut o = rocksdb::IngestExternalFileOptions::default();
-            o.set_move_files(true);
-            self.db.ingest_external_file_opts(&o, vec![&file])
-        })();
-        // Moved into the database on success; a leftover on failure.
-        let _ = std::fs::remove_file(&file);
-        Ok(written?)
+        self.dir.join(format!("bulk-{}-{n}.{ext}", std::process::id()))
+    }
+
+    /// Starts a table file of sorted, distinct data keys, to be moved into the database whole by
+    /// [`SstBuild::ingest`]: atomic, durable, and past the memtable and the log (the way RocksDB takes
+    /// bulk loads).
+    pub fn sst_build(&self) -> Result<SstBuild<'_>> {
+        let file = self.temp_path("sst");
+        let writer = rocksdb::SstFileWriter::create(&self.sst_opts);
+        writer.open(&file)?;
+        Ok(SstBuild { kv: self, writer, file })
     }
 
     pub fn begin(&self, snapshot: bool) -> Transaction<'_, Db> {
@@ -182,6 +178,34 @@ impl Kv {
         self.db.flush()?;
         self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
         Ok(())
+    }
+}
+
+/// A table file being written; dropped without `ingest`, it is deleted.
+pub(crate) struct SstBuild<'a> {
+    kv: &'a Kv,
+    writer: rocksdb::SstFileWriter<'a>,
+    file: std::path::PathBuf,
+}
+
+impl SstBuild<'_> {
+    /// Adds the next key; keys must come in ascending order, each once.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.writer.put(key, value)?)
+    }
+
+    pub fn ingest(mut self) -> Result<()> {
+        self.writer.finish()?;
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        Ok(self.kv.db.ingest_external_file_opts(&o, vec![&self.file])?)
+    }
+}
+
+impl Drop for SstBuild<'_> {
+    fn drop(&mut self) {
+        // Moved into the database by a successful ingest; otherwise a leftover.
+        let _ = std::fs::remove_file(&self.file);
     }
 }
 
@@ -218,7 +242,7 @@ impl<'a> Source<'a> {
         })
     }
 
-    pub fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         let res = match self {
             Source::Db(db) => db.multi_get(keys),
             Source::Txn(t) => t.multi_get_opt(keys, &self.read_opts()),

@@ -37,6 +37,7 @@ mod kv;
 pub mod ops;
 pub mod partition;
 pub mod row;
+mod runs;
 pub mod value;
 
 pub use catalog::{PkColumn, TableDef, TableOptions};

@@ -459,6 +459,60 @@ fn bulk_rows(a: &str, keys: std::ops::Range<i64>, payload: usize) -> Vec<(Vec<Pk
 }
 
 #[test]
+fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        maintenance_interval: None,
+        block_cache_bytes: 8 << 20,
+        bulk_spill_bytes: 64 << 10,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
+    let leftovers = || {
+        std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("bulk-")).count()
+    };
+
+    // Rows added out of order across several runs come back in key order, all of them.
+    let mut load = store.bulk_load("t").unwrap();
+    for chunk in [(300..600), (0..300), (600..900)] {
+        load.add(&bulk_rows("a", chunk, 500)).unwrap();
+    }
+    assert!(leftovers() >= 3, "the load spilled runs");
+    load.commit().unwrap();
+    assert_eq!(leftovers(), 0, "runs are removed at commit");
+    let rows = store
+        .get_range("t", &RangeRequest { limit: Some(2000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
+        .unwrap()
+        .rows;
+    assert_eq!(rows.iter().map(|r| r.pk[1].clone()).collect::<Vec<_>>(), (0..900).map(int).collect::<Vec<_>>());
+
+    // A repeat in different runs, and a row already stored, each fail the load with the first offending
+    // position, and nothing is written.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("b", 0..400, 500)).unwrap();
+    load.add(&bulk_rows("b", 500..800, 500)).unwrap();
+    load.add(&bulk_rows("b", 10..11, 500)).unwrap(); // position 700
+    load.add(&bulk_rows("a", 899..900, 500)).unwrap(); // position 701, stored before
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(700))));
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("b", 0..400, 500)).unwrap();
+    load.add(&bulk_rows("a", 5..6, 500)).unwrap(); // position 400, stored before
+    load.add(&bulk_rows("b", 3..4, 500)).unwrap();
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(400))));
+    assert!(store.get_row("t", &[s("b"), int(0)], &all()).unwrap().is_none());
+    assert_eq!(leftovers(), 0, "a failed load leaves no files");
+
+    // A load dropped without commit leaves nothing either.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("c", 0..400, 500)).unwrap();
+    drop(load);
+    assert_eq!(leftovers(), 0);
+    assert!(store.get_row("t", &[s("c"), int(0)], &all()).unwrap().is_none());
+}
+
+#[test]
 fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
     let (dir, _c, store) = setup(TableOptions::default());
     put(&store, "p", 5, &[("v", Value::Integer(1))]).unwrap();
