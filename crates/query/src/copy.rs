@@ -154,6 +154,9 @@ impl CopyFormat {
                 if raw == self.null {
                     return Ok(None);
                 }
+                if !raw.contains('\\') {
+                    return Ok(Some(raw.to_string()));
+                }
                 let mut s = String::with_capacity(raw.len());
                 let mut chars = raw.chars().peekable();
                 while let Some(c) = chars.next() {
@@ -191,41 +194,59 @@ impl CopyFormat {
     }
 
     fn csv_fields(&self, line: &str) -> Result<Vec<Option<String>>> {
-        let (q, e, d) = (self.quote as char, self.escape as char, self.delimiter as char);
+        // Byte by byte: quote, escape and delimiter are single ASCII bytes, which never occur inside a
+        // multi-byte UTF-8 sequence, so every cut falls on a character boundary.
+        let (q, e, d) = (self.quote, self.escape, self.delimiter);
+        let b = line.as_bytes();
         let mut fields = Vec::new();
-        let mut chars = line.chars().peekable();
-        let mut field = String::new();
-        let mut quoted = false;
-        let mut was_quoted = false;
+        let mut i = 0;
         loop {
-            match chars.next() {
-                None => break,
-                Some(c) if quoted => {
-                    if c == e && chars.peek() == Some(&q) {
+            // Most fields hold no quote: taken as they are.
+            let plain_end = b[i..].iter().position(|&c| c == d || c == q).map_or(b.len(), |n| i + n);
+            if plain_end == b.len() || b[plain_end] == d {
+                let raw = &line[i..plain_end];
+                fields.push(if raw == self.null { None } else { Some(raw.to_string()) });
+                if plain_end == b.len() {
+                    break;
+                }
+                i = plain_end + 1;
+                continue;
+            }
+            let mut field = Vec::with_capacity(b.len() - i);
+            let mut quoted = false;
+            while i < b.len() {
+                let c = b[i];
+                if quoted {
+                    if c == e && b.get(i + 1) == Some(&q) {
                         field.push(q);
-                        chars.next();
-                    } else if c == q {
+                        i += 2;
+                        continue;
+                    }
+                    if c == q {
                         quoted = false;
                     } else {
                         field.push(c);
                     }
-                }
-                Some(c) if c == q => {
+                } else if c == q {
                     quoted = true;
-                    was_quoted = true;
+                } else if c == d {
+                    break;
+                } else {
+                    field.push(c);
                 }
-                Some(c) if c == d => {
-                    fields.push((std::mem::take(&mut field), was_quoted));
-                    was_quoted = false;
-                }
-                Some(c) => field.push(c),
+                i += 1;
             }
+            if quoted {
+                return Err(QueryError::InvalidText("unterminated CSV quoted field".into()));
+            }
+            // A quoted field is never NULL, even when its text equals the NULL string.
+            fields.push(Some(String::from_utf8(field).map_err(|_| QueryError::InvalidText("invalid UTF-8 in CSV field".into()))?));
+            if i >= b.len() {
+                break;
+            }
+            i += 1;
         }
-        if quoted {
-            return Err(QueryError::InvalidText("unterminated CSV quoted field".into()));
-        }
-        fields.push((field, was_quoted));
-        Ok(fields.into_iter().map(|(f, quoted)| if !quoted && f == self.null { None } else { Some(f) }).collect())
+        Ok(fields)
     }
 
     /// One row in this format, newline included.
@@ -292,6 +313,15 @@ mod tests {
         out.clear();
         assert!(f.take_records(&mut buf, false, &mut out).unwrap());
         assert_eq!(out, vec![vec![Some("3".into()), Some("partial".into())]]);
+    }
+
+    #[test]
+    fn csv_fields_plain_quoted_mid_field_escaped_and_multibyte() {
+        let f = CopyFormat { csv: true, delimiter: b',', escape: b'\\', null: String::new(), ..CopyFormat::default() };
+        let fields = f.csv_fields(r#""a\"b",é ü,,"",x"y,z"w,"#).unwrap();
+        assert_eq!(fields, vec![Some("a\"b".into()), Some("é ü".into()), None, Some("".into()), Some("xy,zw".into()), None]);
+        assert!(f.csv_fields(r#"1,"open"#).is_err());
+        assert_eq!(f.csv_fields("").unwrap(), vec![None]);
     }
 
     #[test]

@@ -278,6 +278,14 @@ impl Iterator for Cursor {
                 }
                 if let Some(picks) = &self.picks {
                     let mut r = r;
+                    // Columns picked in table order (the usual case) are moved down within the row itself.
+                    if picks.windows(2).all(|w| w[0] < w[1]) && picks.last().is_none_or(|&l| l < r.len()) {
+                        for (to, &from) in picks.iter().enumerate() {
+                            r.swap(to, from);
+                        }
+                        r.truncate(picks.len());
+                        return Some(Ok(r));
+                    }
                     return Some(Ok(picks
                         .iter()
                         .map(|&i| r.get_mut(i).map(|d| std::mem::replace(d, Datum::Null)).unwrap_or(Datum::Null))

@@ -38,6 +38,9 @@ impl Kv {
         db_opts.create_missing_column_families(true);
         db_opts.set_max_background_jobs(2);
         db_opts.set_bytes_per_sync(1 << 20);
+        // A log file is deleted only once every column family's writes in it are flushed, and the catalog's
+        // family takes few writes: without a bound, logs would pile up to a gigabyte, all replayed at open.
+        db_opts.set_max_total_wal_size(256 << 20);
 
         let cache = Cache::new_lru_cache(cache_bytes);
         let table = |cache: Option<&Cache>| {
