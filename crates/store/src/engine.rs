@@ -1185,43 +1185,59 @@ impl Inner {
         self.persist_partitions()
     }
 
-    /// Splits a partition near the middle of its bytes, on a partition-key boundary.
+    /// Splits a partition near the middle of its bytes, on a partition-key boundary: the first
+    /// partition-key value whose middle lies past half of the bytes starts the right half (the last value
+    /// when none does). Two streaming passes that keep nothing per key: with a one-column primary key every
+    /// row is a partition-key value of its own, millions of them.
     fn split(&self, t: &Table, p: &Arc<Partition>) -> Result<()> {
         let src = Source::Db(&self.kv.db);
-        // First pass: sizes per partition-key value, in key order.
-        let mut groups: Vec<(Vec<u8>, i64, i64)> = Vec::new();
-        let mut it = src.iter(p.start.clone(), p.end.clone());
-        it.seek_to_first();
-        while it.valid() {
-            let size = (it.key().len() + it.value().len()) as i64;
-            let prefix = t.partition_key_prefix(it.key())?;
-            match groups.last_mut() {
-                Some((k, b, r)) if k.as_slice() == prefix => {
-                    *b += size;
-                    *r += 1;
+        let scan = |f: &mut dyn FnMut(&[u8], i64) -> bool| -> Result<()> {
+            let mut it = src.iter_uncached(p.start.clone(), p.end.clone());
+            it.seek_to_first();
+            while it.valid() {
+                let size = (it.key().len() + it.value().len()) as i64;
+                if !f(t.partition_key_prefix(it.key())?, size) {
+                    break;
                 }
-                _ => groups.push((prefix.to_vec(), size, 1)),
+                it.advance(false);
             }
-            it.advance(false);
-        }
-        it.status()?;
-        if groups.len() < 2 {
+            it.status()
+        };
+        let (mut total, mut total_rows) = (0i64, 0i64);
+        scan(&mut |_, size| {
+            total += size;
+            total_rows += 1;
+            true
+        })?;
+        // The current value's key, bytes and rows; the bytes and rows of the values before it.
+        let mut current: Option<(Vec<u8>, i64, i64)> = None;
+        let (mut before, mut before_rows, mut index) = (0i64, 0i64, 0usize);
+        let mut cut: Option<(Vec<u8>, i64, i64)> = None;
+        scan(&mut |prefix, size| {
+            if let Some((_, b, r)) = current.as_mut().filter(|c| c.0 == prefix) {
+                *b += size;
+                *r += 1;
+                return true;
+            }
+            if let Some((k, b, r)) = current.take() {
+                if index > 0 && before + b / 2 >= total / 2 {
+                    cut = Some((k, before, before_rows));
+                    return false;
+                }
+                before += b;
+                before_rows += r;
+                index += 1;
+            }
+            current = Some((prefix.to_vec(), size, 1));
+            true
+        })?;
+        let Some((split_key, left_bytes, left_rows)) =
+            cut.or_else(|| current.filter(|_| index > 0).map(|(k, _, _)| (k, before, before_rows)))
+        else {
             return Ok(()); // one partition-key value is never split
-        }
-        let total: i64 = groups.iter().map(|g| g.1).sum();
-        // The first partition-key value whose middle lies past half of the bytes starts the right half.
-        let mut before = 0i64;
-        let mut cut = groups.len() - 1;
-        for (i, g) in groups.iter().enumerate() {
-            if i > 0 && before + g.1 / 2 >= total / 2 {
-                cut = i;
-                break;
-            }
-            before += g.1;
-        }
-        let left = groups[..cut].iter().fold((0i64, 0i64), |acc, g| (acc.0 + g.1, acc.1 + g.2));
-        let right_rows: i64 = groups[cut..].iter().map(|g| g.2).sum();
-        let split_key = groups[cut].0.clone();
+        };
+        let left = (left_bytes, left_rows);
+        let right_rows = total_rows - left_rows;
         let lid = t.next_partition_id.fetch_add(2, Ordering::SeqCst);
         let rid = lid + 1;
         let l = Arc::new(Partition::new(lid, p.start.clone(), split_key.clone(), left.0, left.1));

@@ -255,7 +255,18 @@ impl<'a> Source<'a> {
 
     /// An iterator over `[lower, upper)`.
     pub fn iter(&self, lower: Vec<u8>, upper: Vec<u8>) -> RawIter<'a> {
+        self.iter_opts(lower, upper, true)
+    }
+
+    /// An iterator over `[lower, upper)` for a one-off pass over much data (maintenance): the blocks it
+    /// reads do not push the hot ones out of the block cache.
+    pub fn iter_uncached(&self, lower: Vec<u8>, upper: Vec<u8>) -> RawIter<'a> {
+        self.iter_opts(lower, upper, false)
+    }
+
+    fn iter_opts(&self, lower: Vec<u8>, upper: Vec<u8>, fill_cache: bool) -> RawIter<'a> {
         let mut o = self.read_opts();
+        o.fill_cache(fill_cache);
         o.set_iterate_lower_bound(lower);
         o.set_iterate_upper_bound(upper);
         match self {

@@ -159,3 +159,35 @@ fn a_hot_partition_splits_on_load() {
     assert!(parts.iter().all(|p| p.writes > 0 || p.approx_rows > 0));
     assert_eq!(store.get_range("hot", &RangeRequest::full(Direction::Forward)).unwrap().rows.len(), 500);
 }
+
+#[test]
+fn a_split_falls_at_the_middle_of_the_bytes_on_a_partition_key_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        split_bytes: 40 * 1024,
+        merge_bytes: 0,
+        maintenance_interval: None,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("m", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default())).unwrap();
+    // Partition-key values 0..10 with 20 rows each, then value 10 with 200 rows: half of the bytes lies
+    // inside value 10's group, whose middle is past the half, so the right half starts at 10.
+    let put = |g: i64, i: i64| {
+        store
+            .put_row("m", &[Some(int(g)), Some(int(i))], &[CellWrite::new("v", Value::Binary(vec![1; 200]))], &Condition::ignore())
+            .unwrap();
+    };
+    for g in 0..10 {
+        (0..20).for_each(|i| put(g, i));
+    }
+    (0..200).for_each(|i| put(10, i));
+    store.run_maintenance().unwrap();
+    let parts = store.partitions("m").unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    let mut ten = Vec::new();
+    keys::encode_pk_value(&mut ten, &int(10));
+    assert!(parts[1].start.ends_with(&ten), "the right half starts at partition-key value 10: {parts:?}");
+    assert_eq!((parts[0].approx_rows, parts[1].approx_rows), (200, 200), "left: values 0..10, right: value 10");
+}
