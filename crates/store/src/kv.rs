@@ -42,7 +42,9 @@ impl Kv {
         // family takes few writes: without a bound, logs would pile up to a gigabyte, all replayed at open.
         db_opts.set_max_total_wal_size(256 << 20);
 
-        let cache = Cache::new_lru_cache(cache_bytes);
+        // HyperClockCache: lookups without the LRU cache's shard mutex and list updates, which a point get
+        // pays three times (index partition, filter partition, data block). 0: entry size estimated as it runs.
+        let cache = Cache::new_hyper_clock_cache(cache_bytes, 0);
         let table = |cache: Option<&Cache>| {
             let mut table = BlockBasedOptions::default();
             if let Some(c) = cache {
@@ -67,6 +69,10 @@ impl Kv {
         data_opts.set_block_based_table_factory(&table(Some(&cache)));
         data_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         data_opts.set_write_buffer_size(64 << 20);
+        // A bloom filter over the memtable's keys: a point get of a key the memtable lacks (most of them,
+        // when recent writes touched other keys) skips the skiplist search, cache miss after cache miss.
+        data_opts.set_memtable_whole_key_filtering(true);
+        data_opts.set_memtable_prefix_bloom_ratio(0.1);
         configure(&mut data_opts);
         let mut sst_opts = Options::default();
         sst_opts.set_block_based_table_factory(&table(None));
