@@ -26,6 +26,8 @@ pub struct Cursor {
     projection: Vec<Expr>,
     /// When the projection only picks distinct columns: their indices, so values move out of the row.
     picks: Option<Vec<usize>>,
+    /// The picks are in table order: they move down within the row itself.
+    picks_ascending: bool,
     spec: ReadSpec,
     direction: Direction,
     next: Option<Vec<PkBound>>,
@@ -173,8 +175,10 @@ impl Cursor {
             }
         }
         let picks = (picks.len() == plan.projection.len()).then_some(picks);
+        let picks_ascending = picks.as_ref().is_some_and(|p| p.windows(2).all(|w| w[0] < w[1]));
         Ok(Some(Cursor {
             picks,
+            picks_ascending,
             partitions,
             store,
             scan: scan.clone(),
@@ -279,7 +283,7 @@ impl Iterator for Cursor {
                 if let Some(picks) = &self.picks {
                     let mut r = r;
                     // Columns picked in table order (the usual case) are moved down within the row itself.
-                    if picks.windows(2).all(|w| w[0] < w[1]) && picks.last().is_none_or(|&l| l < r.len()) {
+                    if self.picks_ascending && picks.last().is_none_or(|&l| l < r.len()) {
                         for (to, &from) in picks.iter().enumerate() {
                             r.swap(to, from);
                         }

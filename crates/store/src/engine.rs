@@ -705,21 +705,15 @@ impl BulkLoad {
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
-        // The load's smallest and largest keys, over the runs and the rows in memory.
-        let mut span: Option<(Vec<u8>, Vec<u8>)> = None;
-        let mut widen = |lo: &[u8], hi: &[u8]| {
-            span = Some(match span.take() {
-                None => (lo.to_vec(), hi.to_vec()),
-                Some((l, h)) => (if lo < l.as_slice() { lo.to_vec() } else { l }, if hi > h.as_slice() { hi.to_vec() } else { h }),
-            })
+        runs::sort(&mut self.rows);
+        // The load's smallest and largest keys: the ends of the runs and of the sorted rows in memory.
+        let ends = self.runs.iter().map(|r| (&r.first, &r.last)).chain(self.rows.first().zip(self.rows.last()).map(|(a, b)| (&a.0, &b.0)));
+        let Some((first, last)) =
+            ends.fold(None, |span: Option<(&Vec<u8>, &Vec<u8>)>, (lo, hi)| Some(span.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi)))))
+        else {
+            return Ok(());
         };
-        for r in &self.runs {
-            widen(&r.first, &r.last);
-        }
-        for (k, _, _) in &self.rows {
-            widen(k, k);
-        }
-        let Some((first, last)) = span else { return Ok(()) };
+        let (first, last) = (first.clone(), last.clone());
         // One ascending stream: repeats sit side by side, existing rows are read in key order, and a table
         // file needs its keys so.
         let mut merged = runs::Merge::new(&self.runs, std::mem::take(&mut self.rows))?;

@@ -103,7 +103,8 @@ impl Source {
 /// A source's next entry as the merge orders it: key, position in the load, source, value.
 type Head = (Vec<u8>, usize, usize, Vec<u8>);
 
-/// The entries of every run and of `memory` (sorted here), merged in ascending (key, position) order.
+/// The entries of every run and of `memory` (already sorted by [`sort`]), merged in ascending (key,
+/// position) order.
 pub(crate) struct Merge {
     sources: Vec<Source>,
     /// The next entry of each source that has one, smallest on top.
@@ -111,8 +112,7 @@ pub(crate) struct Merge {
 }
 
 impl Merge {
-    pub fn new(runs: &[Run], mut memory: Vec<Entry>) -> Result<Merge> {
-        sort(&mut memory);
+    pub fn new(runs: &[Run], memory: Vec<Entry>) -> Result<Merge> {
         let mut sources = vec![Source::Memory(memory.into_iter())];
         for r in runs {
             sources.push(Source::File(RunReader(BufReader::with_capacity(256 << 10, File::open(&r.path).map_err(io)?))));
@@ -151,7 +151,7 @@ mod tests {
         let runs = vec![spill(dir.path().join("a.run"), &mut a).unwrap(), spill(dir.path().join("b.run"), &mut b).unwrap()];
         assert!(a.is_empty() && b.is_empty());
         assert_eq!((runs[0].first.as_slice(), runs[0].last.as_slice()), (&b"c"[..], &b"x"[..]));
-        let mut m = Merge::new(&runs, vec![e("b", 6), e("c", 5)]).unwrap();
+        let mut m = Merge::new(&runs, vec![e("b", 6), e("c", 5)]).unwrap(); // sorted, as the caller keeps it
         let mut got = Vec::new();
         while let Some((k, v, pos)) = m.next().unwrap() {
             assert_eq!(v, format!("v{pos}").into_bytes());
