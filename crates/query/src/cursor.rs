@@ -4,10 +4,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tabula_store::{Access, Direction, PkBound, RangeRequest, ReadSpec, Store};
+use tabula_store::{Access, Direction, LatestRows, PkBound, RangeRequest, ReadSpec, Store};
 
 use crate::error::Result;
-use crate::exec::{Executor, Interrupt, SqlRow};
+use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
 use crate::expr::{EvalCtx, Expr};
 use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
 use crate::types::Datum;
@@ -16,7 +16,7 @@ use crate::types::Datum;
 const PAGE: usize = 512;
 
 /// Pages of one partition's range, read ahead by its own thread.
-type PageRx = std::sync::mpsc::Receiver<Result<Vec<tabula_store::Row>>>;
+type PageRx = std::sync::mpsc::Receiver<Result<LatestRows>>;
 
 pub struct Cursor {
     store: Arc<Store>,
@@ -28,6 +28,8 @@ pub struct Cursor {
     picks: Option<Vec<usize>>,
     /// The picks are in table order: they move down within the row itself.
     picks_ascending: bool,
+    /// The read's columns (named in `spec`), as column indices: where each cell of an engine row goes.
+    slots: Vec<usize>,
     spec: ReadSpec,
     direction: Direction,
     next: Option<Vec<PkBound>>,
@@ -100,8 +102,14 @@ impl Cursor {
         let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
         let skip = eval_u64(&plan.offset)?.unwrap_or(0);
         let remaining = eval_u64(&plan.limit)?;
+        // Rows come as the newest cell of each attribute the scan reads, in this order.
+        let t = &scan.table;
+        let slots: Vec<usize> = match &scan.columns {
+            Some(cs) => cs.iter().copied().filter(|&c| c < t.columns.len() && !t.is_pk(c)).collect(),
+            None => t.attributes().collect(),
+        };
         let spec = ReadSpec {
-            columns: scan.columns.as_ref().map(|cs| cs.iter().map(|c| scan.table.column_name(*c).to_string()).collect()),
+            columns: Some(slots.iter().map(|&c| t.column_name(c).to_string()).collect()),
             max_versions: Some(1),
             time_range: None,
         };
@@ -143,11 +151,11 @@ impl Cursor {
                                 read: spec.clone(),
                                 budget_bytes: None,
                             };
-                            match store.get_range(&table, &req) {
-                                Ok(res) => {
-                                    let next = res.next_start;
+                            match store.get_range_latest(&table, &req) {
+                                Ok(mut page) => {
+                                    let next = page.next_start.take();
                                     // The consumer went away: stop reading.
-                                    if tx.send(Ok(res.rows)).is_err() {
+                                    if tx.send(Ok(page)).is_err() {
                                         return;
                                     }
                                     match next {
@@ -177,6 +185,7 @@ impl Cursor {
         let picks = (picks.len() == plan.projection.len()).then_some(picks);
         let picks_ascending = picks.as_ref().is_some_and(|p| p.windows(2).all(|w| w[0] < w[1]));
         Ok(Some(Cursor {
+            slots,
             picks,
             picks_ascending,
             partitions,
@@ -204,7 +213,7 @@ impl Cursor {
     }
 
     fn fetch(&mut self) -> Result<()> {
-        let rows = if let Some(rx) = self.partitions.front() {
+        let rows: LatestRows = if let Some(rx) = self.partitions.front() {
             match rx.recv() {
                 Ok(page) => page?,
                 // That partition's reader is done: go on with the next.
@@ -229,35 +238,26 @@ impl Cursor {
                 read: self.spec.clone(),
                 budget_bytes: None,
             };
-            let res = match self.store.get_range(&self.scan.table.name, &req) {
+            let mut page = match self.store.get_range_latest(&self.scan.table.name, &req) {
                 Ok(r) => r,
                 Err(tabula_store::StoreError::InvalidRange(_)) => return Ok(()),
                 Err(e) => return Err(e.into()),
             };
-            self.next = res.next_start.map(|n| n.into_iter().map(PkBound::Value).collect());
-            res.rows
+            self.next = page.next_start.take().map(|n| n.into_iter().map(PkBound::Value).collect());
+            page
         };
-        let res = RowsPage { rows };
         let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
-        let ex = Executor::new(self.store.as_ref(), ctx, &self.interrupt);
-        for row in res.rows {
-            let mut rows = Vec::with_capacity(1);
-            ex.to_sql_rows(&self.scan.table, row, &mut rows)?;
-            for r in rows {
-                if let Some(f) = &self.scan.filter {
-                    if !f.eval_predicate(&r, &ex.ctx)? {
-                        continue;
-                    }
+        let (buf, filter) = (&mut self.buf, &self.scan.filter);
+        latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
+            if let Some(f) = filter {
+                if !f.eval_predicate(&r, &ctx)? {
+                    return Ok(());
                 }
-                self.buf.push_back(r);
             }
-        }
-        Ok(())
+            buf.push_back(r);
+            Ok(())
+        })
     }
-}
-
-struct RowsPage {
-    rows: Vec<tabula_store::Row>,
 }
 
 fn ex_u64(ex: &Executor, e: &Expr) -> Result<Option<u64>> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tabula_store::{
-    Access, CellWrite, Condition, Direction, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
+    Access, CellWrite, Condition, Direction, LatestRows, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
 };
 
 use crate::error::{QueryError, Result};
@@ -17,6 +17,31 @@ use crate::types::{Datum, SqlType};
 
 /// Rows fetched from the engine per range call.
 const PAGE_ROWS: usize = 1024;
+
+/// The rows of a latest-value page as SQL rows, each handed to `f` (what `sql_rows` makes of a one-version
+/// read): `slots[i]` is the column index of a row's `i`th cell; the `_version` pseudo-column is the newest of
+/// the cells' versions.
+pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f: impl FnMut(SqlRow) -> Result<()>) -> Result<()> {
+    let n = t.columns.len();
+    let rows = page.len();
+    let (mut keys, mut cells) = (page.keys.into_iter(), page.cells.into_iter());
+    for _ in 0..rows {
+        let mut out = vec![Datum::Null; n + 1];
+        // Zip takes from the slots first, so each row takes exactly its own values.
+        for (&ci, v) in t.pk.iter().zip(keys.by_ref()) {
+            out[ci] = Datum::from_owned_pk(v);
+        }
+        let mut latest: Option<i64> = None;
+        for (&ci, cell) in slots.iter().zip(cells.by_ref()) {
+            let Some(cell) = cell else { continue };
+            latest = Some(latest.map_or(cell.version, |l| l.max(cell.version)));
+            out[ci] = Datum::from_owned_value(cell.value, t.column_type(ci))?;
+        }
+        out[n] = latest.map(Datum::Int).unwrap_or(Datum::Null);
+        f(out)?;
+    }
+    Ok(())
+}
 
 /// Stops a running statement: a cancel request or a statement timeout.
 #[derive(Default, Clone)]
@@ -87,10 +112,6 @@ impl<'a> Executor<'a> {
     }
 
     /// An engine row as SQL rows (latest versions).
-    pub fn to_sql_rows(&self, t: &TableSchema, row: Row, out: &mut Vec<SqlRow>) -> Result<()> {
-        self.sql_rows(t, row, &Versions::Latest, out)
-    }
-
     fn eval_u64(&self, e: &Option<Expr>) -> Result<Option<u64>> {
         let Some(e) = e else { return Ok(None) };
         match self.eval_const(e)? {

@@ -397,6 +397,14 @@ impl Datum {
         }
     }
 
+    pub fn from_owned_pk(v: PkValue) -> Datum {
+        match v {
+            PkValue::Integer(i) => Datum::Int(i),
+            PkValue::String(s) => Datum::Text(s),
+            PkValue::Binary(b) => Datum::Bytes(b),
+        }
+    }
+
     pub fn from_pk(v: &PkValue) -> Datum {
         match v {
             PkValue::Integer(i) => Datum::Int(*i),

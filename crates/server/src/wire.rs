@@ -8,12 +8,15 @@ use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 use postgres_types::{FromSql, ToSql};
 use rust_decimal::Decimal;
-use std::fmt::Write as _;
 use tabula_query::{Datum, OutputColumn, QueryError, SqlType};
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_US: i64 = 946_684_800_000_000;
 const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// Bytes set aside at once for encoding rows, and the room a row starts with before a new chunk is taken.
+const ROW_CHUNK: usize = 16 << 10;
+const ROW_RESERVE: usize = 512;
 
 pub fn pg_type(t: SqlType) -> Type {
     Type::from_oid(t.oid()).unwrap_or(Type::TEXT)
@@ -36,8 +39,15 @@ pub fn fields(columns: &[OutputColumn], format: Option<&Format>) -> Vec<FieldInf
 }
 
 /// Encodes one row in the formats its fields ask for.
+///
+/// `buf` is carved in chunks: each row is split off the front of one shared allocation, and a row
+/// whose encoded message has been written out frees its part, so a result of many rows does not
+/// allocate per row.
 pub fn encode_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
     buf.clear();
+    if buf.capacity() < ROW_RESERVE {
+        buf.reserve(ROW_CHUNK);
+    }
     for (i, d) in row.iter().enumerate() {
         let ty = types.get(i).copied().unwrap_or(SqlType::Text);
         if d.is_null() {
@@ -52,9 +62,7 @@ pub fn encode_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &
             // The common text and integer values go straight into the buffer, without a String between.
             match d {
                 Datum::Text(s) => buf.put_slice(s.as_bytes()),
-                Datum::Int(i) => {
-                    let _ = write!(buf, "{i}");
-                }
+                Datum::Int(i) => buf.put_slice(itoa::Buffer::new().format(*i).as_bytes()),
                 _ => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
             }
         }

@@ -556,6 +556,9 @@ pub trait Access {
     /// One multi-get; results in the order of `pks`.
     fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>>;
     fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult>;
+    /// A range read of the newest value of each of `req.read.columns` (which it needs), slotted in their order:
+    /// what `get_range` returns for one version, without names or version lists per row.
+    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows>;
     /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
@@ -600,6 +603,10 @@ impl Access for Store {
     fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
         let t = self.inner.table(table)?;
         self.inner.get_range(Source::Db(&self.inner.kv.db), &t, req)
+    }
+    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
+        let t = self.inner.table(table)?;
+        self.inner.get_range_latest(Source::Db(&self.inner.kv.db), &t, req)
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
@@ -881,6 +888,10 @@ impl Access for Txn {
         let t = self.inner.table(table)?;
         self.inner.get_range(Source::Txn(self.kv()), &t, req)
     }
+    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
+        let t = self.inner.table(table)?;
+        self.inner.get_range_latest(Source::Txn(self.kv()), &t, req)
+    }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
         self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
@@ -1050,6 +1061,48 @@ impl Inner {
     }
 
     fn get_range(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<RangeResult> {
+        let filter = read_filter(t, &req.read, self.config.clock.now_ms());
+        let mut rows = Vec::new();
+        let next_start = self.scan_range(src, t, req, |key, raw| {
+            let Some(row) = materialize(t.decode_pk(key)?, raw, &filter)? else { return Ok(false) };
+            rows.push(row);
+            Ok(true)
+        })?;
+        Ok(RangeResult { rows, next_start })
+    }
+
+    fn get_range_latest(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<LatestRows> {
+        let read = &req.read;
+        let Some(columns) = read.columns.as_deref() else {
+            return Err(StoreError::NotSupported("a latest-value range read names its columns".into()));
+        };
+        if read.max_versions.is_some_and(|n| n != 1) || read.time_range.is_some() {
+            return Err(StoreError::NotSupported("a latest-value range read returns one version, of any time".into()));
+        }
+        let (rules, now) = (t.rules(), self.config.clock.now_ms());
+        let mut page = LatestRows { key_len: t.pk_types.len(), width: columns.len(), ..LatestRows::default() };
+        let mut cells = Vec::with_capacity(columns.len());
+        page.next_start = self.scan_range(src, t, req, |key, raw| {
+            if !row::read_latest(raw, rules, now, columns, &mut cells)? {
+                return Ok(false);
+            }
+            keys::decode_pk_into(&key[t.prefix_len()..], &t.pk_types, &mut page.keys)?;
+            page.cells.append(&mut cells);
+            Ok(true)
+        })?;
+        Ok(page)
+    }
+
+    /// Walks a range in key order (merging the hash buckets' iterators), handing each stored row's key and
+    /// value to `visit`, which says whether it made a returned row, up to the limit or byte budget. Returns
+    /// where to resume when one of those cut the read short.
+    fn scan_range(
+        &self,
+        src: Source,
+        t: &Table,
+        req: &RangeRequest,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<Option<Vec<PkValue>>> {
         let backward = req.direction == Direction::Backward;
         let (mut lo, mut hi) = (Vec::new(), Vec::new());
         keys::encode_bound(&mut lo, &req.start);
@@ -1068,7 +1121,6 @@ impl Inner {
         // every row under its prefix; only a complete key is a row itself, excluded by shifting past it.
         let complete = |b: &[PkBound]| b.len() >= t.pk_types.len() && b.iter().all(|v| matches!(v, PkBound::Value(_)));
         let (shift_lo, shift_hi) = (backward && complete(&req.end), backward && complete(&req.start));
-        let filter = read_filter(t, &req.read, self.config.clock.now_ms());
         let limit = req.limit.unwrap_or(usize::MAX);
         let budget = req.budget_bytes.unwrap_or(self.config.scan_budget_bytes);
         let plen = t.prefix_len();
@@ -1096,7 +1148,7 @@ impl Inner {
                 it
             })
             .collect();
-        let mut rows = Vec::new();
+        let mut rows = 0usize;
         let mut bytes = 0usize;
         let mut scanned = 0u64;
         loop {
@@ -1119,15 +1171,13 @@ impl Inner {
             }
             let Some(b) = best else { break };
             let it = &mut iters[b];
-            if rows.len() >= limit || bytes >= budget {
-                let next = t.decode_pk(it.key())?;
-                return Ok(RangeResult { rows, next_start: Some(next) });
+            if rows >= limit || bytes >= budget {
+                return Ok(Some(t.decode_pk(it.key())?));
             }
             scanned += 1;
             bytes += it.key().len() + it.value().len();
-            let pk = t.decode_pk(it.key())?;
-            if let Some(row) = materialize(pk, it.value(), &filter)? {
-                rows.push(row);
+            if visit(it.key(), it.value())? {
+                rows += 1;
             }
             it.advance(backward);
         }
@@ -1137,7 +1187,7 @@ impl Inner {
         let mut first = keys::table_prefix(t.id).to_vec();
         first.extend_from_slice(&lo);
         t.partition_of(&first).reads.fetch_add(scanned, Ordering::Relaxed);
-        Ok(RangeResult { rows, next_start: None })
+        Ok(None)
     }
 
     fn persist_partitions(&self) -> Result<()> {

@@ -75,14 +75,20 @@ pub fn encode_bound(out: &mut Vec<u8>, bound: &[PkBound]) {
 }
 
 /// Decodes primary-key columns of the given types.
-pub fn decode_pk(mut buf: &[u8], types: &[PkType]) -> Result<Vec<PkValue>> {
+pub fn decode_pk(buf: &[u8], types: &[PkType]) -> Result<Vec<PkValue>> {
     let mut out = Vec::with_capacity(types.len());
+    decode_pk_into(buf, types, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes a primary key onto the end of `out`.
+pub fn decode_pk_into(mut buf: &[u8], types: &[PkType], out: &mut Vec<PkValue>) -> Result<()> {
     for t in types {
         let (v, rest) = decode_pk_value(buf, *t)?;
         out.push(v);
         buf = rest;
     }
-    Ok(out)
+    Ok(())
 }
 
 fn corrupt() -> StoreError {

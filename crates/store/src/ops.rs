@@ -62,6 +62,30 @@ impl RangeRequest {
     }
 }
 
+/// What a latest-value range read returns ([`crate::Access::get_range_latest`]): per row, its primary key
+/// and the newest visible cell of each asked-for column, in the order asked (`None` where the column has
+/// none). Rows lie flat, one after another, in `keys` (`key_len` values each) and `cells` (`width` each): no
+/// names, no version lists and no allocation per row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatestRows {
+    pub key_len: usize,
+    pub width: usize,
+    pub keys: Vec<PkValue>,
+    pub cells: Vec<Option<Cell>>,
+    /// Where to resume (as an inclusive start) when a limit or the budget cut the read short.
+    pub next_start: Option<Vec<PkValue>>,
+}
+
+impl LatestRows {
+    pub fn len(&self) -> usize {
+        self.keys.len().checked_div(self.key_len).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RangeResult {
     pub rows: Vec<Row>,

@@ -207,6 +207,41 @@ pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Columns>> {
     Ok(Some(out))
 }
 
+/// The newest visible cell of each of `columns`, in their order, into `out` (cleared first): what
+/// `read_visible` returns for one version per column, without column names or per-column vectors. A scan
+/// of latest values calls this per row, so it allocates only the values. `false` when nothing of the row is
+/// visible.
+pub fn read_latest(buf: &[u8], rules: VersionRules, now_ms: i64, columns: &[String], out: &mut Vec<Option<Cell>>) -> Result<bool> {
+    out.clear();
+    out.resize(columns.len(), None);
+    let mut r = Reader::new(buf);
+    if r.u8()? != FORMAT {
+        return Err(StoreError::Corrupt("unknown row format".into()));
+    }
+    let marker = r.i64()?;
+    let n = r.u32()? as usize;
+    let mut alive = false;
+    for _ in 0..n {
+        let len = r.u8()? as usize;
+        let name = r.take(len)?;
+        let slot = columns.iter().position(|c| c.as_bytes() == name);
+        let nv = r.u32()? as usize;
+        for i in 0..nv {
+            let version = r.i64()?;
+            // Versions are newest first: only the first can be the newest visible one.
+            if i == 0 && rules.max_versions > 0 && !rules.expired(version, now_ms) {
+                alive = true;
+                if let Some(s) = slot {
+                    out[s] = Some(Cell { version, value: decode_value(&mut r)? });
+                    continue;
+                }
+            }
+            skip_value(&mut r)?;
+        }
+    }
+    Ok(alive || !rules.expired(marker, now_ms))
+}
+
 /// Whether a stored row holds anything no read can see: surplus or expired versions, or an expired empty row.
 fn has_hidden(buf: &[u8], rules: VersionRules, now_ms: i64) -> Result<bool> {
     let mut r = Reader::new(buf);
@@ -332,9 +367,10 @@ mod tests {
         }
         let raw = row.encode();
         let names = ["a".to_string(), "c".to_string(), "z".to_string()];
+        let reversed = ["c".to_string(), "a".to_string()];
         for ttl_ms in [-1000, 0, 15, 35, 45, 55, 65, 75, 1000] {
             for table_max in [1, 2, 3] {
-                for cols in [None, Some(&names[..]), Some(&names[2..])] {
+                for cols in [None, Some(&names[..]), Some(&names[2..]), Some(&reversed[..])] {
                     for read_max in [1, 2, 5] {
                         for tr in [None, Some(TimeRange::Range { start: 20, end: 61 })] {
                             let rules = VersionRules { ttl_seconds: if ttl_ms < 0 { -1 } else { 1 }, max_versions: table_max };
@@ -352,6 +388,17 @@ mod tests {
                                 expected,
                                 "ttl {ttl_ms} max {table_max} cols {cols:?} read {read_max} {tr:?}"
                             );
+                            // The latest-cells read is the one-version read, slotted by the asked order.
+                            if let (Some(cols), 1, None) = (cols, read_max, tr) {
+                                let mut slots = Vec::new();
+                                let alive = read_latest(&raw, rules, now, cols, &mut slots).unwrap();
+                                let want = expected.as_ref().map(|found| {
+                                    cols.iter()
+                                        .map(|c| found.iter().find(|(n, _)| n == c).map(|(_, cells)| cells[0].clone()))
+                                        .collect::<Vec<_>>()
+                                });
+                                assert_eq!(alive.then_some(slots), want, "latest: ttl {ttl_ms} max {table_max} cols {cols:?}");
+                            }
                         }
                     }
                 }

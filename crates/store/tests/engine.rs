@@ -296,6 +296,22 @@ fn ranges_limits_resume_and_directions() {
     let r = store.get_range("t", &small).unwrap();
     assert_eq!(r.rows.len(), 1);
     assert_eq!(r.next_start, Some(vec![s("a"), int(-1)]));
+    // The latest-value read walks the same rows and stops at the same places, its rows lying flat.
+    let latest = |mut q: RangeRequest| {
+        q.read = ReadSpec { columns: Some(vec!["w".into(), "v".into()]), ..ReadSpec::default() };
+        store.get_range_latest("t", &q).unwrap()
+    };
+    let page = latest(small.clone());
+    assert_eq!((page.len(), page.next_start.clone()), (1, Some(vec![s("a"), int(-1)])));
+    let back = req(vec![v(s("c")), v(int(0))], vec![v(s("a")), v(int(2))], Direction::Backward, None);
+    let page = latest(back.clone());
+    let rows = store.get_range("t", &back).unwrap().rows;
+    assert_eq!(page.keys, rows.iter().flat_map(|r| r.pk.clone()).collect::<Vec<_>>());
+    assert_eq!(page.cells, rows.iter().flat_map(|r| [None, r.cells("v").map(|c| c[0].clone())]).collect::<Vec<_>>());
+    let mut all_versions = back.clone();
+    all_versions.read.max_versions = Some(2);
+    all_versions.read.columns = Some(vec!["v".into()]);
+    assert!(matches!(store.get_range_latest("t", &all_versions), Err(StoreError::NotSupported(_))));
     // A forward range whose start is after its end is an error.
     assert!(matches!(
         store.get_range("t", &req(vec![v(s("c"))], vec![v(s("a"))], Direction::Forward, None)),

@@ -301,7 +301,20 @@ fn check_reads(model: &Model, store: &Store, clock: &ManualClock) -> Result<(), 
         })
         .collect();
     let expected: Vec<(i64, BTreeMap<_, _>)> = (0..6).filter_map(|k| model.visible(k, now).map(|v| (k, v))).collect();
-    prop_assert_eq!(range, expected);
+    prop_assert_eq!(range, expected.clone());
+    // Latest values of named columns (one the model never writes among them), in the asked order.
+    let names: Vec<String> = ["c", "zz", "a", "b"].map(String::from).to_vec();
+    let mut req = RangeRequest::full(Direction::Forward);
+    req.read = ReadSpec { columns: Some(names.clone()), ..ReadSpec::default() };
+    let page = store.get_range_latest("m", &req).unwrap();
+    prop_assert_eq!((page.key_len, page.width, page.len()), (1, names.len(), expected.len()));
+    let latest_keys: Vec<PkValue> = page.keys;
+    let latest: Vec<Option<(i64, Value)>> = page.cells.into_iter().map(|c| c.map(|c| (c.version, c.value))).collect();
+    let expected_keys: Vec<PkValue> = expected.iter().map(|(k, _)| int(*k)).collect();
+    prop_assert_eq!(latest_keys, expected_keys);
+    let expected_latest: Vec<Option<(i64, Value)>> =
+        expected.iter().flat_map(|(_, cols)| names.iter().map(|n| cols.get(n).map(|cells| cells[0].clone()))).collect();
+    prop_assert_eq!(latest, expected_latest);
     let keys: Vec<Vec<PkValue>> = (0..6).map(|k| vec![int(k)]).collect();
     let batch = store.batch_get("m", &keys, &spec).unwrap();
     for (k, got) in batch.iter().enumerate() {
