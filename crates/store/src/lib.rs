@@ -26,6 +26,9 @@
 //! A point get is one RocksDB `get` of one key (bloom filters skip files without it), then step 4's
 //! visibility rules, then the read's own column list, time range and version count. A range read walks an
 //! iterator (one per hash bucket, merged) and stops at its limit or byte budget, returning where to resume.
+//! A read of latest values only ([`Access::get_range_latest`], what SQL scans use) takes from each row just the
+//! newest visible cell of each column it names, and lays rows flat in one page: no names, version lists or
+//! allocations per row.
 
 pub mod catalog;
 pub mod clock;
