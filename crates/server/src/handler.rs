@@ -193,7 +193,7 @@ fn rows_response(
 ) -> PgWireResult<Response> {
     let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
     let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
-    let mut buf = BytesMut::new();
+    let mut buf = wire::row_buffer(rows.len());
     let encoded: Vec<PgWireResult<_>> = rows.iter().map(|r| wire::encode_row(r, &fields, &types, &mut buf).map_err(to_pgwire)).collect();
     let mut resp = QueryResponse::new(fields, stream::iter(encoded));
     // "SELECT 3" -> "SELECT", "INSERT 0 3" -> "INSERT 0": the count is added when the rows are sent.

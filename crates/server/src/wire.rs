@@ -38,6 +38,12 @@ pub fn fields(columns: &[OutputColumn], format: Option<&Format>) -> Vec<FieldInf
         .collect()
 }
 
+/// A buffer for `encode_row` sized for a result of `rows` rows: a one-row answer (a point get) takes a
+/// small one, not a whole chunk.
+pub fn row_buffer(rows: usize) -> BytesMut {
+    BytesMut::with_capacity(rows.saturating_mul(ROW_RESERVE).min(ROW_CHUNK))
+}
+
 /// Encodes one row in the formats its fields ask for.
 ///
 /// `buf` is carved in chunks: each row is split off the front of one shared allocation, and a row
