@@ -4,19 +4,33 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tabula_store::{Access, Direction, LatestRows, PkBound, RangeRequest, ReadSpec, Store};
+use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, Store, StoreError};
 
-use crate::error::Result;
+use crate::error::{QueryError, Result};
 use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
 use crate::expr::{EvalCtx, Expr};
 use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
-use crate::types::Datum;
+use crate::session::RowSource;
+use crate::types::{Datum, DatumRef, Lent, SqlType};
 
 /// Rows per engine page while streaming.
 const PAGE: usize = 512;
 
 /// Pages of one partition's range, read ahead by its own thread.
 type PageRx = std::sync::mpsc::Receiver<Result<LatestRows>>;
+
+/// Where an output column of a lent row comes from.
+#[derive(Debug, Clone, Copy)]
+enum Lend {
+    /// The `n`th key column.
+    Key(usize),
+    /// The `n`th cell read, of a column of this type.
+    Cell(usize, SqlType),
+    /// The `_version` pseudo-column: the newest of the cells' versions.
+    Version,
+    /// A column the scan does not read.
+    Null,
+}
 
 pub struct Cursor {
     store: Arc<Store>,
@@ -28,6 +42,9 @@ pub struct Cursor {
     picks: Option<Vec<usize>>,
     /// The picks are in table order: they move down within the row itself.
     picks_ascending: bool,
+    /// When the projection only picks columns and nothing filters the rows: each output column's source, so
+    /// rows are lent to the encoder straight from the engine's buffers.
+    lend: Option<Vec<Lend>>,
     /// The read's columns (named in `spec`), as column indices: where each cell of an engine row goes.
     slots: Vec<usize>,
     spec: ReadSpec,
@@ -184,7 +201,24 @@ impl Cursor {
         }
         let picks = (picks.len() == plan.projection.len()).then_some(picks);
         let picks_ascending = picks.as_ref().is_some_and(|p| p.windows(2).all(|w| w[0] < w[1]));
+        let lend = picks.as_ref().filter(|_| scan.filter.is_none()).map(|picks| {
+            picks
+                .iter()
+                .map(|&c| {
+                    if c == t.columns.len() {
+                        Lend::Version
+                    } else if let Some(pos) = t.pk.iter().position(|&k| k == c) {
+                        Lend::Key(pos)
+                    } else if let Some(slot) = slots.iter().position(|&s| s == c) {
+                        Lend::Cell(slot, t.column_type(c))
+                    } else {
+                        Lend::Null
+                    }
+                })
+                .collect()
+        });
         Ok(Some(Cursor {
+            lend,
             slots,
             picks,
             picks_ascending,
@@ -257,6 +291,120 @@ impl Cursor {
             buf.push_back(r);
             Ok(())
         })
+    }
+}
+
+impl Cursor {
+    /// Reads one engine page and lends each row, as `lend` picks its columns, to `f` (see [`Lend`]).
+    fn lend_page(&mut self, lend: &[Lend], f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
+        if self.remaining == Some(0) {
+            return Ok(false);
+        }
+        let Some(start) = self.next.take() else { return Ok(false) };
+        self.interrupt.check()?;
+        // A LIMIT bounds how much to read.
+        let want = match self.remaining {
+            Some(n) => ((n + self.skip) as usize).clamp(1, PAGE),
+            None => PAGE,
+        };
+        let req = RangeRequest {
+            start,
+            end: self.end.clone(),
+            direction: self.direction,
+            limit: Some(want),
+            read: self.spec.clone(),
+            budget_bytes: None,
+        };
+        let (skip, remaining) = (&mut self.skip, &mut self.remaining);
+        let mut failed: Option<QueryError> = None;
+        let visited = self.store.visit_range_latest(&self.scan.table.name, &req, &mut |row| {
+            if *skip > 0 {
+                *skip -= 1;
+                return true;
+            }
+            if let Err(e) = lend_row(lend, row, f) {
+                failed = Some(e);
+                return false;
+            }
+            match remaining.as_mut() {
+                Some(n) => {
+                    *n -= 1;
+                    *n > 0
+                }
+                None => true,
+            }
+        });
+        match visited {
+            Ok(next) => self.next = next.map(|n| n.into_iter().map(PkBound::Value).collect()),
+            Err(StoreError::InvalidRange(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        match failed {
+            Some(e) => {
+                self.next = None;
+                Err(e)
+            }
+            None => Ok(true),
+        }
+    }
+}
+
+/// Lends one engine row to `f`, its columns as `lend` picks them: text and integers borrowed from the
+/// engine's buffer, other values converted.
+fn lend_row(lend: &[Lend], row: &LatestRow<'_>, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<()> {
+    let one = |l: &Lend| -> Result<Lent<'_>> {
+        Ok(match *l {
+            Lend::Key(pos) => Datum::lend_pk(&row.key[pos]),
+            Lend::Cell(slot, ty) => match row.value(slot)? {
+                Some(v) => Datum::lend_value(v, ty)?,
+                None => Lent::Ref(DatumRef::Null),
+            },
+            Lend::Version => Lent::Ref((0..row.width()).filter_map(|i| row.version(i)).max().map_or(DatumRef::Null, DatumRef::Int)),
+            Lend::Null => Lent::Ref(DatumRef::Null),
+        })
+    };
+    // The usual row: a few columns, all lent as they lie, in an array on the stack.
+    const INLINE: usize = 16;
+    if lend.len() <= INLINE {
+        let mut refs = [DatumRef::Null; INLINE];
+        let mut all_lent = true;
+        for (r, l) in refs.iter_mut().zip(lend) {
+            match one(l)? {
+                Lent::Ref(v) => *r = v,
+                Lent::Owned(_) => {
+                    all_lent = false;
+                    break;
+                }
+            }
+        }
+        if all_lent {
+            return f(&refs[..lend.len()]);
+        }
+    }
+    let vals = lend.iter().map(one).collect::<Result<Vec<Lent<'_>>>>()?;
+    let refs: Vec<DatumRef<'_>> = vals.iter().map(Lent::as_ref).collect();
+    f(&refs)
+}
+
+impl RowSource for Cursor {
+    fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
+        // Pages of partition readers and filtered or computed rows go through owned rows.
+        if self.partitions.is_empty() && self.buf.is_empty() {
+            if let Some(lend) = self.lend.take() {
+                let r = self.lend_page(&lend, f);
+                self.lend = Some(lend);
+                return r;
+            }
+        }
+        match self.next() {
+            Some(row) => {
+                let row = row?;
+                let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
+                f(&refs)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use crate::expr::{version_string, EvalCtx, Expr, SERVER_VERSION};
 use crate::plan::*;
 use crate::planner::{apply_option_text, Catalog, Planner};
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
-use crate::types::{Datum, SqlType};
+use crate::types::{Datum, DatumRef, SqlType};
 
 /// Statement texts longer than this are refused unless configured otherwise.
 pub const DEFAULT_MAX_STATEMENT_BYTES: usize = 16 << 20;
@@ -189,14 +189,83 @@ pub fn display_setting_name(name: &str) -> &str {
     }
 }
 
-/// Rows read as they are consumed: a key-value scan's cursor or an analytic statement's stream.
-pub struct RowStream(pub Box<dyn Iterator<Item = Result<SqlRow>> + Send>);
+/// Where a streamed result's rows come from, a batch at a time.
+pub trait RowSource: Send {
+    /// Lends the next rows, in order, to `f`: as many as come at once (an engine page, say), each valid only
+    /// during its call. `Ok(false)` once there are no more.
+    fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool>;
+}
+
+/// Rows of an iterator, lent one by one.
+struct IterSource<I>(I);
+
+impl<I: Iterator<Item = Result<SqlRow>> + Send> RowSource for IterSource<I> {
+    fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
+        match self.0.next() {
+            Some(row) => {
+                let row = row?;
+                let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
+                f(&refs)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Rows read as they are consumed: a key-value scan's cursor or an analytic statement's stream. The wire
+/// encodes them as they are lent ([`RowStream::next_rows`]); as an iterator it yields owned rows.
+pub struct RowStream {
+    source: Box<dyn RowSource>,
+    owned: std::collections::VecDeque<Result<SqlRow>>,
+    done: bool,
+}
+
+impl RowStream {
+    pub fn new(source: impl RowSource + 'static) -> Self {
+        RowStream { source: Box::new(source), owned: Default::default(), done: false }
+    }
+
+    pub fn from_rows(rows: impl Iterator<Item = Result<SqlRow>> + Send + 'static) -> Self {
+        RowStream::new(IterSource(rows))
+    }
+
+    /// See [`RowSource::next_rows`].
+    pub fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let more = self.source.next_rows(f);
+        self.done = !matches!(more, Ok(true));
+        more
+    }
+}
 
 impl Iterator for RowStream {
     type Item = Result<SqlRow>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next()
+        loop {
+            if let Some(r) = self.owned.pop_front() {
+                return Some(r);
+            }
+            if self.done {
+                return None;
+            }
+            let owned = &mut self.owned;
+            let more = self.source.next_rows(&mut |row| {
+                owned.push_back(Ok(row.iter().map(|d| d.to_datum()).collect()));
+                Ok(())
+            });
+            match more {
+                Ok(true) => {}
+                Ok(false) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    self.owned.push_back(Err(e));
+                }
+            }
+        }
     }
 }
 
@@ -552,7 +621,7 @@ impl Session {
         let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
         if self.txn.is_none() && !explain {
             let rows = analytics.execute_stream(plan, &typed, self.read_ctx(None), &self.session_info())?;
-            return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream(Box::new(rows)) });
+            return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream::from_rows(rows) });
         }
         let lent = self.txn.take().map(|t| Arc::new(parking_lot::Mutex::new(Some(t))));
         let read = self.read_ctx(lent.clone());
@@ -1122,7 +1191,7 @@ impl Session {
             if let Some(cursor) =
                 crate::cursor::Cursor::try_new(self.db.store.clone(), s, params, now, &self.user, &self.database, &self.interrupt)?
             {
-                return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream(Box::new(cursor)) }, None));
+                return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream::new(cursor) }, None));
             }
         }
         if single_call(plan) {

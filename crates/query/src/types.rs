@@ -5,7 +5,7 @@ use std::fmt;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use rust_decimal::Decimal;
 use std::str::FromStr;
-use tabula_store::{PkType, PkValue, Value};
+use tabula_store::{PkType, PkValue, Value, ValueRef};
 
 use crate::error::{QueryError, Result};
 
@@ -185,6 +185,54 @@ pub enum Datum {
     /// Days since the epoch.
     Date(i32),
     Uuid(u128),
+}
+
+/// A value lent to whoever encodes a row: text and integers borrowed from where they lie (the engine's
+/// buffer), anything else as a datum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DatumRef<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+    Datum(&'a Datum),
+}
+
+impl<'a> From<&'a Datum> for DatumRef<'a> {
+    fn from(d: &'a Datum) -> Self {
+        match d {
+            Datum::Null => DatumRef::Null,
+            Datum::Int(i) => DatumRef::Int(*i),
+            Datum::Text(s) => DatumRef::Text(s),
+            d => DatumRef::Datum(d),
+        }
+    }
+}
+
+impl DatumRef<'_> {
+    pub fn to_datum(self) -> Datum {
+        match self {
+            DatumRef::Null => Datum::Null,
+            DatumRef::Int(i) => Datum::Int(i),
+            DatumRef::Text(s) => Datum::Text(s.to_string()),
+            DatumRef::Datum(d) => d.clone(),
+        }
+    }
+}
+
+/// A value on its way out: lent as it is when it needs no conversion, else converted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lent<'a> {
+    Ref(DatumRef<'a>),
+    Owned(Datum),
+}
+
+impl Lent<'_> {
+    pub fn as_ref(&self) -> DatumRef<'_> {
+        match self {
+            Lent::Ref(r) => *r,
+            Lent::Owned(d) => DatumRef::from(d),
+        }
+    }
 }
 
 fn invalid(ty: SqlType, s: &str) -> QueryError {
@@ -385,6 +433,31 @@ impl Datum {
             (Value::String(s), t) => Datum::Text(s).cast(t),
             (Value::Binary(b), SqlType::Bytea) => Ok(Datum::Bytes(b)),
             (v, t) => Datum::from_value(&v, t),
+        }
+    }
+
+    /// `from_value` of a borrowed value: text for a text column and an integer that fits its integer column
+    /// are lent as they are; anything else is converted.
+    pub fn lend_value(v: ValueRef<'_>, ty: SqlType) -> Result<Lent<'_>> {
+        let fits = |i: i64| match ty {
+            SqlType::Int8 => true,
+            SqlType::Int4 => i32::try_from(i).is_ok(),
+            SqlType::Int2 => i16::try_from(i).is_ok(),
+            _ => false,
+        };
+        Ok(match v {
+            ValueRef::String(s) if ty.is_text() => Lent::Ref(DatumRef::Text(s)),
+            ValueRef::Integer(i) if fits(i) => Lent::Ref(DatumRef::Int(i)),
+            v => Lent::Owned(Datum::from_owned_value(v.to_value(), ty)?),
+        })
+    }
+
+    /// `from_owned_pk` of a borrowed key value.
+    pub fn lend_pk(v: &PkValue) -> Lent<'_> {
+        match v {
+            PkValue::Integer(i) => Lent::Ref(DatumRef::Int(*i)),
+            PkValue::String(s) => Lent::Ref(DatumRef::Text(s)),
+            PkValue::Binary(b) => Lent::Owned(Datum::Bytes(b.clone())),
         }
     }
 

@@ -4,8 +4,10 @@
 //! BindComplete, CommandComplete and ReadyForQuery went out as four `send()` calls per prepared statement, each
 //! waking the client. PostgreSQL flushes only at Sync, at Flush, or when its output buffer fills. [`Deferred`]
 //! gives the handlers a client whose flush only queues, so the replies of Parse, Bind, Describe and Execute go
-//! out together with Sync's ReadyForQuery. A full buffer is still written at once (the framed sink's
-//! back-pressure in `poll_ready`), so long results keep streaming.
+//! out together with Sync's ReadyForQuery.
+//!
+//! Long results still stream, but in writes of [`WRITE_AT`] bytes rather than the framed sink's 8 KiB: on
+//! loopback each write wakes the client, and a 1000-row scan took seven of them.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,20 +18,42 @@ use futures::Sink;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, SessionExtensions};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::startup::SecretKey;
-use pgwire::messages::{PgWireBackendMessage, ProtocolVersion};
+use pgwire::messages::{Message, PgWireBackendMessage, ProtocolVersion};
 
-/// A client whose flushes wait for the next real one.
-pub struct Deferred<'a, C>(pub &'a mut C);
+/// Queued reply bytes at which they are written out, whether or not a flush came.
+pub const WRITE_AT: usize = 64 << 10;
+
+/// A client whose flushes wait for the next real one, or for [`WRITE_AT`] queued bytes.
+pub struct Deferred<'a, C> {
+    inner: &'a mut C,
+    /// Bytes queued since the last write (DataRows counted exactly, other replies as small).
+    queued: usize,
+}
+
+impl<'a, C> Deferred<'a, C> {
+    pub fn new(inner: &'a mut C) -> Self {
+        Deferred { inner, queued: 0 }
+    }
+}
 
 impl<C: Sink<PgWireBackendMessage> + Unpin> Sink<PgWireBackendMessage> for Deferred<'_, C> {
     type Error = C::Error;
 
+    // The framed sink's own `poll_ready` would write at 8 KiB; its `start_send` only appends to its buffer.
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Pin::new(&mut *self.0).poll_ready(cx)
+        if self.queued >= WRITE_AT {
+            std::task::ready!(Pin::new(&mut *self.inner).poll_flush(cx))?;
+            self.queued = 0;
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn start_send(mut self: Pin<&mut Self>, item: PgWireBackendMessage) -> Result<(), Self::Error> {
-        Pin::new(&mut *self.0).start_send(item)
+        self.queued += match &item {
+            PgWireBackendMessage::DataRow(r) => r.message_length() + 1,
+            _ => 64,
+        };
+        Pin::new(&mut *self.inner).start_send(item)
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -37,7 +61,7 @@ impl<C: Sink<PgWireBackendMessage> + Unpin> Sink<PgWireBackendMessage> for Defer
     }
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Pin::new(&mut *self.0).poll_close(cx)
+        Pin::new(&mut *self.inner).poll_close(cx)
     }
 }
 
@@ -45,54 +69,54 @@ impl<C: ClientPortalStore> ClientPortalStore for Deferred<'_, C> {
     type PortalStore = C::PortalStore;
 
     fn portal_store(&self) -> &Self::PortalStore {
-        self.0.portal_store()
+        self.inner.portal_store()
     }
 }
 
 impl<C: ClientInfo> ClientInfo for Deferred<'_, C> {
     fn socket_addr(&self) -> SocketAddr {
-        self.0.socket_addr()
+        self.inner.socket_addr()
     }
     fn is_secure(&self) -> bool {
-        self.0.is_secure()
+        self.inner.is_secure()
     }
     fn protocol_version(&self) -> ProtocolVersion {
-        self.0.protocol_version()
+        self.inner.protocol_version()
     }
     fn set_protocol_version(&mut self, version: ProtocolVersion) {
-        self.0.set_protocol_version(version)
+        self.inner.set_protocol_version(version)
     }
     fn pid_and_secret_key(&self) -> (i32, SecretKey) {
-        self.0.pid_and_secret_key()
+        self.inner.pid_and_secret_key()
     }
     fn set_pid_and_secret_key(&mut self, pid: i32, secret_key: SecretKey) {
-        self.0.set_pid_and_secret_key(pid, secret_key)
+        self.inner.set_pid_and_secret_key(pid, secret_key)
     }
     fn state(&self) -> PgWireConnectionState {
-        self.0.state()
+        self.inner.state()
     }
     fn set_state(&mut self, new_state: PgWireConnectionState) {
-        self.0.set_state(new_state)
+        self.inner.set_state(new_state)
     }
     fn transaction_status(&self) -> TransactionStatus {
-        self.0.transaction_status()
+        self.inner.transaction_status()
     }
     fn set_transaction_status(&mut self, new_status: TransactionStatus) {
-        self.0.set_transaction_status(new_status)
+        self.inner.set_transaction_status(new_status)
     }
     fn metadata(&self) -> &HashMap<String, String> {
-        self.0.metadata()
+        self.inner.metadata()
     }
     fn metadata_mut(&mut self) -> &mut HashMap<String, String> {
-        self.0.metadata_mut()
+        self.inner.metadata_mut()
     }
     fn session_extensions(&self) -> &SessionExtensions {
-        self.0.session_extensions()
+        self.inner.session_extensions()
     }
     fn sni_server_name(&self) -> Option<&str> {
-        self.0.sni_server_name()
+        self.inner.sni_server_name()
     }
     fn client_certificates<'a>(&self) -> Option<&[pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer<'a>]> {
-        self.0.client_certificates()
+        self.inner.client_certificates()
     }
 }

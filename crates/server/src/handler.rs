@@ -1,13 +1,13 @@
 //! Per-connection protocol handlers: startup, simple and extended query, cancel.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use futures::{stream, Sink, SinkExt, StreamExt};
+use futures::{stream, Sink, SinkExt};
 use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
@@ -22,6 +22,7 @@ use pgwire::api::{
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::data::DataRow;
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse};
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -194,7 +195,8 @@ fn rows_response(
     let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
     let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
     let mut buf = wire::row_buffer(rows.len());
-    let encoded: Vec<PgWireResult<_>> = rows.iter().map(|r| wire::encode_row(r, &fields, &types, &mut buf).map_err(to_pgwire)).collect();
+    let encoded: Vec<PgWireResult<_>> =
+        rows.iter().map(|r| wire::encode_owned_row(r, &fields, &types, &mut buf).map_err(to_pgwire)).collect();
     let mut resp = QueryResponse::new(fields, stream::iter(encoded));
     // "SELECT 3" -> "SELECT", "INSERT 0 3" -> "INSERT 0": the count is added when the rows are sent.
     let base = match tag.rsplit_once(' ') {
@@ -211,14 +213,8 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
         Output::Stream { columns, cursor } => {
             let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(&columns, format));
             let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
-            let f = fields.clone();
-            let mut buf = BytesMut::new();
-            // Rows are read from the engine as the client takes them: memory stays bounded.
-            let rows = stream::iter(cursor).map(move |r| match r {
-                Ok(row) => wire::encode_row(&row, &f, &types, &mut buf).map_err(to_pgwire),
-                Err(e) => Err(to_pgwire(e)),
-            });
-            Response::Query(QueryResponse::new(fields, rows))
+            let rows = EncodedRows { rows: cursor, fields: fields.clone(), types, buf: BytesMut::new(), ready: VecDeque::new() };
+            Response::Query(QueryResponse::new(fields, stream::iter(rows)))
         }
         Output::Command { tag } => match tag.as_str() {
             "BEGIN" => Response::TransactionStart(command_tag(&tag)),
@@ -233,6 +229,38 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
         }
         Output::Empty => Response::EmptyQuery,
     })
+}
+
+/// A streamed result, encoded a batch (an engine page) at a time as the client takes it: memory stays
+/// bounded, and rows go from the engine's buffers into DataRows without being copied into rows of their own.
+struct EncodedRows {
+    rows: tabula_query::session::RowStream,
+    fields: Arc<Vec<FieldInfo>>,
+    types: Vec<SqlType>,
+    buf: BytesMut,
+    ready: VecDeque<PgWireResult<DataRow>>,
+}
+
+impl Iterator for EncodedRows {
+    type Item = PgWireResult<DataRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.ready.pop_front() {
+                return Some(r);
+            }
+            let EncodedRows { rows, fields, types, buf, ready } = self;
+            let more = rows.next_rows(&mut |row| {
+                ready.push_back(wire::encode_row(row, fields, types, buf).map_err(to_pgwire));
+                Ok(())
+            });
+            match more {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => self.ready.push_back(Err(to_pgwire(e))),
+            }
+        }
+    }
 }
 
 impl Connection {
@@ -384,7 +412,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        DefaultReplies(self).on_parse(&mut Deferred(client), message).await
+        DefaultReplies(self).on_parse(&mut Deferred::new(client), message).await
     }
 
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
@@ -394,7 +422,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        DefaultReplies(self).on_bind(&mut Deferred(client), message).await
+        DefaultReplies(self).on_bind(&mut Deferred::new(client), message).await
     }
 
     async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
@@ -404,7 +432,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self._on_describe(&mut Deferred(client), message).await
+        self._on_describe(&mut Deferred::new(client), message).await
     }
 
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
@@ -414,7 +442,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self._on_execute(&mut Deferred(client), message).await?;
+        self._on_execute(&mut Deferred::new(client), message).await?;
         if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             // The client sends COPY data only after it has seen CopyInResponse.
             client.flush().await?;

@@ -8,6 +8,7 @@ use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 use postgres_types::{FromSql, ToSql};
 use rust_decimal::Decimal;
+use tabula_query::types::DatumRef;
 use tabula_query::{Datum, OutputColumn, QueryError, SqlType};
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
@@ -49,33 +50,44 @@ pub fn row_buffer(rows: usize) -> BytesMut {
 /// `buf` is carved in chunks: each row is split off the front of one shared allocation, and a row
 /// whose encoded message has been written out frees its part, so a result of many rows does not
 /// allocate per row.
-pub fn encode_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
+pub fn encode_row(row: &[DatumRef<'_>], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
     buf.clear();
     if buf.capacity() < ROW_RESERVE {
         buf.reserve(ROW_CHUNK);
     }
-    for (i, d) in row.iter().enumerate() {
+    for (i, &d) in row.iter().enumerate() {
         let ty = types.get(i).copied().unwrap_or(SqlType::Text);
-        if d.is_null() {
+        if d == DatumRef::Null || matches!(d, DatumRef::Datum(Datum::Null)) {
             buf.put_i32(-1);
             continue;
         }
         let at = buf.len();
         buf.put_i32(0);
         if fields.get(i).map(|f| f.format()) == Some(FieldFormat::Binary) {
-            encode_binary(d, ty, buf)?;
+            match d {
+                DatumRef::Int(i) => encode_binary(&Datum::Int(i), ty, buf)?,
+                DatumRef::Datum(d) => encode_binary(d, ty, buf)?,
+                d => encode_binary(&d.to_datum(), ty, buf)?,
+            }
         } else {
             // The common text and integer values go straight into the buffer, without a String between.
             match d {
-                Datum::Text(s) => buf.put_slice(s.as_bytes()),
-                Datum::Int(i) => buf.put_slice(itoa::Buffer::new().format(*i).as_bytes()),
-                _ => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
+                DatumRef::Text(s) => buf.put_slice(s.as_bytes()),
+                DatumRef::Int(i) => buf.put_slice(itoa::Buffer::new().format(i).as_bytes()),
+                DatumRef::Datum(d) => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
+                DatumRef::Null => unreachable!("NULL is written above"),
             }
         }
         let len = (buf.len() - at - 4) as i32;
         buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
     }
     Ok(DataRow::new(buf.split(), row.len() as i16))
+}
+
+/// `encode_row` of an owned row.
+pub fn encode_owned_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
+    let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
+    encode_row(&refs, fields, types, buf)
 }
 
 fn encode_binary(d: &Datum, ty: SqlType, buf: &mut BytesMut) -> Result<(), QueryError> {

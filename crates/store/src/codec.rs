@@ -40,6 +40,10 @@ impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf }
     }
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len()
+    }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.buf.len() < n {
             return Err(StoreError::Corrupt("truncated record".into()));

@@ -549,6 +549,16 @@ fn spawn_loop(name: &str, weak: Weak<Inner>, every: Duration, f: fn(&Inner)) -> 
         .expect("spawn maintenance thread")
 }
 
+/// What a range walk's visitor made of a stored row.
+enum Step {
+    /// A returned row: it counts against the limit.
+    Row,
+    /// Nothing visible.
+    Skip,
+    /// The caller wants no more rows.
+    Stop,
+}
+
 /// The operations of the engine, offered alike by the store (each call commits on its own) and by a
 /// transaction.
 pub trait Access {
@@ -559,6 +569,14 @@ pub trait Access {
     /// A range read of the newest value of each of `req.read.columns` (which it needs), slotted in their order:
     /// what `get_range` returns for one version, without names or version lists per row.
     fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows>;
+    /// The same read, lending each row to `visit` instead of copying it into a page; `visit` returns false to
+    /// stop. Returns where to resume when the limit or the byte budget cut the read short.
+    fn visit_range_latest(
+        &self,
+        table: &str,
+        req: &RangeRequest,
+        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+    ) -> Result<Option<Vec<PkValue>>>;
     /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
@@ -607,6 +625,15 @@ impl Access for Store {
     fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
         let t = self.inner.table(table)?;
         self.inner.get_range_latest(Source::Db(&self.inner.kv.db), &t, req)
+    }
+    fn visit_range_latest(
+        &self,
+        table: &str,
+        req: &RangeRequest,
+        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+    ) -> Result<Option<Vec<PkValue>>> {
+        let t = self.inner.table(table)?;
+        self.inner.visit_range_latest(Source::Db(&self.inner.kv.db), &t, req, visit)
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
@@ -892,6 +919,15 @@ impl Access for Txn {
         let t = self.inner.table(table)?;
         self.inner.get_range_latest(Source::Txn(self.kv()), &t, req)
     }
+    fn visit_range_latest(
+        &self,
+        table: &str,
+        req: &RangeRequest,
+        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+    ) -> Result<Option<Vec<PkValue>>> {
+        let t = self.inner.table(table)?;
+        self.inner.visit_range_latest(Source::Txn(self.kv()), &t, req, visit)
+    }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
         self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
@@ -1064,14 +1100,43 @@ impl Inner {
         let filter = read_filter(t, &req.read, self.config.clock.now_ms());
         let mut rows = Vec::new();
         let next_start = self.scan_range(src, t, req, |key, raw| {
-            let Some(row) = materialize(t.decode_pk(key)?, raw, &filter)? else { return Ok(false) };
+            let Some(row) = materialize(t.decode_pk(key)?, raw, &filter)? else { return Ok(Step::Skip) };
             rows.push(row);
-            Ok(true)
+            Ok(Step::Row)
         })?;
         Ok(RangeResult { rows, next_start })
     }
 
     fn get_range_latest(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<LatestRows> {
+        let width = req.read.columns.as_ref().map_or(0, |c| c.len());
+        let mut page = LatestRows { key_len: t.pk_types.len(), width, ..LatestRows::default() };
+        let mut failed = None;
+        page.next_start = self.visit_range_latest(src, t, req, &mut |row| {
+            page.keys.extend_from_slice(row.key);
+            for i in 0..row.width() {
+                match row.value(i) {
+                    Ok(v) => page.cells.push(v.map(|v| row::Cell { version: row.version(i).unwrap_or_default(), value: v.to_value() })),
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+            }
+            true
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(page),
+        }
+    }
+
+    fn visit_range_latest(
+        &self,
+        src: Source,
+        t: &Table,
+        req: &RangeRequest,
+        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+    ) -> Result<Option<Vec<PkValue>>> {
         let read = &req.read;
         let Some(columns) = read.columns.as_deref() else {
             return Err(StoreError::NotSupported("a latest-value range read names its columns".into()));
@@ -1080,28 +1145,26 @@ impl Inner {
             return Err(StoreError::NotSupported("a latest-value range read returns one version, of any time".into()));
         }
         let (rules, now) = (t.rules(), self.config.clock.now_ms());
-        let mut page = LatestRows { key_len: t.pk_types.len(), width: columns.len(), ..LatestRows::default() };
-        let mut cells = Vec::with_capacity(columns.len());
-        page.next_start = self.scan_range(src, t, req, |key, raw| {
-            if !row::read_latest(raw, rules, now, columns, &mut cells)? {
-                return Ok(false);
+        let (mut cells, mut key) = (Vec::with_capacity(columns.len()), Vec::with_capacity(t.pk_types.len()));
+        self.scan_range(src, t, req, |k, raw| {
+            if !row::locate_latest(raw, rules, now, columns, &mut cells)? {
+                return Ok(Step::Skip);
             }
-            keys::decode_pk_into(&key[t.prefix_len()..], &t.pk_types, &mut page.keys)?;
-            page.cells.append(&mut cells);
-            Ok(true)
-        })?;
-        Ok(page)
+            key.clear();
+            keys::decode_pk_into(&k[t.prefix_len()..], &t.pk_types, &mut key)?;
+            Ok(if visit(&LatestRow::new(&key, raw, &cells)) { Step::Row } else { Step::Stop })
+        })
     }
 
     /// Walks a range in key order (merging the hash buckets' iterators), handing each stored row's key and
-    /// value to `visit`, which says whether it made a returned row, up to the limit or byte budget. Returns
-    /// where to resume when one of those cut the read short.
+    /// value to `visit`, which says whether it made a returned row (or stops the walk), up to the limit or
+    /// byte budget. Returns where to resume when one of those cut the read short.
     fn scan_range(
         &self,
         src: Source,
         t: &Table,
         req: &RangeRequest,
-        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<Step>,
     ) -> Result<Option<Vec<PkValue>>> {
         let backward = req.direction == Direction::Backward;
         let (mut lo, mut hi) = (Vec::new(), Vec::new());
@@ -1176,8 +1239,10 @@ impl Inner {
             }
             scanned += 1;
             bytes += it.key().len() + it.value().len();
-            if visit(it.key(), it.value())? {
-                rows += 1;
+            match visit(it.key(), it.value())? {
+                Step::Row => rows += 1,
+                Step::Skip => {}
+                Step::Stop => return Ok(None),
             }
             it.advance(backward);
         }

@@ -26,9 +26,10 @@
 //! A point get is one RocksDB `get` of one key (bloom filters skip files without it), then step 4's
 //! visibility rules, then the read's own column list, time range and version count. A range read walks an
 //! iterator (one per hash bucket, merged) and stops at its limit or byte budget, returning where to resume.
-//! A read of latest values only ([`Access::get_range_latest`], what SQL scans use) takes from each row just the
-//! newest visible cell of each column it names, and lays rows flat in one page: no names, version lists or
-//! allocations per row.
+//! A read of latest values only ([`Access::visit_range_latest`], what SQL scans use) finds in each row just the
+//! newest visible cell of each column it names and lends the row, values still in RocksDB's buffer, to a
+//! visitor (the wire encoder, in the end): no names, version lists, copies or allocations per row.
+//! [`Access::get_range_latest`] copies the same rows into a flat page, for readers on other threads.
 
 pub mod catalog;
 pub mod clock;
@@ -50,4 +51,4 @@ pub use error::{Result, StoreError};
 pub use ops::*;
 pub use partition::PartitionInfo;
 pub use row::Cell;
-pub use value::{PkBound, PkType, PkValue, TimeRange, Value};
+pub use value::{PkBound, PkType, PkValue, TimeRange, Value, ValueRef};

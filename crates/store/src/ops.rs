@@ -1,7 +1,8 @@
 //! The request and result types of the engine's operations.
 
-use crate::row::Cell;
-use crate::value::{PkBound, PkValue, TimeRange, Value};
+use crate::error::Result;
+use crate::row::{value_at, Cell, CellAt};
+use crate::value::{PkBound, PkValue, TimeRange, Value, ValueRef};
 
 /// A row as a read returns it: primary key and the selected columns' versions, newest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +84,35 @@ impl LatestRows {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+/// One row of a latest-value range read, lent to the visitor of [`crate::Access::visit_range_latest`]: its
+/// key, and the newest visible cell of each asked-for column still in the engine's buffer.
+pub struct LatestRow<'a> {
+    pub key: &'a [PkValue],
+    raw: &'a [u8],
+    cells: &'a [Option<CellAt>],
+}
+
+impl<'a> LatestRow<'a> {
+    pub(crate) fn new(key: &'a [PkValue], raw: &'a [u8], cells: &'a [Option<CellAt>]) -> Self {
+        LatestRow { key, raw, cells }
+    }
+
+    /// How many columns were asked for.
+    pub fn width(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// The version of the `i`th asked-for column's newest cell; `None` where it has none.
+    pub fn version(&self, i: usize) -> Option<i64> {
+        self.cells[i].map(|c| c.version)
+    }
+
+    /// The value of the `i`th asked-for column's newest cell, borrowed; `None` where it has none.
+    pub fn value(&self, i: usize) -> Result<Option<ValueRef<'a>>> {
+        self.cells[i].map(|c| value_at(self.raw, c)).transpose()
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Result, StoreError};
-use crate::value::{TimeRange, Value};
+use crate::value::{TimeRange, Value, ValueRef};
 
 const FORMAT: u8 = 1;
 
@@ -207,11 +207,18 @@ pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Columns>> {
     Ok(Some(out))
 }
 
-/// The newest visible cell of each of `columns`, in their order, into `out` (cleared first): what
-/// `read_visible` returns for one version per column, without column names or per-column vectors. A scan
-/// of latest values calls this per row, so it allocates only the values. `false` when nothing of the row is
-/// visible.
-pub fn read_latest(buf: &[u8], rules: VersionRules, now_ms: i64, columns: &[String], out: &mut Vec<Option<Cell>>) -> Result<bool> {
+/// Where the newest visible cell of a column lies in a stored row: its version, and the offset of its
+/// encoded value ([`value_at`] reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellAt {
+    pub version: i64,
+    at: u32,
+}
+
+/// Finds the newest visible cell of each of `columns`, in their order, into `out` (cleared first): what
+/// `read_visible` returns for one version per column, without column names, per-column vectors or copies of
+/// the values. A scan of latest values calls this per row. `false` when nothing of the row is visible.
+pub fn locate_latest(buf: &[u8], rules: VersionRules, now_ms: i64, columns: &[String], out: &mut Vec<Option<CellAt>>) -> Result<bool> {
     out.clear();
     out.resize(columns.len(), None);
     let mut r = Reader::new(buf);
@@ -232,14 +239,26 @@ pub fn read_latest(buf: &[u8], rules: VersionRules, now_ms: i64, columns: &[Stri
             if i == 0 && rules.max_versions > 0 && !rules.expired(version, now_ms) {
                 alive = true;
                 if let Some(s) = slot {
-                    out[s] = Some(Cell { version, value: decode_value(&mut r)? });
-                    continue;
+                    out[s] = Some(CellAt { version, at: (buf.len() - r.remaining()) as u32 });
                 }
             }
             skip_value(&mut r)?;
         }
     }
     Ok(alive || !rules.expired(marker, now_ms))
+}
+
+/// The value a [`CellAt`] of `buf` points at.
+pub fn value_at(buf: &[u8], cell: CellAt) -> Result<ValueRef<'_>> {
+    let mut r = Reader::new(buf.get(cell.at as usize..).ok_or_else(|| StoreError::Corrupt("cell offset past its row".into()))?);
+    Ok(match r.u8()? {
+        1 => ValueRef::String(std::str::from_utf8(r.bytes()?).map_err(|_| StoreError::Corrupt("bad utf-8".into()))?),
+        2 => ValueRef::Integer(r.i64()?),
+        3 => ValueRef::Double(f64::from_bits(r.u64()?)),
+        4 => ValueRef::Boolean(r.u8()? != 0),
+        5 => ValueRef::Binary(r.bytes()?),
+        t => return Err(StoreError::Corrupt(format!("unknown value tag {t}"))),
+    })
 }
 
 /// Whether a stored row holds anything no read can see: surplus or expired versions, or an expired empty row.
@@ -390,8 +409,12 @@ mod tests {
                             );
                             // The latest-cells read is the one-version read, slotted by the asked order.
                             if let (Some(cols), 1, None) = (cols, read_max, tr) {
-                                let mut slots = Vec::new();
-                                let alive = read_latest(&raw, rules, now, cols, &mut slots).unwrap();
+                                let mut at = Vec::new();
+                                let alive = locate_latest(&raw, rules, now, cols, &mut at).unwrap();
+                                let slots: Vec<Option<Cell>> = at
+                                    .iter()
+                                    .map(|c| c.map(|c| Cell { version: c.version, value: value_at(&raw, c).unwrap().to_value() }))
+                                    .collect();
                                 let want = expected.as_ref().map(|found| {
                                     cols.iter()
                                         .map(|c| found.iter().find(|(n, _)| n == c).map(|(_, cells)| cells[0].clone()))

@@ -56,6 +56,41 @@ impl Value {
     }
 }
 
+/// An attribute value borrowed from where it is stored: what a latest-value scan lends its visitor, so a
+/// value on its way to the client is not copied into a `String` of its own first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    String(&'a str),
+    Integer(i64),
+    Double(f64),
+    Boolean(bool),
+    Binary(&'a [u8]),
+}
+
+impl ValueRef<'_> {
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::String(s) => Value::String(s.to_string()),
+            ValueRef::Integer(i) => Value::Integer(i),
+            ValueRef::Double(d) => Value::Double(d),
+            ValueRef::Boolean(b) => Value::Boolean(b),
+            ValueRef::Binary(b) => Value::Binary(b.to_vec()),
+        }
+    }
+}
+
+impl Value {
+    pub fn as_value_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::String(s) => ValueRef::String(s),
+            Value::Integer(i) => ValueRef::Integer(*i),
+            Value::Double(d) => ValueRef::Double(*d),
+            Value::Boolean(b) => ValueRef::Boolean(*b),
+            Value::Binary(b) => ValueRef::Binary(b),
+        }
+    }
+}
+
 /// The type of a primary-key column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PkType {

@@ -312,6 +312,20 @@ fn ranges_limits_resume_and_directions() {
     all_versions.read.max_versions = Some(2);
     all_versions.read.columns = Some(vec!["v".into()]);
     assert!(matches!(store.get_range_latest("t", &all_versions), Err(StoreError::NotSupported(_))));
+    // The visiting read lends the same rows, and stops when its visitor says so.
+    let mut lent = Vec::new();
+    let mut q = back.clone();
+    q.read = ReadSpec { columns: Some(vec!["v".into()]), ..ReadSpec::default() };
+    let next = store
+        .visit_range_latest("t", &q, &mut |row| {
+            lent.push((row.key.to_vec(), row.version(0).is_some(), row.value(0).unwrap().map(|v| v.to_value())));
+            lent.len() < 3
+        })
+        .unwrap();
+    assert_eq!(next, None);
+    let want: Vec<_> = rows.iter().take(3).map(|r| (r.pk.clone(), true, r.get("v").cloned())).collect();
+    assert_eq!(lent, want);
+    assert!(matches!(store.visit_range_latest("t", &all_versions, &mut |_| true), Err(StoreError::NotSupported(_))));
     // A forward range whose start is after its end is an error.
     assert!(matches!(
         store.get_range("t", &req(vec![v(s("c"))], vec![v(s("a"))], Direction::Forward, None)),
