@@ -999,11 +999,10 @@ impl Inner {
     fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.lock();
         let t = self.table(name)?;
-        self.kv.meta_write(
-            &[(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)],
-            &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())],
-        )?;
-        self.kv.meta_delete_prefix(&catalog::autoinc_key(t.id, &[]))?;
+        // The definition, partitions, auto-increment counters and rows go in one atomic write.
+        let mut gone = vec![(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)];
+        gone.extend(self.kv.meta_scan(&catalog::autoinc_key(t.id, &[]))?.into_iter().map(|(k, _)| (k, None)));
+        self.kv.meta_write(&gone, &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())])?;
         self.tables.write().remove(name);
         self.rules.write().remove(&t.id);
         Ok(())
