@@ -10,7 +10,7 @@ use crate::error::{QueryError, Result};
 use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
 use crate::expr::{EvalCtx, Expr};
 use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
-use crate::session::RowSource;
+use crate::session::{lend_owned, RowSource};
 use crate::types::{Datum, DatumRef, Lent, SqlType};
 
 /// Rows per engine page while streaming.
@@ -259,19 +259,7 @@ impl Cursor {
         } else {
             let Some(start) = self.next.take() else { return Ok(()) };
             self.interrupt.check()?;
-            // Without a filter, a LIMIT bounds how much to read.
-            let want = match (&self.scan.filter, self.remaining) {
-                (None, Some(n)) => ((n + self.skip) as usize).clamp(1, PAGE),
-                _ => PAGE,
-            };
-            let req = RangeRequest {
-                start,
-                end: self.end.clone(),
-                direction: self.direction,
-                limit: Some(want),
-                read: self.spec.clone(),
-                budget_bytes: None,
-            };
+            let req = self.page_request(start);
             let mut page = match self.store.get_range_latest(&self.scan.table.name, &req) {
                 Ok(r) => r,
                 Err(tabula_store::StoreError::InvalidRange(_)) => return Ok(()),
@@ -295,6 +283,23 @@ impl Cursor {
 }
 
 impl Cursor {
+    /// The engine read of the next page, from `start`.
+    fn page_request(&self, start: Vec<PkBound>) -> RangeRequest {
+        // Without a filter, a LIMIT bounds how much to read.
+        let want = match (&self.scan.filter, self.remaining) {
+            (None, Some(n)) => ((n + self.skip) as usize).clamp(1, PAGE),
+            _ => PAGE,
+        };
+        RangeRequest {
+            start,
+            end: self.end.clone(),
+            direction: self.direction,
+            limit: Some(want),
+            read: self.spec.clone(),
+            budget_bytes: None,
+        }
+    }
+
     /// Reads one engine page and lends each row, as `lend` picks its columns, to `f` (see [`Lend`]).
     fn lend_page(&mut self, lend: &[Lend], f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
         if self.remaining == Some(0) {
@@ -302,19 +307,7 @@ impl Cursor {
         }
         let Some(start) = self.next.take() else { return Ok(false) };
         self.interrupt.check()?;
-        // A LIMIT bounds how much to read.
-        let want = match self.remaining {
-            Some(n) => ((n + self.skip) as usize).clamp(1, PAGE),
-            None => PAGE,
-        };
-        let req = RangeRequest {
-            start,
-            end: self.end.clone(),
-            direction: self.direction,
-            limit: Some(want),
-            read: self.spec.clone(),
-            budget_bytes: None,
-        };
+        let req = self.page_request(start);
         let (skip, remaining) = (&mut self.skip, &mut self.remaining);
         let mut failed: Option<QueryError> = None;
         let visited = self.store.visit_range_latest(&self.scan.table.name, &req, &mut |row| {
@@ -396,15 +389,8 @@ impl RowSource for Cursor {
                 return r;
             }
         }
-        match self.next() {
-            Some(row) => {
-                let row = row?;
-                let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
-                f(&refs)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let row = self.next();
+        lend_owned(row, f)
     }
 }
 

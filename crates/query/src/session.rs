@@ -201,16 +201,17 @@ struct IterSource<I>(I);
 
 impl<I: Iterator<Item = Result<SqlRow>> + Send> RowSource for IterSource<I> {
     fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
-        match self.0.next() {
-            Some(row) => {
-                let row = row?;
-                let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
-                f(&refs)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        lend_owned(self.0.next(), f)
     }
+}
+
+/// Lends an owned row (`None`: there are no more) the way [`RowSource::next_rows`] lends rows.
+pub(crate) fn lend_owned(row: Option<Result<SqlRow>>, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
+    let Some(row) = row else { return Ok(false) };
+    let row = row?;
+    let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
+    f(&refs)?;
+    Ok(true)
 }
 
 /// Rows read as they are consumed: a key-value scan's cursor or an analytic statement's stream. The wire
