@@ -1,5 +1,9 @@
 //! Streaming reads: a cursor pulls engine pages as the client consumes rows, so memory stays bounded
 //! however many rows a scan returns. Used for auto-commit SELECTs whose order the scan gives.
+//!
+//! When the projection only picks columns and nothing filters, a page is never copied: the engine lends
+//! each row (`Access::visit_range_latest`) and the cursor lends its values on to the caller's encoder
+//! ([`RowSource::next_rows`]), text and integers still in RocksDB's buffer. Other scans build owned rows.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
