@@ -362,25 +362,27 @@ fn lend_row(lend: &[Lend], row: &LatestRow<'_>, f: &mut dyn FnMut(&[DatumRef<'_>
     };
     // The usual row: a few columns, all lent as they lie, in an array on the stack.
     const INLINE: usize = 16;
-    if lend.len() <= INLINE {
-        let mut refs = [DatumRef::Null; INLINE];
-        let mut all_lent = true;
-        for (r, l) in refs.iter_mut().zip(lend) {
-            match one(l)? {
-                Lent::Ref(v) => *r = v,
-                Lent::Owned(_) => {
-                    all_lent = false;
-                    break;
+    let mut refs = [DatumRef::Null; INLINE];
+    for (i, l) in lend.iter().enumerate() {
+        match (i < INLINE).then(|| one(l)).transpose()? {
+            Some(Lent::Ref(r)) => refs[i] = r,
+            // A converted value or a wide row: keep what is lent so far (each value is read once), and go on
+            // with a vector.
+            first => {
+                let mut vals: Vec<Lent<'_>> = refs[..i].iter().map(|&r| Lent::Ref(r)).collect();
+                vals.push(match first {
+                    Some(v) => v,
+                    None => one(l)?,
+                });
+                for l in &lend[i + 1..] {
+                    vals.push(one(l)?);
                 }
+                let refs: Vec<DatumRef<'_>> = vals.iter().map(Lent::as_ref).collect();
+                return f(&refs);
             }
         }
-        if all_lent {
-            return f(&refs[..lend.len()]);
-        }
     }
-    let vals = lend.iter().map(one).collect::<Result<Vec<Lent<'_>>>>()?;
-    let refs: Vec<DatumRef<'_>> = vals.iter().map(Lent::as_ref).collect();
-    f(&refs)
+    f(&refs[..lend.len()])
 }
 
 impl RowSource for Cursor {
