@@ -84,6 +84,10 @@ class Server:
     proc = None
     peak_rss_kb = 0
 
+    def pgoptions(self, durability):
+        # Both servers take the commit durability per connection.
+        return "-c synchronous_commit=off" if durability == "async" else "-c synchronous_commit=on"
+
     def psql(self, sql, env=None):
         # Through stdin: a statement may be longer than a command line may be.
         r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", self.db, "-f", "-"], env=env, check=False, input=sql + "\n")
@@ -125,14 +129,13 @@ class Tabula(Server):
     def __init__(self, workdir, port):
         self.dir = workdir / "tabula-data"
         self.port = port
-        self.durability = None
 
-    def start(self, durability):
-        if self.proc and self.durability == durability:
+    def start(self, durability=None):
+        # One server for every phase: as on PostgreSQL, each connection picks its commit durability
+        # (synchronous_commit, in PGOPTIONS), so no restart comes between phases.
+        if self.proc:
             return
-        self.stop()
-        self.durability = durability
-        args = [str(TARGET / "release" / "tabula"), "--data-dir", str(self.dir), "--listen", f"127.0.0.1:{self.port}", "--durability", "sync" if durability == "sync" else "group", "--log-level", "warn", "--max-connections", "200"]
+        args = [str(TARGET / "release" / "tabula"), "--data-dir", str(self.dir), "--listen", f"127.0.0.1:{self.port}", "--log-level", "warn", "--max-connections", "200"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.wait_ready()
 
@@ -142,9 +145,6 @@ class Tabula(Server):
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=60)
             self.proc = None
-
-    def pgoptions(self, durability):
-        return None
 
 
 class Postgres(Server):
@@ -209,8 +209,6 @@ class Postgres(Server):
             self.proc.wait(timeout=120)
             self.proc = None
 
-    def pgoptions(self, durability):
-        return "-c synchronous_commit=off" if durability == "async" else "-c synchronous_commit=on"
 
 
 def pgbench(server, script, protocol, clients, seconds, variables, durability, logdir):

@@ -38,10 +38,13 @@ pub struct Database {
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
     catalog_version: AtomicU64,
     schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
+    /// What a new session's settings start as (and `RESET`, `DISCARD ALL` return to).
+    defaults: RwLock<BTreeMap<String, String>>,
 }
 
 impl Database {
     pub fn new(store: Arc<Store>) -> Arc<Database> {
+        let store_durability = store.durability();
         Arc::new(Database {
             store,
             analytics: std::sync::OnceLock::new(),
@@ -49,7 +52,16 @@ impl Database {
             roles: RwLock::new(Vec::new()),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
+            defaults: RwLock::new(default_settings(store_durability)),
         })
+    }
+
+    /// Changes the default of a setting for sessions started from now on (`synchronous_commit`, say, from
+    /// the server's configuration). The value is checked as `SET` would check it.
+    pub fn set_default(&self, name: &str, value: &str) -> Result<()> {
+        let (key, value) = check_setting(name, value)?;
+        self.defaults.write().insert(key, value);
+        Ok(())
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -63,11 +75,12 @@ impl Database {
             failed: false,
             user: user.to_string(),
             database: database.to_string(),
-            settings: default_settings(),
+            settings: self.defaults.read().clone(),
             interrupt: Interrupt::default(),
             copy: None,
             savepoints: Vec::new(),
             last_plan: None,
+            startup_error: None,
         }
     }
 
@@ -132,7 +145,13 @@ impl Catalog for Database {
     }
 }
 
-fn default_settings() -> BTreeMap<String, String> {
+/// PostgreSQL's defaults, but for `synchronous_commit`, which follows how the store commits: a store that
+/// syncs in the background (`Durability::Group`) starts sessions with `off`.
+fn default_settings(durability: tabula_store::Durability) -> BTreeMap<String, String> {
+    let synchronous_commit = match durability {
+        tabula_store::Durability::Sync => "on",
+        tabula_store::Durability::Group { .. } => "off",
+    };
     [
         ("application_name", ""),
         ("client_encoding", "UTF8"),
@@ -148,6 +167,7 @@ fn default_settings() -> BTreeMap<String, String> {
         ("server_version_num", "150000"),
         ("standard_conforming_strings", "on"),
         ("statement_timeout", "0"),
+        ("synchronous_commit", synchronous_commit),
         ("timezone", "UTC"),
         ("transaction_isolation", "repeatable read"),
         ("transaction_read_only", "off"),
@@ -187,6 +207,70 @@ pub fn display_setting_name(name: &str) -> &str {
         "intervalstyle" => "IntervalStyle",
         other => other,
     }
+}
+
+/// The `name=value` pairs of a startup message's `options`: arguments split at spaces (a backslash keeps
+/// the next character), each `-c name=value`, `-cname=value` or `--name=value`.
+fn parse_startup_options(options: &str) -> Result<Vec<(String, String)>> {
+    let mut args = Vec::new();
+    let mut arg = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => arg.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !arg.is_empty() {
+                    args.push(std::mem::take(&mut arg));
+                }
+            }
+            c => arg.push(c),
+        }
+    }
+    if !arg.is_empty() {
+        args.push(arg);
+    }
+    let bad = |a: &str| QueryError::Syntax(format!("invalid command-line argument for server process: {a}"));
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (setting, dashed) = if a == "-c" {
+            (it.next().ok_or_else(|| bad(a))?.as_str(), false)
+        } else if let Some(rest) = a.strip_prefix("--") {
+            (rest, true)
+        } else if let Some(rest) = a.strip_prefix("-c") {
+            (rest, false)
+        } else {
+            return Err(bad(a));
+        };
+        let Some((name, value)) = setting.split_once('=') else {
+            return Err(QueryError::Syntax(format!("-c {setting} requires a value")));
+        };
+        // PostgreSQL reads dashes in a `--name` as underscores.
+        let name = if dashed { name.replace('-', "_") } else { name.to_string() };
+        out.push((name, value.to_string()));
+    }
+    Ok(out)
+}
+
+/// Checks a setting's new value; returns the name and the value as `SHOW` gives them back.
+fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
+    let key = name.to_lowercase();
+    let invalid = || QueryError::InvalidParameterValue(format!("invalid value for parameter \"{key}\": \"{value}\""));
+    let value = match key.as_str() {
+        "statement_timeout" => {
+            parse_duration_ms(value).ok_or_else(invalid)?;
+            value.to_string()
+        }
+        // There are no standbys, so every durable level means the local log is synced.
+        "synchronous_commit" => match value.to_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" => "on".to_string(),
+            "off" | "false" | "no" | "0" => "off".to_string(),
+            v @ ("local" | "remote_write" | "remote_apply") => v.to_string(),
+            _ => return Err(invalid()),
+        },
+        _ => value.to_string(),
+    };
+    Ok((key, value))
 }
 
 /// Where a streamed result's rows come from, a batch at a time.
@@ -371,6 +455,8 @@ pub struct Session {
     savepoints: Vec<Option<String>>,
     /// The plan of the statement run last (for the slow-statement log).
     last_plan: Option<Arc<Plan>>,
+    /// A bad setting in the startup message: PostgreSQL refuses such a connection, so every statement fails.
+    startup_error: Option<QueryError>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -446,6 +532,33 @@ impl Session {
         }
     }
 
+    /// Takes the settings a client gives at connection start: the startup message's parameters, and
+    /// `-c name=value` or `--name=value` in its `options` (libpq's PGOPTIONS), as PostgreSQL does. A bad
+    /// one fails every statement of the connection with its error.
+    pub fn apply_startup<'a>(&mut self, params: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        let apply = || -> Result<()> {
+            for (name, value) in params {
+                match name.to_lowercase().as_str() {
+                    // Who connects, and settings the server reports at startup as fixed: it speaks UTF8, ISO
+                    // dates and UTC only.
+                    "user" | "database" | "replication" | "client_encoding" | "datestyle" | "timezone" => {}
+                    "options" => {
+                        for (k, v) in parse_startup_options(value)? {
+                            self.set(&k, Some(&v))?;
+                        }
+                    }
+                    other => {
+                        self.set(other, Some(value))?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        if let Err(e) = apply() {
+            self.startup_error = Some(e);
+        }
+    }
+
     pub fn setting(&self, name: &str) -> Option<&str> {
         self.settings.get(&name.to_lowercase()).map(|s| s.as_str())
     }
@@ -456,6 +569,9 @@ impl Session {
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
     pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
+        if let Some(e) = &self.startup_error {
+            return vec![Err(e.clone())];
+        }
         let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
             Ok(s) => s,
             Err(e) => {
@@ -491,6 +607,9 @@ impl Session {
     /// Parses and plans one statement for the extended protocol. Parameter types the client gave win;
     /// the others are inferred from where they are used.
     pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        if let Some(e) = &self.startup_error {
+            return Err(e.clone());
+        }
         let r = (|| {
             self.db.check_size(sql)?;
             let mut stmts = parse(sql)?;
@@ -754,7 +873,11 @@ impl Session {
                         Ok(Output::Command { tag: "ROLLBACK".into() })
                     }
                     Some(t) => {
+                        let wrote = t.wrote();
                         t.commit()?;
+                        if wrote {
+                            self.commit_durably()?;
+                        }
                         Ok(Output::Command { tag: "COMMIT".into() })
                     }
                     None => Ok(Output::Command { tag: "COMMIT".into() }),
@@ -785,7 +908,7 @@ impl Session {
                 if self.txn.is_some() {
                     return Err(QueryError::InvalidTransactionState("DISCARD ALL cannot run inside a transaction block".into()));
                 }
-                self.settings = default_settings();
+                self.settings = self.db.defaults.read().clone();
                 Ok(Output::Command { tag: "DISCARD ALL".into() })
             }
             Plan::CreateTable(c) => self.create_table(c),
@@ -974,6 +1097,10 @@ impl Session {
                 }
             }
         }
+        // Inside a transaction block the rows commit with it (and COMMIT waits for them).
+        if self.txn.is_none() {
+            self.commit_durably()?;
+        }
         Ok(copy.rows)
     }
 
@@ -1094,17 +1221,14 @@ impl Session {
             other => other,
         }
         .to_string();
-        let defaults = default_settings();
         let value = match value {
             Some(v) => v.to_string(),
-            None => defaults.get(&key).cloned().unwrap_or_default(),
+            None => self.db.defaults.read().get(&key).cloned().unwrap_or_default(),
         };
-        if key == "statement_timeout" && parse_duration_ms(&value).is_none() {
-            return Err(QueryError::InvalidParameterValue(format!("invalid value for parameter \"statement_timeout\": \"{value}\"")));
-        }
         if matches!(key.as_str(), "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "is_superuser") {
             return Err(QueryError::InvalidParameterValue(format!("parameter \"{key}\" cannot be changed")));
         }
+        let (key, value) = check_setting(&key, &value)?;
         self.settings.insert(key.clone(), value.clone());
         if REPORTED_SETTINGS.contains(&key.as_str()) {
             Ok(Output::Set { tag: "SET".into(), name: display_setting_name(&key).to_string(), value })
@@ -1177,6 +1301,24 @@ impl Session {
     /// atomically, or in a fresh transaction retried on write conflicts.
     /// `stream`: a SELECT may come back as a cursor that reads as the client consumes.
     fn run_dml(&mut self, plan: &Plan, params: &[Datum], stream: bool) -> Result<(Output, Option<crate::exec::ScanStats>)> {
+        let autocommit_write = self.txn.is_none() && !matches!(plan, Plan::Select(_));
+        let out = self.run_dml_once(plan, params, stream)?;
+        if autocommit_write {
+            self.commit_durably()?;
+        }
+        Ok(out)
+    }
+
+    /// Returns once what this session committed survives a power loss, unless `synchronous_commit` is off:
+    /// then the store's background sync makes it durable within its interval, as PostgreSQL's WAL writer does.
+    fn commit_durably(&self) -> Result<()> {
+        if self.setting("synchronous_commit") != Some("off") {
+            self.db.store.sync_wal()?;
+        }
+        Ok(())
+    }
+
+    fn run_dml_once(&mut self, plan: &Plan, params: &[Datum], stream: bool) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let now_us = self.db.store.clock().now_ms() * 1000;
         if let Some(txn) = &self.txn {
             return self.exec_on(txn, plan, params, now_us);

@@ -91,6 +91,7 @@ impl Connection {
             let database = client.metadata().get("database").cloned().unwrap_or_else(|| "tabula".into());
             let mut s = self.shared.db.session(&user, &database);
             s.interrupt.cancelled = self.cancel.clone();
+            s.apply_startup(client.metadata().iter().map(|(k, v)| (k.as_str(), v.as_str())));
             s
         });
         self.cancel.store(false, Ordering::SeqCst);

@@ -7,7 +7,6 @@ use anyhow::Context;
 use clap::Parser;
 use serde::Deserialize;
 use tabula_server::{start, ServerConfig};
-use tabula_store::Durability;
 
 #[derive(Parser, Debug)]
 #[command(name = "tabula", version, about = "Tabula: a PostgreSQL-compatible wide-column database on RocksDB")]
@@ -18,9 +17,13 @@ struct Cli {
     /// Address to listen on [default: 127.0.0.1:5432]
     #[arg(long, env = "TABULA_LISTEN")]
     listen: Option<String>,
-    /// Commit durability: `sync` (fsync every commit) or `group` (fsync every few milliseconds)
+    /// Default commit durability: `sync` (synchronous_commit = on: a commit returns once synced) or `group`
+    /// (synchronous_commit = off: the log is synced every --wal-writer-delay); sessions may set either [default: sync]
     #[arg(long, env = "TABULA_DURABILITY")]
     durability: Option<String>,
+    /// Milliseconds between syncs of the log for commits that do not wait for one [default: 200]
+    #[arg(long, env = "TABULA_WAL_WRITER_DELAY")]
+    wal_writer_delay: Option<u64>,
     /// Most simultaneous connections [default: 100]
     #[arg(long, env = "TABULA_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
@@ -56,6 +59,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     listen: Option<String>,
     durability: Option<String>,
+    wal_writer_delay: Option<u64>,
     max_connections: Option<usize>,
     slow_statement_ms: Option<u64>,
     max_statement_bytes: Option<usize>,
@@ -66,10 +70,11 @@ struct FileConfig {
     tls_key: Option<PathBuf>,
 }
 
-fn durability(s: &str) -> anyhow::Result<Durability> {
+/// Whether commits wait for the log's sync by default (`synchronous_commit`).
+fn synchronous_commit(s: &str) -> anyhow::Result<bool> {
     match s {
-        "sync" => Ok(Durability::Sync),
-        "group" => Ok(Durability::Group { interval: Duration::from_millis(5) }),
+        "sync" => Ok(true),
+        "group" => Ok(false),
         other => anyhow::bail!("unknown durability \"{other}\": use sync or group"),
     }
 }
@@ -106,7 +111,12 @@ async fn run() -> anyhow::Result<()> {
     let config = ServerConfig {
         data_dir: cli.data_dir.or(file.data_dir).unwrap_or(defaults.data_dir),
         listen: cli.listen.or(file.listen).unwrap_or(defaults.listen),
-        durability: durability(cli.durability.or(file.durability).as_deref().unwrap_or("sync"))?,
+        synchronous_commit: synchronous_commit(cli.durability.or(file.durability).as_deref().unwrap_or("sync"))?,
+        wal_writer_delay: match cli.wal_writer_delay.or(file.wal_writer_delay) {
+            Some(0) => anyhow::bail!("--wal-writer-delay must be at least 1 millisecond"),
+            Some(ms) => Duration::from_millis(ms),
+            None => defaults.wal_writer_delay,
+        },
         max_connections: cli.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
         slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
         block_cache_bytes: defaults.block_cache_bytes,

@@ -28,7 +28,11 @@ use std::collections::HashMap;
 pub struct ServerConfig {
     pub data_dir: PathBuf,
     pub listen: String,
-    pub durability: Durability,
+    /// The default of `synchronous_commit`: whether a commit returns only once synced to disk. Sessions may
+    /// set it either way; the log is opened for both (`Durability::Group`).
+    pub synchronous_commit: bool,
+    /// How often the log is synced for commits that did not wait for it (PostgreSQL's `wal_writer_delay`).
+    pub wal_writer_delay: Duration,
     pub max_connections: usize,
     /// Statements slower than this are logged with their text (0: never).
     pub slow_statement_ms: u64,
@@ -49,7 +53,8 @@ impl Default for ServerConfig {
         ServerConfig {
             data_dir: PathBuf::from("tabula-data"),
             listen: "127.0.0.1:5432".into(),
-            durability: Durability::Sync,
+            synchronous_commit: true,
+            wal_writer_delay: Duration::from_millis(200),
             max_connections: 100,
             slow_statement_ms: 1000,
             block_cache_bytes: 256 << 20,
@@ -87,7 +92,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         ));
     }
     let store_config = StoreConfig {
-        durability: config.durability,
+        durability: Durability::Group { interval: config.wal_writer_delay },
         block_cache_bytes: config.block_cache_bytes,
         split_bytes: config.split_bytes,
         merge_bytes: config.split_bytes / 8,
@@ -107,6 +112,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let addr = listener.local_addr().context("local address")?;
     let db = Database::new(Arc::new(store));
     db.set_max_statement_bytes(config.max_statement_bytes);
+    db.set_default("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }).map_err(|e| anyhow!("{e}"))?;
     let mut roles: Vec<String> = config.users.keys().cloned().collect();
     roles.sort();
     db.set_roles(roles);

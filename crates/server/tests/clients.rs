@@ -252,6 +252,52 @@ async fn start_configured(
     (server, dir, conn)
 }
 
+async fn show(c: &tokio_postgres::Client, name: &str) -> String {
+    c.query_one(&format!("SHOW {name}"), &[]).await.unwrap().get(0)
+}
+
+/// `synchronous_commit` starts as the server's `--durability` says, and a client may set it (or any setting)
+/// in the startup message's `options`, as libpq's PGOPTIONS does; a bad value there fails every statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synchronous_commit_and_startup_options() {
+    let (server, _dir, conn) = start_configured(|c| c.synchronous_commit = false).await;
+    let connect = |options: &str| {
+        let conn = format!("{conn} options='{options}'");
+        async move {
+            let (c, task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(task);
+            c
+        }
+    };
+    let plain = connect("").await;
+    assert_eq!(show(&plain, "synchronous_commit").await, "off");
+    plain.batch_execute("CREATE TABLE sc (k bigint PRIMARY KEY, v text); INSERT INTO sc VALUES (1, 'async')").await.unwrap();
+
+    let durable = connect("-c synchronous_commit=on -cstatement_timeout=5s --application-name=bench\\\\ one").await;
+    assert_eq!(show(&durable, "synchronous_commit").await, "on");
+    assert_eq!(show(&durable, "statement_timeout").await, "5s");
+    assert_eq!(show(&durable, "application_name").await, "bench one");
+    // Durable commits of every kind: autocommit, a transaction block, COPY.
+    durable.execute("INSERT INTO sc VALUES (2, 'durable')", &[]).await.unwrap();
+    durable.batch_execute("BEGIN; UPDATE sc SET v = 'both' WHERE k = 1; COMMIT").await.unwrap();
+    assert_eq!(common::copy_in(&durable, "COPY sc FROM STDIN", "3\tcopied\n".into()).await, 1);
+    let rows = plain.query("SELECT k, v FROM sc ORDER BY k", &[]).await.unwrap();
+    let got: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(got, vec![(1, "both".into()), (2, "durable".into()), (3, "copied".into())]);
+
+    let bad = connect("-c synchronous_commit=bogus").await;
+    let e = bad.simple_query("SELECT 1").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
+    assert!(e.as_db_error().unwrap().message().contains("\"synchronous_commit\": \"bogus\""), "{e}");
+    let e = bad.prepare("SELECT 1").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
+    let e = connect("-x").await.simple_query("SELECT 1").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
+    assert!(e.as_db_error().unwrap().message().contains("invalid command-line argument for server process: -x"), "{e}");
+    drop((plain, durable, bad));
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_connections_is_53300() {
     let (server, _dir, conn) = start_configured(|c| c.max_connections = 2).await;

@@ -258,7 +258,7 @@ impl Drop for Store {
             let _ = t.join();
         }
         let _ = self.inner.persist_partitions();
-        let _ = self.inner.kv.flush_wal();
+        let _ = self.inner.kv.sync_wal();
     }
 }
 
@@ -339,10 +339,14 @@ impl Store {
         if let Durability::Group { interval } = inner.config.durability {
             let weak = Arc::downgrade(&inner);
             threads.push(spawn_loop("tabula-group-commit", weak, interval, |i| {
-                let _ = i.kv.flush_wal();
+                let _ = i.kv.sync_wal();
             }));
         }
         Ok(Store { inner, threads })
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.inner.config.durability
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -451,6 +455,13 @@ impl Store {
     /// Runs one round of partition maintenance now (statistics, splits, merges).
     pub fn run_maintenance(&self) -> Result<()> {
         self.inner.maintain()
+    }
+
+    /// Makes every write committed so far survive a power loss (under `Durability::Group`, a commit that must
+    /// not wait for the background sync: PostgreSQL's `synchronous_commit = on`). Concurrent callers share
+    /// one fsync; under `Durability::Sync` the commits synced themselves and this returns at once.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.kv.sync_wal()
     }
 
     /// Writes the memtables to disk (tests use it to lay out several files).
@@ -874,6 +885,11 @@ impl Txn {
     /// Undoes everything since the last savepoint (a failed statement).
     pub fn rollback_to_savepoint(&self) -> Result<()> {
         Ok(self.kv().rollback_to_savepoint()?)
+    }
+
+    /// Whether the transaction has written (a commit then has something to make durable).
+    pub fn wrote(&self) -> bool {
+        self.wrote.get()
     }
 
     /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.

@@ -31,6 +31,10 @@ pub(crate) struct Kv {
     next_file: std::sync::atomic::AtomicU64,
     /// The last sequence number known to be in a synced log.
     synced_seq: std::sync::atomic::AtomicU64,
+    /// Every write syncs the log itself (`Durability::Sync`).
+    sync_writes: bool,
+    /// Held while syncing the log, so that callers waiting for the same writes share one fsync.
+    sync_lock: std::sync::Mutex<()>,
 }
 
 impl Kv {
@@ -93,7 +97,16 @@ impl Kv {
         })?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(sync);
-        let kv = Kv { db, write_opts, sst_opts, dir: path.to_path_buf(), next_file: Default::default(), synced_seq: Default::default() };
+        let kv = Kv {
+            db,
+            write_opts,
+            sst_opts,
+            dir: path.to_path_buf(),
+            next_file: Default::default(),
+            synced_seq: Default::default(),
+            sync_writes: sync,
+            sync_lock: Default::default(),
+        };
         kv.finish_deletes()?;
         Ok(kv)
     }
@@ -192,15 +205,26 @@ impl Kv {
         self.db.transaction_opt(&self.write_opts, &o)
     }
 
-    /// Syncs the write-ahead log, unless nothing was written since the last sync: the group-commit
-    /// thread calls this every few milliseconds, and an fdatasync of an unchanged file still costs.
-    pub fn flush_wal(&self) -> Result<()> {
-        let seq = self.db.latest_sequence_number();
-        if seq == self.synced_seq.load(std::sync::atomic::Ordering::Acquire) {
+    /// Makes every write committed so far durable: syncs the write-ahead log unless those writes are in a
+    /// synced log already (commits that synced themselves, or another caller's sync). Concurrent callers
+    /// share one fsync: the one that waited for the lock finds its writes synced by the one that held it.
+    pub fn sync_wal(&self) -> Result<()> {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if self.sync_writes {
             return Ok(());
         }
+        let target = self.db.latest_sequence_number();
+        if self.synced_seq.load(Acquire) >= target {
+            return Ok(());
+        }
+        let _held = self.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.synced_seq.load(Acquire) >= target {
+            return Ok(());
+        }
+        // Everything up to `seq` is in the log's file already: a commit is visible only once written.
+        let seq = self.db.latest_sequence_number();
         self.db.flush_wal(true)?;
-        self.synced_seq.store(seq, std::sync::atomic::Ordering::Release);
+        self.synced_seq.fetch_max(seq, Release);
         Ok(())
     }
 
