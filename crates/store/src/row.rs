@@ -63,6 +63,23 @@ impl StoredRow {
         w.buf
     }
 
+    /// The encoding of a row whose columns hold one cell each, given sorted by name, each once: what
+    /// building the `StoredRow` and calling `encode` gives, without the row's vectors and copied values.
+    pub fn encode_one_cell_each<'a>(marker: i64, columns: impl ExactSizeIterator<Item = (&'a str, i64, &'a Value)>) -> Vec<u8> {
+        let mut w = Writer::with_capacity(64);
+        w.u8(FORMAT);
+        w.i64(marker);
+        w.u32(columns.len() as u32);
+        for (name, version, value) in columns {
+            w.u8(name.len() as u8);
+            w.buf.extend_from_slice(name.as_bytes());
+            w.u32(1);
+            w.i64(version);
+            encode_value(&mut w, value);
+        }
+        w.buf
+    }
+
     pub fn decode(buf: &[u8]) -> Result<StoredRow> {
         let mut r = Reader::new(buf);
         if r.u8()? != FORMAT {
