@@ -186,6 +186,9 @@ fn default_settings(durability: tabula_store::Durability) -> BTreeMap<String, St
     .collect()
 }
 
+/// Settings no one may change.
+const FIXED_SETTINGS: &[&str] = &["server_version", "server_version_num", "server_encoding", "integer_datetimes", "is_superuser"];
+
 /// Settings whose changes clients are told about (ParameterStatus).
 pub const REPORTED_SETTINGS: &[&str] = &[
     "application_name",
@@ -248,6 +251,28 @@ fn parse_startup_options(options: &str) -> Result<Vec<(String, String)>> {
         // PostgreSQL reads dashes in a `--name` as underscores.
         let name = if dashed { name.replace('-', "_") } else { name.to_string() };
         out.push((name, value.to_string()));
+    }
+    Ok(out)
+}
+
+/// The settings a startup message asks for, checked: its parameters, and `-c name=value` or
+/// `--name=value` in its `options` (libpq's PGOPTIONS), as PostgreSQL takes them. Who connects is not a
+/// setting, and `client_encoding`, `DateStyle` and `TimeZone` are reported at startup as the fixed values
+/// the server speaks (UTF8, ISO, UTC), so they are not taken either.
+pub fn startup_settings<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (name, value) in params {
+        let pairs = match name.to_lowercase().as_str() {
+            "user" | "database" | "replication" | "client_encoding" | "datestyle" | "timezone" => continue,
+            "options" => parse_startup_options(value)?,
+            other => vec![(other.to_string(), value.to_string())],
+        };
+        for (k, v) in pairs {
+            if FIXED_SETTINGS.contains(&k.as_str()) {
+                return Err(QueryError::InvalidParameterValue(format!("parameter \"{k}\" cannot be changed")));
+            }
+            out.push(check_setting(&k, &v)?);
+        }
     }
     Ok(out)
 }
@@ -532,29 +557,12 @@ impl Session {
         }
     }
 
-    /// Takes the settings a client gives at connection start: the startup message's parameters, and
-    /// `-c name=value` or `--name=value` in its `options` (libpq's PGOPTIONS), as PostgreSQL does. A bad
-    /// one fails every statement of the connection with its error.
+    /// Takes the settings a client gives at connection start (see [`startup_settings`]). The server checks
+    /// them when the connection starts and refuses it if one is bad, as PostgreSQL does; should one still
+    /// fail here, every statement of the connection fails with its error.
     pub fn apply_startup<'a>(&mut self, params: impl IntoIterator<Item = (&'a str, &'a str)>) {
-        let apply = || -> Result<()> {
-            for (name, value) in params {
-                match name.to_lowercase().as_str() {
-                    // Who connects, and settings the server reports at startup as fixed: it speaks UTF8, ISO
-                    // dates and UTC only.
-                    "user" | "database" | "replication" | "client_encoding" | "datestyle" | "timezone" => {}
-                    "options" => {
-                        for (k, v) in parse_startup_options(value)? {
-                            self.set(&k, Some(&v))?;
-                        }
-                    }
-                    other => {
-                        self.set(other, Some(value))?;
-                    }
-                }
-            }
-            Ok(())
-        };
-        if let Err(e) = apply() {
+        let r = startup_settings(params).and_then(|settings| settings.iter().try_for_each(|(k, v)| self.set(k, Some(v)).map(|_| ())));
+        if let Err(e) = r {
             self.startup_error = Some(e);
         }
     }
@@ -1225,7 +1233,7 @@ impl Session {
             Some(v) => v.to_string(),
             None => self.db.defaults.read().get(&key).cloned().unwrap_or_default(),
         };
-        if matches!(key.as_str(), "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes" | "is_superuser") {
+        if FIXED_SETTINGS.contains(&key.as_str()) {
             return Err(QueryError::InvalidParameterValue(format!("parameter \"{key}\" cannot be changed")));
         }
         let (key, value) = check_setting(&key, &value)?;

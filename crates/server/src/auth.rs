@@ -127,6 +127,14 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            // A bad setting refuses the connection, as in PostgreSQL.
+            if let Err(e) = tabula_query::session::startup_settings(startup.parameters.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+                let mut info = crate::errors::error_info(&e);
+                info.severity = "FATAL".into();
+                return Err(PgWireError::UserError(Box::new(info)));
+            }
+        }
         match self {
             Startup::Trust(c) => c.on_startup(client, message).await,
             Startup::Password(h) => h.on_startup(client, message).await,

@@ -257,7 +257,7 @@ async fn show(c: &tokio_postgres::Client, name: &str) -> String {
 }
 
 /// `synchronous_commit` starts as the server's `--durability` says, and a client may set it (or any setting)
-/// in the startup message's `options`, as libpq's PGOPTIONS does; a bad value there fails every statement.
+/// in the startup message's `options`, as libpq's PGOPTIONS does; a bad one refuses the connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synchronous_commit_and_startup_options() {
     let (server, _dir, conn) = start_configured(|c| c.synchronous_commit = false).await;
@@ -285,16 +285,23 @@ async fn synchronous_commit_and_startup_options() {
     let got: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(got, vec![(1, "both".into()), (2, "durable".into()), (3, "copied".into())]);
 
-    let bad = connect("-c synchronous_commit=bogus").await;
-    let e = bad.simple_query("SELECT 1").await.unwrap_err();
+    // A bad setting refuses the connection (FATAL), as in PostgreSQL.
+    let refused = |options: &str| {
+        let conn = format!("{conn} options='{options}'");
+        async move { tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.err().expect("connection refused") }
+    };
+    let e = refused("-c synchronous_commit=bogus").await;
     assert_eq!(e.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
+    assert_eq!(e.as_db_error().unwrap().severity(), "FATAL");
     assert!(e.as_db_error().unwrap().message().contains("\"synchronous_commit\": \"bogus\""), "{e}");
-    let e = bad.prepare("SELECT 1").await.unwrap_err();
+    let e = refused("-c server_version=1").await;
     assert_eq!(e.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
-    let e = connect("-x").await.simple_query("SELECT 1").await.unwrap_err();
+    let e = refused("-x").await;
     assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
     assert!(e.as_db_error().unwrap().message().contains("invalid command-line argument for server process: -x"), "{e}");
-    drop((plain, durable, bad));
+    // The server goes on serving.
+    assert_eq!(show(&plain, "synchronous_commit").await, "off");
+    drop((plain, durable));
     server.shutdown().await.unwrap();
 }
 
