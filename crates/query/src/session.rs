@@ -80,7 +80,6 @@ impl Database {
             copy: None,
             savepoints: Vec::new(),
             last_plan: None,
-            startup_error: None,
         }
     }
 
@@ -480,8 +479,6 @@ pub struct Session {
     savepoints: Vec<Option<String>>,
     /// The plan of the statement run last (for the slow-statement log).
     last_plan: Option<Arc<Plan>>,
-    /// A bad setting in the startup message: PostgreSQL refuses such a connection, so every statement fails.
-    startup_error: Option<QueryError>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -558,13 +555,12 @@ impl Session {
     }
 
     /// Takes the settings a client gives at connection start (see [`startup_settings`]). The server checks
-    /// them when the connection starts and refuses it if one is bad, as PostgreSQL does; should one still
-    /// fail here, every statement of the connection fails with its error.
-    pub fn apply_startup<'a>(&mut self, params: impl IntoIterator<Item = (&'a str, &'a str)>) {
-        let r = startup_settings(params).and_then(|settings| settings.iter().try_for_each(|(k, v)| self.set(k, Some(v)).map(|_| ())));
-        if let Err(e) = r {
-            self.startup_error = Some(e);
+    /// them before the connection is accepted and refuses it if one is bad, as PostgreSQL does.
+    pub fn apply_startup<'a>(&mut self, params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
+        for (k, v) in startup_settings(params)? {
+            self.set(&k, Some(&v))?;
         }
+        Ok(())
     }
 
     pub fn setting(&self, name: &str) -> Option<&str> {
@@ -577,9 +573,6 @@ impl Session {
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
     pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
-        if let Some(e) = &self.startup_error {
-            return vec![Err(e.clone())];
-        }
         let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
             Ok(s) => s,
             Err(e) => {
@@ -615,9 +608,6 @@ impl Session {
     /// Parses and plans one statement for the extended protocol. Parameter types the client gave win;
     /// the others are inferred from where they are used.
     pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
-        if let Some(e) = &self.startup_error {
-            return Err(e.clone());
-        }
         let r = (|| {
             self.db.check_size(sql)?;
             let mut stmts = parse(sql)?;
@@ -1320,7 +1310,7 @@ impl Session {
     /// Returns once what this session committed survives a power loss, unless `synchronous_commit` is off:
     /// then the store's background sync makes it durable within its interval, as PostgreSQL's WAL writer does.
     fn commit_durably(&self) -> Result<()> {
-        if self.setting("synchronous_commit") != Some("off") {
+        if self.settings.get("synchronous_commit").map(String::as_str) != Some("off") {
             self.db.store.sync_wal()?;
         }
         Ok(())

@@ -91,7 +91,10 @@ impl Connection {
             let database = client.metadata().get("database").cloned().unwrap_or_else(|| "tabula".into());
             let mut s = self.shared.db.session(&user, &database);
             s.interrupt.cancelled = self.cancel.clone();
-            s.apply_startup(client.metadata().iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            if let Err(e) = s.apply_startup(client.metadata().iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+                // Unreachable in practice: the same check refused the connection at startup.
+                warn!(conn = self.id, "startup settings not applied: {e}");
+            }
             s
         });
         self.cancel.store(false, Ordering::SeqCst);
