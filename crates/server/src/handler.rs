@@ -33,6 +33,7 @@ use tracing::{debug, info_span, warn};
 use crate::auth::{AuthMethod, Startup, Users};
 use crate::deferred::Deferred;
 use crate::errors::{error_info, to_pgwire};
+use crate::execute;
 use crate::wire;
 
 /// State all connections share.
@@ -446,7 +447,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self._on_execute(&mut Deferred::new(client), message).await?;
+        execute::execute(self, &mut Deferred::new(client), message).await?;
         if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             // The client sends COPY data only after it has seen CopyInResponse.
             client.flush().await?;

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod deferred;
 pub mod errors;
+pub mod execute;
 pub mod handler;
 pub mod server;
 pub mod wire;

@@ -486,6 +486,20 @@ async fn large_results_stream_and_portals_suspend() {
         })
         .collect();
     assert_eq!(ks, vec!["29997", "29996", "29995", "29994", "29993"]);
+    // Rows leave as they are produced, in the extended protocol too: the rows before a failing one reach the
+    // client ahead of the error, as from PostgreSQL, instead of the whole result being gathered first.
+    let stream = c.query_raw("SELECT k, 1 / (k - $1) FROM many", &[&20_000i64]).await.unwrap();
+    futures::pin_mut!(stream);
+    let mut before = 0;
+    let err = loop {
+        match futures::StreamExt::next(&mut stream).await {
+            Some(Ok(_)) => before += 1,
+            Some(Err(e)) => break e,
+            None => panic!("the division by zero at k = 20000 fails the statement"),
+        }
+    };
+    assert_eq!(err.code(), Some(&SqlState::DIVISION_BY_ZERO));
+    assert_eq!(before, 20_000, "the rows before the failing one were sent first");
     // A portal fetched 1000 rows at a time (Execute with a row limit, PortalSuspended in between).
     let tx = c.transaction().await.unwrap();
     let stmt = tx.prepare("SELECT k FROM many").await.unwrap();
