@@ -8,7 +8,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, Store, StoreError};
+use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, StoreError};
+
+/// What a cursor reads from: the store (the latest committed data) or a transaction's [`tabula_store::ReadView`].
+pub type Reader = Arc<dyn Access + Send + Sync>;
 
 use crate::error::{QueryError, Result};
 use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
@@ -37,7 +40,7 @@ enum Lend {
 }
 
 pub struct Cursor {
-    store: Arc<Store>,
+    store: Reader,
     /// Full scans over several partitions: one reader thread per partition, consumed in key order.
     partitions: VecDeque<PageRx>,
     scan: Scan,
@@ -67,8 +70,9 @@ pub struct Cursor {
 
 impl Cursor {
     /// A cursor for a plan that can stream: a range or full scan of latest versions, in scan order.
+    /// A cursor over `plan`'s scan, reading from `store`; `None` when the plan's rows do not come in scan order.
     pub fn try_new(
-        store: Arc<Store>,
+        store: Reader,
         plan: &SelectPlan,
         params: &[Datum],
         now_us: i64,

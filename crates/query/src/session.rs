@@ -581,8 +581,21 @@ impl Session {
             }
         };
         let mut out = Vec::new();
-        for s in stmts {
+        let mut stmts = stmts.into_iter().peekable();
+        while let Some(s) = stmts.next() {
             let r = self.prepare_parsed(sql, Some(s), &[]).and_then(|p| self.execute(&p, &[]));
+            // A streamed result is read as the client takes it, which is after the whole string has run: the
+            // statements after it could change what it reads. It is read out before they run.
+            let r = match r {
+                Ok(Output::Stream { columns, cursor }) if stmts.peek().is_some() => {
+                    let rows = cursor.collect::<Result<Vec<_>>>();
+                    if rows.is_err() {
+                        self.note_error();
+                    }
+                    rows.map(|rows| Output::Rows { tag: format!("SELECT {}", rows.len()), columns, rows })
+                }
+                r => r,
+            };
             let failed = r.is_err();
             out.push(r);
             if failed {
@@ -710,6 +723,7 @@ impl Session {
     fn read_ctx(&self, txn: Option<Arc<parking_lot::Mutex<Option<Txn>>>>) -> ReadCtx {
         ReadCtx {
             txn,
+            view: None,
             now_us: self.db.store.clock().now_ms() * 1000,
             user: self.user.clone(),
             database: self.database.clone(),
@@ -737,8 +751,12 @@ impl Session {
         };
         let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
         let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
-        if self.txn.is_none() && !explain {
-            let rows = analytics.execute_stream(plan, &typed, self.read_ctx(None), &self.session_info())?;
+        // Outside a transaction, or in one that has not written (its reads are its snapshot's), rows stream.
+        let view = self.txn.as_ref().map(|t| t.read_view());
+        if !explain && !matches!(view, Some(None)) {
+            let mut read = self.read_ctx(None);
+            read.view = view.flatten().map(|v| v as crate::cursor::Reader);
+            let rows = analytics.execute_stream(plan, &typed, read, &self.session_info())?;
             return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream::from_rows(rows) });
         }
         let lent = self.txn.take().map(|t| Arc::new(parking_lot::Mutex::new(Some(t))));
@@ -856,7 +874,7 @@ impl Session {
             }
             Plan::Begin => {
                 if self.txn.is_none() {
-                    self.txn = Some(self.db.store.begin());
+                    self.txn = Some(self.db.store.begin_with_view());
                     self.failed = false;
                     self.savepoints.clear();
                 }
@@ -1318,6 +1336,20 @@ impl Session {
 
     fn run_dml_once(&mut self, plan: &Plan, params: &[Datum], stream: bool) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let now_us = self.db.store.clock().now_ms() * 1000;
+        if let (Plan::Select(s), true) = (plan, stream) {
+            // Rows stream from the latest data outside a transaction, and from its snapshot in one that has
+            // not written (which is all it would read).
+            let reader: Option<crate::cursor::Reader> = match &self.txn {
+                None => Some(self.db.store.clone()),
+                Some(txn) => txn.read_view().map(|v| v as crate::cursor::Reader),
+            };
+            if let Some(reader) = reader {
+                let cursor = crate::cursor::Cursor::try_new(reader, s, params, now_us, &self.user, &self.database, &self.interrupt)?;
+                if let Some(cursor) = cursor {
+                    return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream::new(cursor) }, None));
+                }
+            }
+        }
         if let Some(txn) = &self.txn {
             return self.exec_on(txn, plan, params, now_us);
         }
@@ -1326,14 +1358,6 @@ impl Session {
         }
         if let Some(fast) = self.fast_update(plan, params, now_us)? {
             return Ok((fast, None));
-        }
-        if let (Plan::Select(s), true) = (plan, stream) {
-            let now = now_us;
-            if let Some(cursor) =
-                crate::cursor::Cursor::try_new(self.db.store.clone(), s, params, now, &self.user, &self.database, &self.interrupt)?
-            {
-                return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream::new(cursor) }, None));
-            }
         }
         if single_call(plan) {
             let store = self.db.store.clone();

@@ -467,6 +467,81 @@ async fn cancel_request_stops_a_running_scan() {
     server.stop().await;
 }
 
+/// Counts the rows a statement sends before it fails, and checks the failure is a division by zero.
+async fn rows_before_division_by_zero(c: &impl tokio_postgres::GenericClient, sql: &str) -> usize {
+    let stream = c.query_raw(sql, std::iter::empty::<i64>()).await.unwrap();
+    futures::pin_mut!(stream);
+    let mut before = 0;
+    loop {
+        match futures::StreamExt::next(&mut stream).await {
+            Some(Ok(_)) => before += 1,
+            Some(Err(e)) => {
+                assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+                return before;
+            }
+            None => panic!("{sql}: the statement should fail"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_string_runs_its_statements_in_order() {
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("CREATE TABLE s (k bigint PRIMARY KEY); INSERT INTO s VALUES (1), (2), (3)").await.unwrap();
+    // The first SELECT's rows are what it read before the DELETE ran, though they are sent after it ran.
+    let msgs = c.simple_query("SELECT k FROM s; DELETE FROM s WHERE k = 2; SELECT k FROM s").await.unwrap();
+    let mut results = vec![vec![]];
+    for m in &msgs {
+        match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => results.last_mut().unwrap().push(r.get(0).unwrap().to_string()),
+            tokio_postgres::SimpleQueryMessage::CommandComplete(_) => results.push(vec![]),
+            _ => {}
+        }
+    }
+    assert_eq!(results, vec![vec!["1", "2", "3"], vec![], vec!["1", "3"], vec![]]);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_in_a_transaction_stream_from_its_snapshot() {
+    let server = TestServer::start().await;
+    let mut c = server.connect().await;
+    let other = server.connect().await;
+    c.batch_execute("CREATE TABLE t (k bigint PRIMARY KEY, v bigint); CREATE TABLE u (k bigint PRIMARY KEY)").await.unwrap();
+    common::copy_in(&c, "COPY t FROM STDIN", (0..20_000).map(|i| format!("{i}\t{i}\n")).collect()).await;
+    common::copy_in(&c, "COPY u FROM STDIN", (0..10).map(|i| format!("{i}\n")).collect()).await;
+
+    let tx = c.transaction().await.unwrap();
+    assert_eq!(tx.query_one("SELECT v FROM t WHERE k = 7", &[]).await.unwrap().get::<_, i64>(0), 7);
+    // Committed by another session after the transaction's snapshot: not for this transaction to see.
+    other.batch_execute("INSERT INTO t VALUES (20000, 0), (20001, 0); UPDATE t SET v = -1 WHERE k = 7").await.unwrap();
+    // A scan of a transaction that has not written streams (the rows before the failing one come first, as
+    // outside a transaction), and reads the snapshot.
+    assert_eq!(rows_before_division_by_zero(&tx, "SELECT k, 1 / (k - 15000) FROM t").await, 15_000);
+    let rows = tx.query("SELECT k, v FROM t WHERE k >= 5", &[]).await.unwrap();
+    assert_eq!(rows.len(), 19_995);
+    assert_eq!(rows[2].get::<_, i64>(1), 7);
+    // So do analytic statements (DataFusion).
+    let n: i64 = tx.query_one("SELECT count(*) FROM t JOIN u ON t.k = u.k WHERE t.v = 7", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1);
+    assert_eq!(tx.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 20_000);
+    // A portal opened before the transaction writes keeps reading what it saw when it opened.
+    let stmt = tx.prepare("SELECT k FROM t WHERE k >= 19990").await.unwrap();
+    let portal = tx.bind(&stmt, &[]).await.unwrap();
+    assert_eq!(tx.query_portal(&portal, 5).await.unwrap().len(), 5);
+    tx.execute("INSERT INTO t VALUES (-1, -1)", &[]).await.unwrap();
+    assert_eq!(tx.query_portal(&portal, 100).await.unwrap().len(), 5);
+    // Once it has written, its reads include its own writes, and still not the other session's.
+    let ks: Vec<i64> = tx.query("SELECT k FROM t WHERE k < 1 OR k >= 19999", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(ks, vec![-1, 0, 19_999]);
+    assert_eq!(tx.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 20_001);
+    tx.commit().await.unwrap();
+    // After it, everything committed is visible.
+    assert_eq!(c.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 20_003);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_stream_and_portals_suspend() {
     let server = TestServer::start().await;
@@ -488,18 +563,7 @@ async fn large_results_stream_and_portals_suspend() {
     assert_eq!(ks, vec!["29997", "29996", "29995", "29994", "29993"]);
     // Rows leave as they are produced, in the extended protocol too: the rows before a failing one reach the
     // client ahead of the error, as from PostgreSQL, instead of the whole result being gathered first.
-    let stream = c.query_raw("SELECT k, 1 / (k - $1) FROM many", &[&20_000i64]).await.unwrap();
-    futures::pin_mut!(stream);
-    let mut before = 0;
-    let err = loop {
-        match futures::StreamExt::next(&mut stream).await {
-            Some(Ok(_)) => before += 1,
-            Some(Err(e)) => break e,
-            None => panic!("the division by zero at k = 20000 fails the statement"),
-        }
-    };
-    assert_eq!(err.code(), Some(&SqlState::DIVISION_BY_ZERO));
-    assert_eq!(before, 20_000, "the rows before the failing one were sent first");
+    assert_eq!(rows_before_division_by_zero(&c, "SELECT k, 1 / (k - 20000) FROM many").await, 20_000);
     // A portal fetched 1000 rows at a time (Execute with a row limit, PortalSuspended in between).
     let tx = c.transaction().await.unwrap();
     let stmt = tx.prepare("SELECT k FROM many").await.unwrap();

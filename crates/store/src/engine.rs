@@ -13,7 +13,7 @@ use crate::catalog::{self, TableDef, TableOptions};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::keys;
-use crate::kv::{Kv, KvBatch, KvTxn, RawIter, Source};
+use crate::kv::{Kv, KvBatch, KvSnapshot, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, ReadFilter, StoredRow, VersionRules};
@@ -435,18 +435,6 @@ impl Store {
         Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
     }
 
-    /// Where each partition after the first starts, as partition-key values: the split points a scan can
-    /// use to read partitions in parallel. Empty for hash-prefixed tables, whose partitions cover hash
-    /// buckets rather than key ranges.
-    pub fn partition_starts(&self, name: &str) -> Result<Vec<Vec<PkValue>>> {
-        let t = self.inner.table(name)?;
-        if t.buckets > 0 {
-            return Ok(Vec::new());
-        }
-        let parts = t.partitions.read();
-        parts.iter().skip(1).map(|p| keys::decode_pk(&p.start[4..], &t.pk_types[..t.partition_key_len])).collect()
-    }
-
     /// The table's largest partition-key values by stored bytes (seed 004's 10 GB guideline), largest first.
     /// Scans the table.
     pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
@@ -507,7 +495,27 @@ impl Store {
         // drops the transaction first (field order).
         let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
         let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
-        Txn { txn: Some(txn), deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
+        Txn { txn: Some(txn), view: None, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
+    }
+
+    /// Starts a transaction as `begin` does, with a [`ReadView`] at its snapshot (see [`Txn::read_view`]):
+    /// for a transaction of several statements, whose reads may be streamed. The view costs a second
+    /// snapshot, so transactions of one statement do without.
+    pub fn begin_with_view(&self) -> Txn {
+        let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else { return self.begin() };
+        // SAFETY: as in `begin`; both hold an `Arc` of the database and drop their borrow of it first.
+        let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
+        let snap: KvSnapshot = unsafe { std::mem::transmute::<rocksdb::SnapshotWithThreadMode<'_, _>, KvSnapshot>(snap) };
+        let view = Arc::new(ReadView { snap, inner: self.inner.clone() });
+        let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
+        Txn {
+            txn: Some(txn),
+            view: Some(view),
+            deltas: RefCell::new(Vec::new()),
+            epoch,
+            wrote: Default::default(),
+            inner: self.inner.clone(),
+        }
     }
 
     /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
@@ -589,6 +597,61 @@ enum Step {
     Stop,
 }
 
+/// The read half of [`Access`], the same for every source of reads: each type names its source in
+/// `ReadSource`.
+macro_rules! access_reads {
+    () => {
+        fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+            let (inner, src) = self.read_source();
+            inner.get_row(src, &*inner.table(table)?, pk, read)
+        }
+        fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+            let (inner, src) = self.read_source();
+            inner.batch_get(src, &*inner.table(table)?, pks, read)
+        }
+        fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
+            let (inner, src) = self.read_source();
+            inner.get_range(src, &*inner.table(table)?, req)
+        }
+        fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
+            let (inner, src) = self.read_source();
+            inner.get_range_latest(src, &*inner.table(table)?, req)
+        }
+        fn visit_range_latest(
+            &self,
+            table: &str,
+            req: &RangeRequest,
+            visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+        ) -> Result<Option<Vec<PkValue>>> {
+            let (inner, src) = self.read_source();
+            inner.visit_range_latest(src, &*inner.table(table)?, req, visit)
+        }
+    };
+}
+
+/// Where an [`Access`] implementation reads from.
+trait ReadSource {
+    fn read_source(&self) -> (&Inner, Source<'_>);
+}
+
+impl ReadSource for Store {
+    fn read_source(&self) -> (&Inner, Source<'_>) {
+        (&self.inner, Source::Db(&self.inner.kv.db))
+    }
+}
+
+impl ReadSource for Txn {
+    fn read_source(&self) -> (&Inner, Source<'_>) {
+        (&self.inner, Source::Txn(self.kv()))
+    }
+}
+
+impl ReadSource for ReadView {
+    fn read_source(&self) -> (&Inner, Source<'_>) {
+        (&self.inner, Source::At(&self.inner.kv.db, &self.snap))
+    }
+}
+
 /// The operations of the engine, offered alike by the store (each call commits on its own) and by a
 /// transaction.
 pub trait Access {
@@ -613,9 +676,18 @@ pub trait Access {
     fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome>;
     /// Inserts new rows atomically; any existing key is `RowExists` and nothing is written.
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>>;
+    /// Where each partition after the first starts, as partition-key values: split points at which a scan
+    /// may read the table's partitions in parallel. None by default: a transaction's reads also merge its
+    /// own writes, and go one way.
+    fn partition_starts(&self, _table: &str) -> Result<Vec<Vec<PkValue>>> {
+        Ok(Vec::new())
+    }
 }
 
 impl Access for Store {
+    fn partition_starts(&self, table: &str) -> Result<Vec<Vec<PkValue>>> {
+        self.inner.partition_starts(table)
+    }
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
         let complete: Option<Vec<Vec<PkValue>>> = rows.iter().map(|(pk, _)| pk.iter().cloned().collect()).collect();
         if let Some(pks) = complete {
@@ -640,31 +712,7 @@ impl Access for Store {
             }
         }
     }
-    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
-        let t = self.inner.table(table)?;
-        self.inner.get_row(Source::Db(&self.inner.kv.db), &t, pk, read)
-    }
-    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
-        let t = self.inner.table(table)?;
-        self.inner.batch_get(Source::Db(&self.inner.kv.db), &t, pks, read)
-    }
-    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
-        let t = self.inner.table(table)?;
-        self.inner.get_range(Source::Db(&self.inner.kv.db), &t, req)
-    }
-    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
-        let t = self.inner.table(table)?;
-        self.inner.get_range_latest(Source::Db(&self.inner.kv.db), &t, req)
-    }
-    fn visit_range_latest(
-        &self,
-        table: &str,
-        req: &RangeRequest,
-        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
-    ) -> Result<Option<Vec<PkValue>>> {
-        let t = self.inner.table(table)?;
-        self.inner.visit_range_latest(Source::Db(&self.inner.kv.db), &t, req, visit)
-    }
+    access_reads!();
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
         let lock = t.write_lock_key(pk)?;
@@ -864,10 +912,45 @@ pub enum BulkError {
     Store(#[from] StoreError),
 }
 
+/// The committed data as of one point, for reads only: what a transaction that has not written reads. It
+/// may outlive the transaction, so a result streamed from it can still be read after the statement (or
+/// the transaction) that opened it has moved on.
+pub struct ReadView {
+    // Declared before `inner`: released before the database it belongs to.
+    snap: KvSnapshot,
+    inner: Arc<Inner>,
+}
+
+// SAFETY: a RocksDB snapshot is an immutable sequence number in the database's list, safe to read at from
+// any thread; the wrapper is not marked so only because it holds a raw pointer.
+unsafe impl Send for ReadView {}
+unsafe impl Sync for ReadView {}
+
+impl Access for ReadView {
+    access_reads!();
+    fn partition_starts(&self, table: &str) -> Result<Vec<Vec<PkValue>>> {
+        self.inner.partition_starts(table)
+    }
+    fn put_row(&self, _: &str, _: &[Option<PkValue>], _: &[CellWrite], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn update_row(&self, _: &str, _: &[PkValue], _: &[(String, UpdateOp)], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn delete_row(&self, _: &str, _: &[PkValue], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn insert_rows(&self, _: &str, _: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+}
+
 /// A transaction of the SQL layer. Dropped without `commit`, it rolls back.
 pub struct Txn {
     // Declared before `inner`: dropped before the database it borrows.
     txn: Option<KvTxn>,
+    /// The committed data at the transaction's snapshot, when it was begun with one.
+    view: Option<Arc<ReadView>>,
     deltas: RefCell<Vec<Delta>>,
     /// The bulk epoch at begin, and whether the transaction has written.
     epoch: u64,
@@ -911,6 +994,12 @@ impl Txn {
         self.wrote.get()
     }
 
+    /// What the transaction reads, as a view that may outlive it: while it has not written, its reads are
+    /// exactly the committed data at its snapshot. `None` once it has written, or when begun without one.
+    pub fn read_view(&self) -> Option<Arc<ReadView>> {
+        self.view.clone().filter(|_| !self.wrote.get())
+    }
+
     /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.
     pub fn commit(mut self) -> Result<()> {
         let txn = self.txn.take().expect("open transaction");
@@ -938,31 +1027,7 @@ impl Access for Txn {
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
         Txn::insert_rows(self, table, rows)
     }
-    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
-        let t = self.inner.table(table)?;
-        self.inner.get_row(Source::Txn(self.kv()), &t, pk, read)
-    }
-    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
-        let t = self.inner.table(table)?;
-        self.inner.batch_get(Source::Txn(self.kv()), &t, pks, read)
-    }
-    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
-        let t = self.inner.table(table)?;
-        self.inner.get_range(Source::Txn(self.kv()), &t, req)
-    }
-    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
-        let t = self.inner.table(table)?;
-        self.inner.get_range_latest(Source::Txn(self.kv()), &t, req)
-    }
-    fn visit_range_latest(
-        &self,
-        table: &str,
-        req: &RangeRequest,
-        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
-    ) -> Result<Option<Vec<PkValue>>> {
-        let t = self.inner.table(table)?;
-        self.inner.visit_range_latest(Source::Txn(self.kv()), &t, req, visit)
-    }
+    access_reads!();
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
         self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
@@ -980,6 +1045,17 @@ impl Access for Txn {
 impl Inner {
     fn table(&self, name: &str) -> Result<Arc<Table>> {
         self.tables.read().get(name).cloned().ok_or_else(|| StoreError::UnknownTable(name.to_string()))
+    }
+
+    /// See [`Access::partition_starts`]. Empty for hash-prefixed tables, whose partitions cover hash buckets
+    /// rather than key ranges.
+    fn partition_starts(&self, name: &str) -> Result<Vec<Vec<PkValue>>> {
+        let t = self.table(name)?;
+        if t.buckets > 0 {
+            return Ok(Vec::new());
+        }
+        let parts = t.partitions.read();
+        parts.iter().skip(1).map(|p| keys::decode_pk(&p.start[4..], &t.pk_types[..t.partition_key_len])).collect()
     }
 
     fn load_catalog(&self) -> Result<()> {

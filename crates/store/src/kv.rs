@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, OptimisticTransactionDB, OptimisticTransactionOptions,
-    Options, ReadOptions, SingleThreaded, Transaction, WriteBatchWithTransaction, WriteOptions,
+    Options, ReadOptions, SingleThreaded, SnapshotWithThreadMode, Transaction, WriteBatchWithTransaction, WriteOptions,
 };
 
 use crate::error::{Result, StoreError};
@@ -17,6 +17,8 @@ use crate::error::{Result, StoreError};
 pub(crate) type Db = OptimisticTransactionDB<SingleThreaded>;
 /// A transaction; `'static` because it lives beside an `Arc` of the database that outlives it.
 pub(crate) type KvTxn = Transaction<'static, Db>;
+/// A snapshot of the database; `'static` for the same reason.
+pub(crate) type KvSnapshot = SnapshotWithThreadMode<'static, Db>;
 
 const META: &str = "meta";
 /// Meta records of data key ranges still to be deleted (key: this prefix and the range's start; value: its end).
@@ -205,6 +207,20 @@ impl Kv {
         self.db.transaction_opt(&self.write_opts, &o)
     }
 
+    /// A transaction with its snapshot, and a database snapshot at the same point that may outlive it; `None`
+    /// when other commits kept landing between the two.
+    pub fn begin_with_snapshot(&self) -> Option<(Transaction<'_, Db>, SnapshotWithThreadMode<'_, Db>)> {
+        // The two snapshots are taken one after the other; equal sequence numbers mean nothing came between.
+        for _ in 0..16 {
+            let snap = self.db.snapshot();
+            let txn = self.begin(true);
+            if txn.snapshot().sequence_number() == snap.sequence_number() {
+                return Some((txn, snap));
+            }
+        }
+        None
+    }
+
     /// Makes every write committed so far durable: syncs the write-ahead log unless those writes are in a
     /// synced log already (commits that synced themselves, or another caller's sync). Concurrent callers
     /// share one fsync: the one that waited for the lock finds its writes synced by the one that held it.
@@ -263,19 +279,23 @@ impl Drop for SstBuild<'_> {
     }
 }
 
-/// Where a read comes from: the latest committed data, or a transaction (its snapshot plus its own writes).
+/// Where a read comes from: the latest committed data, a transaction (its snapshot plus its own writes), or
+/// the committed data at a snapshot.
 #[derive(Clone, Copy)]
 pub(crate) enum Source<'a> {
     Db(&'a Db),
     Txn(&'a KvTxn),
+    At(&'a Db, &'a KvSnapshot),
 }
 
 impl<'a> Source<'a> {
     fn read_opts(&self) -> ReadOptions {
         let mut o = ReadOptions::default();
-        if let Source::Txn(t) = self {
+        match self {
+            Source::Db(_) => {}
             // Copies the transaction's snapshot pointer; the wrapper may go right after.
-            o.set_snapshot(&t.snapshot());
+            Source::Txn(t) => o.set_snapshot(&t.snapshot()),
+            Source::At(_, snap) => o.set_snapshot(*snap),
         }
         o
     }
@@ -285,6 +305,7 @@ impl<'a> Source<'a> {
         Ok(match self {
             Source::Db(db) => db.get_pinned(key)?.map(|v| f(&v)),
             Source::Txn(t) => t.get_opt(key, &self.read_opts())?.map(|v| f(&v)),
+            Source::At(db, _) => db.get_pinned_opt(key, &self.read_opts())?.map(|v| f(&v)),
         })
     }
 
@@ -293,6 +314,7 @@ impl<'a> Source<'a> {
         Ok(match self {
             Source::Db(db) => db.get(key)?,
             Source::Txn(t) => t.get_for_update_opt(key, true, &self.read_opts())?,
+            Source::At(db, _) => db.get_opt(key, &self.read_opts())?,
         })
     }
 
@@ -300,6 +322,7 @@ impl<'a> Source<'a> {
         let res = match self {
             Source::Db(db) => db.multi_get(keys),
             Source::Txn(t) => t.multi_get_opt(keys, &self.read_opts()),
+            Source::At(db, _) => db.multi_get_opt(keys, &self.read_opts()),
         };
         res.into_iter().map(|r| r.map_err(StoreError::from)).collect()
     }
@@ -321,7 +344,7 @@ impl<'a> Source<'a> {
         o.set_iterate_lower_bound(lower);
         o.set_iterate_upper_bound(upper);
         match self {
-            Source::Db(db) => RawIter::Db(db.raw_iterator_opt(o)),
+            Source::Db(db) | Source::At(db, _) => RawIter::Db(db.raw_iterator_opt(o)),
             Source::Txn(t) => RawIter::Txn(t.raw_iterator_opt(o)),
         }
     }

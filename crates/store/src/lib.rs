@@ -46,7 +46,7 @@ pub mod value;
 
 pub use catalog::{PkColumn, TableDef, TableOptions};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Access, BulkError, BulkLoad, Durability, Store, StoreConfig, Txn};
+pub use engine::{Access, BulkError, BulkLoad, Durability, ReadView, Store, StoreConfig, Txn};
 pub use error::{Result, StoreError};
 pub use ops::*;
 pub use partition::PartitionInfo;

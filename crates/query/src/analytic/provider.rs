@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use tabula_store::Txn;
 
 use super::arrow::{datum_of, field, rows_to_batch, sql_type_of};
-use crate::cursor::Cursor;
+use crate::cursor::{Cursor, Reader};
 use crate::error::QueryError;
 use crate::exec::{Executor, Interrupt, SqlRow};
 use crate::expr::{BinOp, EvalCtx, Expr};
@@ -42,6 +42,9 @@ const BATCH_ROWS: usize = 4096;
 pub struct ReadCtx {
     /// The session's open transaction, lent for the statement: scans read its snapshot and writes.
     pub txn: Option<Arc<Mutex<Option<Txn>>>>,
+    /// Instead of a transaction: the read view of one that has not written (what it reads), which scans
+    /// may stream from after the statement has given the transaction back.
+    pub view: Option<Reader>,
     pub now_us: i64,
     pub user: String,
     pub database: String,
@@ -253,13 +256,14 @@ impl TabulaScanExec {
     fn materialize(&self) -> Result<Vec<SqlRow>, QueryError> {
         let r = &self.read;
         let ctx = EvalCtx { params: &[], now_us: r.now_us, user: &r.user, database: &r.database };
-        match &r.txn {
-            Some(txn) => {
+        match (&r.txn, &r.view) {
+            (Some(txn), _) => {
                 let guard = txn.lock();
                 let txn = guard.as_ref().ok_or_else(|| QueryError::Internal("the transaction is gone".into()))?;
                 Executor::new(txn, ctx, &r.interrupt).select(&self.plan)
             }
-            None => {
+            (None, Some(view)) => Executor::new(view.as_ref(), ctx, &r.interrupt).select(&self.plan),
+            (None, None) => {
                 let store = self.db.store().clone();
                 let mut ex = Executor::new(store.as_ref(), ctx, &r.interrupt);
                 ex.store = Some(store.as_ref());
@@ -328,7 +332,8 @@ impl ExecutionPlan for TabulaScanExec {
             return Ok(Box::pin(MemoryStream::try_new(batches, schema, None)?));
         }
         let r = &self.read;
-        let cursor = Cursor::try_new(self.db.store().clone(), &self.plan, &[], r.now_us, &r.user, &r.database, &r.interrupt)
+        let reader: Reader = r.view.clone().unwrap_or_else(|| self.db.store().clone());
+        let cursor = Cursor::try_new(reader, &self.plan, &[], r.now_us, &r.user, &r.database, &r.interrupt)
             .map_err(df_err)?
             .ok_or_else(|| DataFusionError::Internal("scan cannot stream".into()))?;
         // The cursor blocks on the engine: it runs on its own thread, a couple of batches ahead.
