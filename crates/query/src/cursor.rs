@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, StoreError};
 
-/// What a cursor reads from: the store (the latest committed data) or a transaction's [`tabula_store::ReadView`].
-pub type Reader = Arc<dyn Access + Send + Sync>;
-
 use crate::error::{QueryError, Result};
 use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
 use crate::expr::{EvalCtx, Expr};
 use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
 use crate::session::{lend_owned, RowSource};
 use crate::types::{Datum, DatumRef, Lent, SqlType};
+
+/// What a cursor reads from: the store (the latest committed data) or a transaction's [`tabula_store::ReadView`].
+pub type Reader = Arc<dyn Access + Send + Sync>;
 
 /// Rows per engine page while streaming.
 const PAGE: usize = 512;
@@ -69,8 +69,8 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// A cursor for a plan that can stream: a range or full scan of latest versions, in scan order.
-    /// A cursor over `plan`'s scan, reading from `store`; `None` when the plan's rows do not come in scan order.
+    /// A cursor for a plan that can stream (a range or full scan of latest versions, in scan order), reading
+    /// from `store`; `None` for other plans.
     pub fn try_new(
         store: Reader,
         plan: &SelectPlan,

@@ -49,8 +49,8 @@ where
         None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
     };
 
-    let started = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
-    let has_rows = if started {
+    let initial = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+    let has_rows = if initial {
         match handler.do_query(client, portal.as_ref(), max_rows).await? {
             Response::Query(results) => {
                 portal.start(results).await;

@@ -494,8 +494,7 @@ impl Store {
         // SAFETY: the transaction borrows the database inside `inner`; `Txn` holds an `Arc` of it and
         // drops the transaction first (field order).
         let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
-        let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
-        Txn { txn: Some(txn), view: None, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
+        self.new_txn(txn, None)
     }
 
     /// Starts a transaction as `begin` does, with a [`ReadView`] at its snapshot (see [`Txn::read_view`]):
@@ -503,19 +502,16 @@ impl Store {
     /// snapshot, so transactions of one statement do without.
     pub fn begin_with_view(&self) -> Txn {
         let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else { return self.begin() };
-        // SAFETY: as in `begin`; both hold an `Arc` of the database and drop their borrow of it first.
+        // SAFETY: as in `begin`; the view, like `Txn`, holds an `Arc` of the database and releases its
+        // snapshot first.
         let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
         let snap: KvSnapshot = unsafe { std::mem::transmute::<rocksdb::SnapshotWithThreadMode<'_, _>, KvSnapshot>(snap) };
-        let view = Arc::new(ReadView { snap, inner: self.inner.clone() });
+        self.new_txn(txn, Some(Arc::new(ReadView { snap, inner: self.inner.clone() })))
+    }
+
+    fn new_txn(&self, txn: KvTxn, view: Option<Arc<ReadView>>) -> Txn {
         let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
-        Txn {
-            txn: Some(txn),
-            view: Some(view),
-            deltas: RefCell::new(Vec::new()),
-            epoch,
-            wrote: Default::default(),
-            inner: self.inner.clone(),
-        }
+        Txn { txn: Some(txn), view, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
     }
 
     /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
