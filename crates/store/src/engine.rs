@@ -49,6 +49,8 @@ pub struct StoreConfig {
     pub scan_budget_bytes: usize,
     /// Bytes of rows a bulk load holds in memory before it spills them, sorted, to a file.
     pub bulk_spill_bytes: usize,
+    /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
+    pub bulk_ingest_bytes: usize,
 }
 
 impl Default for StoreConfig {
@@ -64,6 +66,7 @@ impl Default for StoreConfig {
             block_cache_bytes: 256 << 20,
             scan_budget_bytes: 4 << 20,
             bulk_spill_bytes: 64 << 20,
+            bulk_ingest_bytes: 16 << 20,
         }
     }
 }
@@ -732,28 +735,78 @@ impl Access for Store {
 /// can appear between the check and the write. Nothing is visible, and nothing is written, before `commit`;
 /// dropping the load discards it.
 ///
-/// Rows are held in memory up to `StoreConfig::bulk_spill_bytes`, then sorted and spilled to a run file (see `runs`), so a
-/// load of any size needs bounded memory. A small load is one write batch. A large one is written as a
-/// sorted table file and ingested: it skips the memtable and the log, and lands where later compactions
-/// need not rewrite it. Ingested rows are not in the memtable, where optimistic transactions look for
-/// conflicting writes, so a transaction that wrote and commits after an ingest is refused with `Conflict`
-/// (the bulk epoch) rather than risk missing one.
+/// A small load is held in memory and written as one write batch. Past `StoreConfig::bulk_ingest_bytes` it
+/// is written as sorted table files and ingested: they skip the memtable and the log, and land where later
+/// compactions need not rewrite them. Rows that arrive in ascending key order (an export sorted by its key,
+/// the usual case) then stream straight into a table file; only their keys stay in memory, for the checks at
+/// commit. Other rows are held in memory up to `StoreConfig::bulk_spill_bytes`, then sorted and spilled to a
+/// run file (see `runs`), so a load of any size needs bounded memory. Ingested rows are not in the memtable,
+/// where optimistic transactions look for conflicting writes, so a transaction that wrote and commits after
+/// an ingest is refused with `Conflict` (the bulk epoch) rather than risk missing one.
 pub struct BulkLoad {
     inner: Arc<Inner>,
     table: Arc<Table>,
-    /// Rows not yet spilled.
+    /// Rows not yet spilled or streamed, and whether they came in strictly ascending key order.
     rows: Vec<runs::Entry>,
+    rows_ascending: bool,
     /// Bytes of `rows`, and of the whole load.
     held: usize,
     bytes: usize,
     runs: Vec<runs::Run>,
+    streamed: Option<Streamed>,
     next_pos: usize,
     deltas: Vec<Delta>,
     now: i64,
 }
 
-/// Loads of at least this many bytes are ingested as a table file.
-const INGEST_BYTES: usize = 16 << 20;
+/// The rows of a load written to a table file as they arrived, each with a key above all before it.
+struct Streamed {
+    file: crate::kv::SstFile,
+    /// Each row's position in the load and key, in key order: `position: u64 LE | key length: u32 LE | key`,
+    /// in chunks of `KEY_CHUNK` bytes or more, so that growing never copies them.
+    keys: Vec<Vec<u8>>,
+    first: Vec<u8>,
+    last: Vec<u8>,
+}
+
+const KEY_CHUNK: usize = 1 << 20;
+
+impl Streamed {
+    fn push(&mut self, key: &[u8], value: &[u8], pos: usize) -> Result<()> {
+        self.file.put(key, value)?;
+        if self.keys.is_empty() {
+            self.first = key.to_vec();
+        }
+        self.last.clear();
+        self.last.extend_from_slice(key);
+        let need = 12 + key.len();
+        let chunk = match self.keys.last_mut() {
+            Some(c) if c.capacity() - c.len() >= need => c,
+            _ => {
+                self.keys.push(Vec::with_capacity(need.max(KEY_CHUNK)));
+                self.keys.last_mut().unwrap()
+            }
+        };
+        chunk.extend_from_slice(&(pos as u64).to_le_bytes());
+        chunk.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        chunk.extend_from_slice(key);
+        Ok(())
+    }
+
+    /// The streamed rows' keys and positions, in key order.
+    fn keys(&self) -> impl Iterator<Item = (&[u8], usize)> {
+        self.keys.iter().flat_map(|chunk| {
+            let mut rest = chunk.as_slice();
+            std::iter::from_fn(move || {
+                let (head, tail) = rest.split_at_checked(12)?;
+                let pos = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
+                let (key, tail) = tail.split_at(u32::from_le_bytes(head[8..].try_into().unwrap()) as usize);
+                rest = tail;
+                Some((key, pos))
+            })
+        })
+    }
+}
 
 impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
@@ -761,9 +814,11 @@ impl Store {
         Ok(BulkLoad {
             table: self.inner.table(table)?,
             rows: Vec::new(),
+            rows_ascending: true,
             held: 0,
             bytes: 0,
             runs: Vec::new(),
+            streamed: None,
             next_pos: 0,
             deltas: Vec::new(),
             now: self.inner.config.clock.now_ms(),
@@ -797,15 +852,33 @@ impl BulkLoad {
         let v = self.table.encode_new_row(cells, self.now)?;
         let size = key.len() + v.len();
         self.bytes += size;
-        self.held += size;
         add_delta(&mut self.deltas, self.table.partition_of(&key), size as i64);
-        self.rows.push((key, v, self.next_pos));
+        let pos = self.next_pos;
         self.next_pos += 1;
-        if self.held >= self.inner.config.bulk_spill_bytes {
+        if let Some(s) = &mut self.streamed {
+            if key > s.last {
+                return s.push(&key, &v, pos);
+            }
+        }
+        if self.rows.last().is_some_and(|last| last.0 >= key) {
+            self.rows_ascending = false;
+        }
+        self.held += size;
+        self.rows.push((key, v, pos));
+        if self.streamed.is_none() && self.runs.is_empty() && self.rows_ascending && self.held >= self.inner.config.bulk_ingest_bytes {
+            // Ascending so far, and large enough to be ingested: from here on, rows in order go straight to a
+            // table file.
+            let mut s = Streamed { file: self.inner.kv.sst_file()?, keys: Vec::new(), first: Vec::new(), last: Vec::new() };
+            for (k, v, pos) in self.rows.drain(..) {
+                s.push(&k, &v, pos)?;
+            }
+            self.streamed = Some(s);
+            self.held = 0;
+        } else if self.held >= self.inner.config.bulk_spill_bytes {
             let run = runs::spill(self.inner.kv.temp_path("run"), &mut self.rows)?;
             self.runs.push(run);
-            self.rows = Vec::new();
             self.held = 0;
+            self.rows_ascending = true;
         }
         Ok(())
     }
@@ -814,17 +887,25 @@ impl BulkLoad {
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
         runs::sort(&mut self.rows);
-        // The load's smallest and largest keys: the ends of the runs and of the sorted rows in memory.
-        let ends = self.runs.iter().map(|r| (&r.first, &r.last)).chain(self.rows.first().zip(self.rows.last()).map(|(a, b)| (&a.0, &b.0)));
+        let streamed = self.streamed.take();
+        // The load's smallest and largest keys: the ends of the runs, of the sorted rows in memory and of the
+        // streamed rows.
+        let ends = self
+            .runs
+            .iter()
+            .map(|r| (r.first.as_slice(), r.last.as_slice()))
+            .chain(self.rows.first().zip(self.rows.last()).map(|(a, b)| (a.0.as_slice(), b.0.as_slice())))
+            .chain(streamed.as_ref().map(|s| (s.first.as_slice(), s.last.as_slice())));
         let Some((first, last)) =
-            ends.fold(None, |span: Option<(&Vec<u8>, &Vec<u8>)>, (lo, hi)| Some(span.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi)))))
+            ends.fold(None, |span: Option<(&[u8], &[u8])>, (lo, hi)| Some(span.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi)))))
         else {
             return Ok(());
         };
-        let (first, last) = (first.clone(), last.clone());
-        // One ascending stream: repeats sit side by side, existing rows are read in key order, and a table
-        // file needs its keys so.
+        let (first, last) = (first.to_vec(), last.to_vec());
+        // One ascending stream of (key, position) over the held rows and the streamed keys: repeats sit side
+        // by side, existing rows are read in key order, and a table file needs its keys so.
         let mut merged = runs::Merge::new(&self.runs, std::mem::take(&mut self.rows))?;
+        let mut streamed_keys = streamed.iter().flat_map(|s| s.keys()).peekable();
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
         let src = Source::Db(&self.inner.kv.db);
@@ -852,27 +933,52 @@ impl BulkLoad {
             keys.clear();
             Ok(())
         };
-        enum Sink<'a> {
+        // Held rows go into a write batch, or, for a large load or beside streamed rows, into a table file of
+        // their own (made at the first row), ingested together with the streamed one.
+        enum Sink {
             Batch(KvBatch),
-            Table(crate::kv::SstBuild<'a>),
+            Table(Option<crate::kv::SstFile>),
         }
-        let mut sink = if self.bytes >= INGEST_BYTES { Sink::Table(self.inner.kv.sst_build()?) } else { Sink::Batch(KvBatch::default()) };
+        let mut sink = if streamed.is_some() || self.bytes >= self.inner.config.bulk_ingest_bytes {
+            Sink::Table(None)
+        } else {
+            Sink::Batch(KvBatch::default())
+        };
         let mut pending: Vec<(Vec<u8>, usize)> = Vec::new();
-        let mut prev: Option<Vec<u8>> = None;
-        while let Some((k, v, pos)) = merged.next()? {
-            if prev.as_deref() == Some(k.as_slice()) {
+        let mut prev: Option<std::borrow::Cow<[u8]>> = None;
+        let mut held_next = merged.next()?;
+        loop {
+            let take_streamed = match (&held_next, streamed_keys.peek()) {
+                (None, None) => break,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some((k, _, pos)), Some(&(sk, spos))) => (sk, spos) < (k.as_slice(), *pos),
+            };
+            // The row's key, position, and its value unless already written (streamed).
+            let (k, pos, value) = if take_streamed {
+                let (k, pos) = streamed_keys.next().unwrap();
+                (std::borrow::Cow::Borrowed(k), pos, None)
+            } else {
+                let (k, v, pos) = held_next.take().unwrap();
+                held_next = merged.next()?;
+                (std::borrow::Cow::Owned(k), pos, Some(v))
+            };
+            if prev.as_deref() == Some(&*k) {
                 note(&mut duplicate, pos);
                 continue;
             }
             // Once the load is known to fail, the rest is only scanned for an earlier offending row.
-            if duplicate.is_none() {
+            if let (Some(v), None) = (value, duplicate) {
                 match &mut sink {
                     Sink::Batch(b) => b.put(&k, &v),
-                    Sink::Table(t) => t.put(&k, &v)?,
+                    Sink::Table(t) => match t {
+                        Some(t) => t.put(&k, &v)?,
+                        None => t.insert(self.inner.kv.sst_file()?).put(&k, &v)?,
+                    },
                 }
             }
             if stored_in_span {
-                pending.push((k.clone(), pos));
+                pending.push((k.to_vec(), pos));
                 if pending.len() == 4096 {
                     check(&mut pending, &mut duplicate)?;
                 }
@@ -885,10 +991,12 @@ impl BulkLoad {
         if let Some(i) = duplicate {
             return Err(BulkError::Duplicate(i));
         }
+        drop(streamed_keys);
         match sink {
             Sink::Batch(b) => self.inner.kv.write_batch(b)?,
-            Sink::Table(t) => {
-                t.ingest()?;
+            Sink::Table(held) => {
+                let files: Vec<_> = streamed.map(|s| s.file).into_iter().chain(held).collect();
+                self.inner.kv.ingest(files)?;
                 self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
             }
         }

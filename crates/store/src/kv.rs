@@ -6,6 +6,7 @@
 //! Column families: `default` holds rows (see `keys`), `meta` holds the catalog (see `catalog`).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, OptimisticTransactionDB, OptimisticTransactionOptions,
@@ -28,7 +29,7 @@ pub(crate) struct Kv {
     pub db: Db,
     pub write_opts: WriteOptions,
     /// Options of the data column family's table files, for files written outside the database.
-    sst_opts: Options,
+    sst_opts: Arc<Options>,
     dir: std::path::PathBuf,
     next_file: std::sync::atomic::AtomicU64,
     /// The last sequence number known to be in a synced log.
@@ -102,7 +103,7 @@ impl Kv {
         let kv = Kv {
             db,
             write_opts,
-            sst_opts,
+            sst_opts: Arc::new(sst_opts),
             dir: path.to_path_buf(),
             next_file: Default::default(),
             synced_seq: Default::default(),
@@ -191,14 +192,28 @@ impl Kv {
         self.dir.join(format!("bulk-{}-{n}.{ext}", std::process::id()))
     }
 
-    /// Starts a table file of sorted, distinct data keys, to be moved into the database whole by
-    /// [`SstBuild::ingest`]: atomic, durable, and past the memtable and the log (the way RocksDB takes
-    /// bulk loads).
-    pub fn sst_build(&self) -> Result<SstBuild<'_>> {
-        let file = self.temp_path("sst");
-        let writer = rocksdb::SstFileWriter::create(&self.sst_opts);
-        writer.open(&file)?;
-        Ok(SstBuild { kv: self, writer, file })
+    /// Starts a table file of sorted, distinct data keys, to be moved into the database by [`Kv::ingest`]:
+    /// atomic, durable, and past the memtable and the log (the way RocksDB takes bulk loads).
+    pub fn sst_file(&self) -> Result<SstFile> {
+        let opts = self.sst_opts.clone();
+        // SAFETY: the writer refers to the options it was made from; `SstFile` holds them (`_opts`, dropped
+        // after `writer`) for as long as the writer lives.
+        let writer = rocksdb::SstFileWriter::create(unsafe { &*Arc::as_ptr(&opts) });
+        let path = self.temp_path("sst");
+        // SAFETY: `open` asks for its receiver for the options' lifetime, but keeps no reference to it.
+        unsafe { &*(&writer as *const rocksdb::SstFileWriter<'static>) }.open(&path)?;
+        Ok(SstFile { writer, _opts: opts, path })
+    }
+
+    /// Moves finished table files into the database, all or none. Files may overlap, but must not share a key.
+    pub fn ingest(&self, files: Vec<SstFile>) -> Result<()> {
+        let mut files = files;
+        for f in &mut files {
+            f.writer.finish()?;
+        }
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        Ok(self.db.ingest_external_file_opts(&o, files.iter().map(|f| &f.path).collect())?)
     }
 
     pub fn begin(&self, snapshot: bool) -> Transaction<'_, Db> {
@@ -251,31 +266,25 @@ impl Kv {
     }
 }
 
-/// A table file being written; dropped without `ingest`, it is deleted.
-pub(crate) struct SstBuild<'a> {
-    kv: &'a Kv,
-    writer: rocksdb::SstFileWriter<'a>,
-    file: std::path::PathBuf,
+/// A table file being written. It owns what it needs, so a bulk load can keep one open across calls; dropped
+/// without being ingested, it is deleted.
+pub(crate) struct SstFile {
+    writer: rocksdb::SstFileWriter<'static>,
+    _opts: Arc<Options>,
+    path: std::path::PathBuf,
 }
 
-impl SstBuild<'_> {
+impl SstFile {
     /// Adds the next key; keys must come in ascending order, each once.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         Ok(self.writer.put(key, value)?)
     }
-
-    pub fn ingest(mut self) -> Result<()> {
-        self.writer.finish()?;
-        let mut o = rocksdb::IngestExternalFileOptions::default();
-        o.set_move_files(true);
-        Ok(self.kv.db.ingest_external_file_opts(&o, vec![&self.file])?)
-    }
 }
 
-impl Drop for SstBuild<'_> {
+impl Drop for SstFile {
     fn drop(&mut self) {
         // Moved into the database by a successful ingest; otherwise a leftover.
-        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

@@ -543,6 +543,73 @@ fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
 }
 
 #[test]
+fn bulk_loads_in_key_order_stream_into_a_table_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        maintenance_interval: None,
+        block_cache_bytes: 8 << 20,
+        bulk_spill_bytes: 64 << 10,
+        bulk_ingest_bytes: 64 << 10,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
+    let files = |ext: &str| {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name().to_string_lossy().into_owned();
+                name.starts_with("bulk-") && name.ends_with(ext)
+            })
+            .count()
+    };
+
+    // Rows in key order, with a few out of order among them: ten times the spill threshold, yet one table
+    // file and no run; every row lands, in key order.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("a", 0..600, 500)).unwrap();
+    load.add(&bulk_rows("0", 0..5, 500)).unwrap();
+    load.add(&bulk_rows("a", 600..1200, 500)).unwrap();
+    load.add(&bulk_rows("a", 1100..1101, 500)).unwrap(); // a repeat of a streamed key, held
+    assert_eq!((files(".sst"), files(".run")), (1, 0), "streamed, not spilled");
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(1205))));
+    assert_eq!(files(""), 0, "a failed load leaves no files");
+    assert!(store.get_row("t", &[s("a"), int(0)], &all()).unwrap().is_none());
+
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("a", 0..600, 500)).unwrap();
+    load.add(&bulk_rows("0", 0..5, 500)).unwrap();
+    load.add(&bulk_rows("a", 600..1200, 500)).unwrap();
+    load.commit().unwrap();
+    assert_eq!(files(""), 0);
+    let rows = store
+        .get_range("t", &RangeRequest { limit: Some(2000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
+        .unwrap()
+        .rows;
+    let keys: Vec<Vec<PkValue>> = rows.iter().map(|r| r.pk.clone()).collect();
+    let want: Vec<Vec<PkValue>> = (0..5).map(|b| vec![s("0"), int(b)]).chain((0..1200).map(|b| vec![s("a"), int(b)])).collect();
+    assert_eq!(keys, want);
+    assert!(matches!(rows[700].get("v"), Some(Value::String(v)) if v.starts_with("695:")));
+
+    // A streamed row over a stored one fails the load at its position; the stored row is untouched.
+    put(&store, "d", 250, &[("v", Value::Integer(7))]).unwrap();
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("d", 0..400, 500)).unwrap();
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(250))));
+    assert!(store.get_row("t", &[s("d"), int(0)], &all()).unwrap().is_none());
+    assert_eq!(store.get_row("t", &[s("d"), int(250)], &all()).unwrap().unwrap().get("v"), Some(&Value::Integer(7)));
+
+    // Dropped while streaming: nothing written, nothing left behind.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("e", 0..400, 500)).unwrap();
+    assert_eq!(files(".sst"), 1);
+    drop(load);
+    assert_eq!(files(""), 0);
+    assert!(store.get_row("t", &[s("e"), int(0)], &all()).unwrap().is_none());
+}
+
+#[test]
 fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
     let (dir, _c, store) = setup(TableOptions::default());
     put(&store, "p", 5, &[("v", Value::Integer(1))]).unwrap();
