@@ -592,6 +592,30 @@ fn bulk_loads_in_key_order_stream_into_a_table_file() {
     assert_eq!(keys, want);
     assert!(matches!(rows[700].get("v"), Some(Value::String(v)) if v.starts_with("695:")));
 
+    // Held rows between streamed ones: two table files over the same key span, ingested as one.
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("m", 0..800, 500).into_iter().step_by(2).collect::<Vec<_>>()).unwrap();
+    load.add(&bulk_rows("m", 0..800, 500).into_iter().skip(1).step_by(2).collect::<Vec<_>>()).unwrap();
+    load.commit().unwrap();
+    let rows = store
+        .get_range(
+            "t",
+            &RangeRequest {
+                start: vec![PkBound::Value(s("m")), PkBound::InfMin],
+                end: vec![PkBound::Value(s("m")), PkBound::InfMax],
+                limit: Some(2000),
+                budget_bytes: Some(usize::MAX),
+                ..RangeRequest::full(Direction::Forward)
+            },
+        )
+        .unwrap()
+        .rows;
+    assert_eq!(rows.iter().map(|r| r.pk[1].clone()).collect::<Vec<_>>(), (0..800).map(int).collect::<Vec<_>>());
+    for r in &rows {
+        let (PkValue::Integer(b), Some(Value::String(v))) = (&r.pk[1], r.get("v")) else { panic!("{r:?}") };
+        assert!(v.starts_with(&format!("{b}:")), "row {b} holds its own value");
+    }
+
     // A streamed row over a stored one fails the load at its position; the stored row is untouched.
     put(&store, "d", 250, &[("v", Value::Integer(7))]).unwrap();
     let mut load = store.bulk_load("t").unwrap();
