@@ -488,21 +488,37 @@ fn bulk_rows(a: &str, keys: std::ops::Range<i64>, payload: usize) -> Vec<(Vec<Pk
     keys.map(|b| (vec![s(a), int(b)], vec![CellWrite::new("v", Value::String(format!("{b}:{}", "x".repeat(payload))))])).collect()
 }
 
-#[test]
-fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
+/// A store whose bulk loads spill past 64 KiB and are ingested past `ingest_bytes`, with table `t`.
+fn bulk_store(ingest_bytes: usize) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let config = StoreConfig {
         clock: Arc::new(ManualClock::new(NOW)),
         maintenance_interval: None,
         block_cache_bytes: 8 << 20,
         bulk_spill_bytes: 64 << 10,
+        bulk_ingest_bytes: ingest_bytes,
         ..StoreConfig::default()
     };
     let store = Store::open(dir.path(), config).unwrap();
     store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
-    let leftovers = || {
-        std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("bulk-")).count()
-    };
+    (dir, store)
+}
+
+/// Bulk loads' temporary files in `dir` whose names end with `ext`.
+fn bulk_files(dir: &std::path::Path, ext: &str) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name().to_string_lossy().into_owned();
+            name.starts_with("bulk-") && name.ends_with(ext)
+        })
+        .count()
+}
+
+#[test]
+fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
+    let (dir, store) = bulk_store(16 << 20);
+    let leftovers = || bulk_files(dir.path(), "");
 
     // Rows added out of order across several runs come back in key order, all of them.
     let mut load = store.bulk_load("t").unwrap();
@@ -544,26 +560,8 @@ fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
 
 #[test]
 fn bulk_loads_in_key_order_stream_into_a_table_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = StoreConfig {
-        clock: Arc::new(ManualClock::new(NOW)),
-        maintenance_interval: None,
-        block_cache_bytes: 8 << 20,
-        bulk_spill_bytes: 64 << 10,
-        bulk_ingest_bytes: 64 << 10,
-        ..StoreConfig::default()
-    };
-    let store = Store::open(dir.path(), config).unwrap();
-    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
-    let files = |ext: &str| {
-        std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter(|e| {
-                let name = e.as_ref().unwrap().file_name().to_string_lossy().into_owned();
-                name.starts_with("bulk-") && name.ends_with(ext)
-            })
-            .count()
-    };
+    let (dir, store) = bulk_store(64 << 10);
+    let files = |ext: &str| bulk_files(dir.path(), ext);
 
     // Rows in key order, with a few out of order among them: ten times the spill threshold, yet one table
     // file and no run; every row lands, in key order.
