@@ -580,3 +580,59 @@ async fn large_results_stream_and_portals_suspend() {
     tx.commit().await.unwrap();
     server.stop().await;
 }
+
+/// The protocol by hand, for what no client library shows: the command tags of a portal executed again.
+/// Sends `messages` (type byte and body each) and returns every reply up to ReadyForQuery.
+async fn exchange(s: &mut tokio::net::TcpStream, messages: &[(u8, Vec<u8>)]) -> Vec<(u8, Vec<u8>)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut out = Vec::new();
+    for (t, body) in messages {
+        out.push(*t);
+        out.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+        out.extend_from_slice(body);
+    }
+    s.write_all(&out).await.unwrap();
+    let mut replies = Vec::new();
+    loop {
+        let t = s.read_u8().await.unwrap();
+        let len = s.read_i32().await.unwrap() as usize;
+        let mut body = vec![0; len - 4];
+        s.read_exact(&mut body).await.unwrap();
+        replies.push((t, body));
+        if t == b'Z' {
+            return replies;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_portal_executed_again_completes_with_no_rows() {
+    let server = TestServer::start().await;
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", server.port())).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let params = b"user\0tabula\0database\0tabula\0\0";
+        let mut startup = ((params.len() + 8) as i32).to_be_bytes().to_vec();
+        startup.extend_from_slice(&196_608i32.to_be_bytes());
+        startup.extend_from_slice(params);
+        s.write_all(&startup).await.unwrap();
+    }
+    exchange(&mut s, &[]).await; // authentication, parameters, ReadyForQuery
+    let tags = |replies: Vec<(u8, Vec<u8>)>| -> Vec<String> {
+        replies.into_iter().filter(|(t, _)| *t == b'C').map(|(_, b)| String::from_utf8_lossy(&b[..b.len() - 1]).into_owned()).collect()
+    };
+    let execute = |max_rows: i32| (b'E', [&b"p1\0"[..], &max_rows.to_be_bytes()].concat());
+    let sync = (b'S', Vec::new());
+    exchange(&mut s, &[(b'Q', b"BEGIN\0".to_vec())]).await;
+    let replies = exchange(
+        &mut s,
+        &[(b'P', b"\0SELECT 1 AS x UNION ALL SELECT 2\0\0\0".to_vec()), (b'B', b"p1\0\0\0\0\0\0\0\0".to_vec()), execute(0), sync.clone()],
+    )
+    .await;
+    assert_eq!(replies.iter().filter(|(t, _)| *t == b'D').count(), 2);
+    assert_eq!(tags(replies), ["SELECT 2"]);
+    // PostgreSQL 15 answers both with `SELECT 0` (checked by hand).
+    assert_eq!(tags(exchange(&mut s, &[execute(0), sync.clone()]).await), ["SELECT 0"]);
+    assert_eq!(tags(exchange(&mut s, &[execute(1), sync]).await), ["SELECT 0"]);
+    server.stop().await;
+}
