@@ -13,7 +13,7 @@ use futures::{Sink, SinkExt, StreamExt};
 use pgwire::api::copy;
 use pgwire::api::portal::PortalExecutionState;
 use pgwire::api::query::{send_execution_response, ExtendedQueryHandler};
-use pgwire::api::results::{QueryResponse, Response, Tag};
+use pgwire::api::results::{Response, Tag};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, DEFAULT_NAME};
 use pgwire::error::{PgWireError, PgWireResult};
@@ -104,12 +104,11 @@ where
     if has_rows {
         let state = portal.state();
         let mut state = state.lock().await;
-        let (tag, schema, sent, suspended) = match state.deref_mut() {
+        let (tag, sent, suspended) = match state.deref_mut() {
             PortalExecutionState::Initial => return Err(PgWireError::PortalNotStarted),
-            PortalExecutionState::Finished => (String::new(), None, 0, false),
+            PortalExecutionState::Finished => (String::new(), 0, false),
             PortalExecutionState::Suspended(response) => {
                 let tag = response.command_tag().to_owned();
-                let schema = response.row_schema();
                 let rows = response.data_rows();
                 let mut sent = 0;
                 let mut suspended = true;
@@ -120,27 +119,21 @@ where
                             sent += 1;
                         }
                         None => {
+                            // Run to the end. The portal keeps its tag with an empty stream (the cursor
+                            // is released now), so a later Execute completes the same command with no
+                            // rows (`SELECT 0`), as in PostgreSQL.
+                            *rows = Box::pin(futures::stream::empty());
                             suspended = false;
                             break;
                         }
                     }
                 }
-                (tag, Some(schema), sent, suspended)
+                (tag, sent, suspended)
             }
         };
         if suspended {
             client.feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new())).await?;
         } else {
-            // Run to the end: a later Execute of the portal completes the same command with no rows
-            // (`SELECT 0`), as in PostgreSQL, so the portal keeps its tag and an empty stream.
-            *state = match schema {
-                Some(schema) => {
-                    let mut done = QueryResponse::new(schema, futures::stream::empty());
-                    done.set_command_tag(&tag);
-                    PortalExecutionState::Suspended(done)
-                }
-                None => PortalExecutionState::Finished,
-            };
             client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&tag).with_rows(sent).into())).await?;
         }
     }

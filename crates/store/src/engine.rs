@@ -991,6 +991,7 @@ impl BulkLoad {
         if let Some(i) = duplicate {
             return Err(BulkError::Duplicate(i));
         }
+        // It borrows `streamed`, whose file is moved below.
         drop(streamed_keys);
         match sink {
             Sink::Batch(b) => self.inner.kv.write_batch(b)?,

@@ -206,8 +206,7 @@ impl Kv {
     }
 
     /// Moves finished table files into the database, all or none. Files may overlap, but must not share a key.
-    pub fn ingest(&self, files: Vec<SstFile>) -> Result<()> {
-        let mut files = files;
+    pub fn ingest(&self, mut files: Vec<SstFile>) -> Result<()> {
         for f in &mut files {
             f.writer.finish()?;
         }
