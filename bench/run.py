@@ -3,7 +3,7 @@
 
 Both servers run on this machine on loopback ports. Data is loaded by the suite's own schema and COPY, then
 pgbench runs each workload's custom script against Tabula, then PostgreSQL, then Tabula again, for every
-round. The report (medians, pair-by-pair ratios, peak RSS, a chart) goes into BENCHMARKS.md.
+round. The report (medians, pair-by-pair ratios, peak memory, a chart) goes into BENCHMARKS.md.
 
     scripts/bench [--rounds 5] [--seconds 10] [--rows 1000000] [--growth-rows 10000000]
 """
@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -28,10 +29,12 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "tabul
 
 # name, script (per server when a dict), pgbench protocol, clients, durability ("sync" or "async")
 READS = [
+    # The prepared point select right after the ceiling: its share of the ceiling is a target, and two runs
+    # minutes apart would measure the machine's drift as much as the point get.
     ("wire ceiling: SELECT 1 (prepared)", "wire_ceiling.sql", "prepared", 1, "sync"),
-    ("point select (simple)", "point_select.sql", "simple", 1, "sync"),
-    ("point select (extended)", "point_select.sql", "extended", 1, "sync"),
     ("point select (prepared)", "point_select.sql", "prepared", 1, "sync"),
+    ("point select (extended)", "point_select.sql", "extended", 1, "sync"),
+    ("point select (simple)", "point_select.sql", "simple", 1, "sync"),
     ("point select (prepared, 4 clients)", "point_select.sql", "prepared", 4, "sync"),
     ("batch get: IN list of 10", "batch_get_10.sql", "prepared", 1, "sync"),
     ("range scan of 10 rows", "range_10.sql", "prepared", 1, "sync"),
@@ -47,6 +50,8 @@ ASYNC_WRITES = [
     ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
     ("single-row upsert (async commit)", "upsert.sql", "prepared", 1, "async"),
 ]
+
+CEILING, POINT = READS[0][0], READS[1][0]
 
 SCHEMA_COMMON = [
     "CREATE TABLE kv (k bigint PRIMARY KEY, v text, n bigint)",
@@ -74,6 +79,62 @@ def bin_path(name):
     if not found:
         sys.exit(f"bench: {name} not found: install Debian's postgresql package")
     return found
+
+
+
+def proc_kb(pid, file, field):
+    """A kB figure from /proc/<pid>/<file>; 0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def children(pid):
+    """Processes whose parent is `pid`, read from /proc (no pgrep: a fork per sample would weigh on a small machine)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                # The command name may hold spaces and parentheses: the fields start after the last ')'.
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+class PeakMemory:
+    """Samples a server's resident memory (`Server.memory_kb`) every `every` seconds while a workload runs, in a
+    thread; `mb` is the largest sample."""
+
+    def __init__(self, server, every=0.5):
+        self.server, self.every, self.kb = server, every, 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            self.kb = max(self.kb, self.server.memory_kb())
+            if self.done.wait(self.every):
+                return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.kb = max(self.kb, self.server.memory_kb())
+        self.server.peak_rss_kb = max(self.server.peak_rss_kb, self.kb)
+
+    @property
+    def mb(self):
+        return self.kb / 1024
 
 
 class Server:
@@ -105,15 +166,15 @@ class Server:
         raise RuntimeError(f"{self.name} did not start")
 
     def sample_rss(self):
+        """Keeps the server's exact peak resident set (VmHWM) for the whole run."""
         pid = self.server_pid()
-        if not pid:
-            return
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    self.peak_rss_kb = max(self.peak_rss_kb, int(line.split()[1]))
-        except OSError:
-            pass
+        if pid:
+            self.peak_rss_kb = max(self.peak_rss_kb, proc_kb(pid, "status", "VmHWM:"))
+
+    def memory_kb(self):
+        """Resident memory now: one process, so its RSS."""
+        pid = self.server_pid()
+        return proc_kb(pid, "status", "VmRSS:") if pid else 0
 
     def server_pid(self):
         return self.proc.pid if self.proc else None
@@ -182,23 +243,18 @@ class Postgres(Server):
             return None
 
     def sample_rss(self):
-        # The postmaster and its backends: the largest process's peak stands for the server.
+        # Summed peaks of its processes would count the shared buffers once per process that touched them:
+        # PostgreSQL's peak is the largest of the samples below.
+        self.peak_rss_kb = max(self.peak_rss_kb, self.memory_kb())
+
+    def memory_kb(self):
+        """Resident memory now of the postmaster and its children, summed by PSS (proportional set size: a
+        shared page counts once, split among the processes that map it), which is RSS for one process."""
         pid = self.server_pid()
         if not pid:
-            return
-        try:
-            kids = run(["pgrep", "-P", str(pid)], check=False).stdout.split()
-        except FileNotFoundError:
-            kids = []
-        total = 0
-        for p in [str(pid)] + kids:
-            try:
-                for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1])
-            except OSError:
-                pass
-        self.peak_rss_kb = max(self.peak_rss_kb, total)
+            return 0
+        pids = [pid] + children(pid)
+        return sum(proc_kb(p, "smaps_rollup", "Pss:") for p in pids)
 
     def stop(self):
         if self.proc:
@@ -221,7 +277,8 @@ def pgbench(server, script, protocol, clients, seconds, variables, durability, l
     for k, v in variables.items():
         args += ["-D", f"{k}={v}"]
     args.append(server.db)
-    r = run(args, env=env, check=False)
+    with PeakMemory(server) as mem:
+        r = run(args, env=env, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"pgbench on {server.name} ({script}): {r.stderr.strip()[-500:]}")
     tps = None
@@ -237,7 +294,7 @@ def pgbench(server, script, protocol, clients, seconds, variables, durability, l
     latencies.sort()
     pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000.0 if latencies else None
     server.sample_rss()
-    return {"tps": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99)}
+    return {"tps": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "peak_mb": mem.mb}
 
 
 def write_csv(path, start, count):
@@ -283,15 +340,17 @@ def bulk_loads(server, csv, inserts, results):
     for table in ("bulk_copy", "bulk_insert"):
         server.psql(f"DROP TABLE IF EXISTS {table}")
         server.psql(f"CREATE TABLE {table} (k bigint PRIMARY KEY, v text, n bigint)")
-    copy_s = timed(lambda: server.psql(f"\\copy bulk_copy FROM '{csv}' WITH (FORMAT csv)"))
+    with PeakMemory(server) as copy_mem:
+        copy_s = timed(lambda: server.psql(f"\\copy bulk_copy FROM '{csv}' WITH (FORMAT csv)"))
     t0 = time.monotonic()
-    r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(server.port), "-U", server.user, "-d", server.db, "-f", str(inserts)], check=False)
+    with PeakMemory(server) as insert_mem:
+        r = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(server.port), "-U", server.user, "-d", server.db, "-f", str(inserts)], check=False)
     if r.returncode != 0:
         raise RuntimeError(r.stderr)
     insert_s = time.monotonic() - t0
-    out = results.setdefault("bulk", {}).setdefault(server.name, {"copy_s": [], "insert_s": []})
-    out["copy_s"].append(copy_s)
-    out["insert_s"].append(insert_s)
+    out = results.setdefault("bulk", {}).setdefault(server.name, {})
+    for key, value in (("copy_s", copy_s), ("insert_s", insert_s), ("copy_peak_mb", copy_mem.mb), ("insert_peak_mb", insert_mem.mb)):
+        out.setdefault(key, []).append(value)
     return copy_s, insert_s
 
 
@@ -368,7 +427,8 @@ def growth(a, tabula, pg, work, variables, results):
     for server in (tabula, pg):
         server.start("sync")
         small = [pgbench(server, "point_select.sql", "prepared", 1, a.seconds, variables, "sync", work) for _ in range(3)]
-        server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)")
+        with PeakMemory(server):
+            server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)")
         big_vars = dict(variables, rows=a.growth_rows)
         big = [pgbench(server, "point_select.sql", "prepared", 1, a.seconds, big_vars, "sync", work) for _ in range(3)]
         out[server.name] = {
@@ -413,8 +473,13 @@ def report(results, out):
             "tabula_p50_ms": median([r["p50_ms"] for r in t]), "postgres_p50_ms": median([r["p50_ms"] for r in p]),
             "tabula_p99_ms": median([r["p99_ms"] for r in t]), "postgres_p99_ms": median([r["p99_ms"] for r in p]),
             "ratio": median(ratios),
+            "tabula_peak_mb": max((r.get("peak_mb") or 0 for r in t), default=None),
+            "postgres_peak_mb": max((r.get("peak_mb") or 0 for r in p), default=None),
         })
     results["summary"] = rows
+    w = results["workloads"]
+    if CEILING in w and POINT in w:
+        results["ceiling_share"] = [p["tps"] / c["tps"] for c, p in zip(w[CEILING]["tabula"], w[POINT]["tabula"]) if c["tps"] and p["tps"]]
     (out / f"{stamp}.json").write_text(json.dumps(results, indent=2))
     chart = ROOT / "bench" / "chart.svg"
     chart.write_text(svg(rows))
@@ -442,19 +507,26 @@ def markdown(results, rows):
         f"Run {results['started']} on {m['cpus']} vCPUs ({m['cpu']}), {m['memory']}, Linux {m['kernel']}; {m['postgres']}.",
         f"{a['rounds']} interleaved rounds of {a['seconds']} s per workload and server; {a['rows']} rows in `kv`; medians over rounds; the ratio is Tabula/PostgreSQL throughput, computed round by round, median.",
         "",
-        "| workload | Tabula tps | PostgreSQL tps | ratio | Tabula p50 / p99 ms | PostgreSQL p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "Peak memory is the largest sample (every 0.5 s) of the server's resident memory while the workload ran, in any round:",
+        "Tabula's RSS, and PostgreSQL's postmaster and backends summed by PSS (a shared page counts once).",
+        "",
+        "| workload | Tabula tps | PostgreSQL tps | ratio | Tabula p50 / p99 ms | PostgreSQL p50 / p99 ms | peak memory MB Tabula / PostgreSQL |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['workload']} | {fmt(r['tabula_tps'])} | {fmt(r['postgres_tps'])} | {fmt(r['ratio'], '.2f')} | {fmt(r['tabula_p50_ms'], '.3f')} / {fmt(r['tabula_p99_ms'], '.3f')} | {fmt(r['postgres_p50_ms'], '.3f')} / {fmt(r['postgres_p99_ms'], '.3f')} |")
+        lines.append(f"| {r['workload']} | {fmt(r['tabula_tps'])} | {fmt(r['postgres_tps'])} | {fmt(r['ratio'], '.2f')} | {fmt(r['tabula_p50_ms'], '.3f')} / {fmt(r['tabula_p99_ms'], '.3f')} | {fmt(r['postgres_p50_ms'], '.3f')} / {fmt(r['postgres_p99_ms'], '.3f')} | {fmt(r.get('tabula_peak_mb'))} / {fmt(r.get('postgres_peak_mb'))} |")
+    share = results.get("ceiling_share")
+    if share:
+        lines += ["", f"Tabula's prepared point select against its own wire ceiling, round by round (the two run one after the other): {', '.join(f'{100 * x:.0f}' for x in share)} %; median {100 * median(share):.0f} %."]
     bulk = results.get("bulk", {})
     if bulk:
-        lines += ["", "| bulk load (medians over rounds) | Tabula | PostgreSQL | ratio (PostgreSQL time / Tabula time) |", "|---|---:|---:|---:|"]
+        lines += ["", "| bulk load (medians over rounds) | Tabula | PostgreSQL | ratio (PostgreSQL time / Tabula time) | peak memory MB Tabula / PostgreSQL |", "|---|---:|---:|---:|---:|"]
         t, p = bulk.get("tabula", {}), bulk.get("postgres", {})
-        for key, label in (("copy_s", f"COPY of {a['rows']} rows (s)"), ("insert_s", f"multi-row INSERT of {a['rows']} rows, 1000 per statement (s)")):
-            ts, ps = t.get(key, []), p.get(key, [])
+        for key, label in (("copy", f"COPY of {a['rows']} rows (s)"), ("insert", f"multi-row INSERT of {a['rows']} rows, 1000 per statement (s)")):
+            ts, ps = t.get(f"{key}_s", []), p.get(f"{key}_s", [])
             ratio = median([b / x for x, b in zip(ts, ps) if x])
-            lines.append(f"| {label} | {fmt(median(ts), '.2f')} | {fmt(median(ps), '.2f')} | {fmt(ratio, '.2f')} |")
+            peak = lambda side: max(side.get(f"{key}_peak_mb", []), default=None)
+            lines.append(f"| {label} | {fmt(median(ts), '.2f')} | {fmt(median(ps), '.2f')} | {fmt(ratio, '.2f')} | {fmt(peak(t))} / {fmt(peak(p))} |")
     g = results.get("growth")
     if g:
         lines += ["", "| growth: prepared point select | p50 / p99 ms small | p50 / p99 ms big | p99 big/small |", "|---|---:|---:|---:|"]
@@ -462,7 +534,7 @@ def markdown(results, rows):
             ratio = v["p99_big_ms"] / v["p99_small_ms"] if v["p99_small_ms"] and v["p99_big_ms"] else None
             lines.append(f"| {name} ({v['small_rows']} → {v['big_rows']} rows) | {fmt(v['p50_small_ms'], '.3f')} / {fmt(v['p99_small_ms'], '.3f')} | {fmt(v['p50_big_ms'], '.3f')} / {fmt(v['p99_big_ms'], '.3f')} | {fmt(ratio, '.2f')} |")
     rss = results.get("peak_rss_mb", {})
-    lines += ["", f"Peak RSS: Tabula {fmt(rss.get('tabula'))} MB, PostgreSQL {fmt(rss.get('postgres'))} MB (postmaster and backends summed).", "", "![Tabula/PostgreSQL throughput ratio per workload](bench/chart.svg)", ""]
+    lines += ["", f"Peak memory over the whole run: Tabula {fmt(rss.get('tabula'))} MB (its peak RSS), PostgreSQL {fmt(rss.get('postgres'))} MB (the largest PSS sample).", "", "![Tabula/PostgreSQL throughput ratio per workload](bench/chart.svg)", ""]
     return "\n".join(lines)
 
 
