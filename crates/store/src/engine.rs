@@ -476,7 +476,7 @@ impl Store {
 
     /// Writes the memtables to disk (tests use it to lay out several files).
     pub fn flush(&self) -> Result<()> {
-        Ok(self.inner.kv.db.flush()?)
+        self.inner.kv.flush()
     }
 
     /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
