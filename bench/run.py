@@ -81,7 +81,6 @@ def bin_path(name):
     return found
 
 
-
 def proc_kb(pid, file, field):
     """A kB figure from /proc/<pid>/<file>; 0 when the process is gone."""
     try:

@@ -47,16 +47,15 @@ impl Kv {
         db_opts.create_missing_column_families(true);
         db_opts.set_max_background_jobs(2);
         db_opts.set_bytes_per_sync(1 << 20);
-        // A log file is deleted only once every column family's writes in it are flushed, and the catalog's
-        // family takes few writes: without a bound, logs would pile up to a gigabyte, all replayed at open.
+        // A bound on the logs kept for replay at open, should a family's memtable go long without a flush.
         db_opts.set_max_total_wal_size(256 << 20);
         // Logs are reused instead of created: a durable commit's fdatasync then writes into blocks the file
         // already has, and need not also commit a new file size to the journal, as PostgreSQL's preallocated
-        // WAL segments need not. A UPDATE with synchronous_commit on took 15-30 % more per second once its log
+        // WAL segments need not. An UPDATE with synchronous_commit on took 15-30 % more per second once its log
         // was a recycled one. Recovery tells a recycled file's new records from its old ones by the log number
         // each record carries. A log is free for reuse only once every column family has flushed what it holds,
         // and the catalog's family takes a few writes a second: flushing the families together frees each log
-        // at its data's flush, instead of at the 256 MiB bound above.
+        // at its data's flush, instead of at the 256 MiB bound above (before, logs piled up to that bound).
         db_opts.set_recycle_log_file_num(4);
         db_opts.set_atomic_flush(true);
 
@@ -134,6 +133,10 @@ impl Kv {
         self.db.cf_handle(META).expect("meta column family is created at open")
     }
 
+    fn data_cf(&self) -> &rocksdb::ColumnFamily {
+        self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).expect("default column family")
+    }
+
     pub fn meta_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get_cf(self.meta_cf(), key)?)
     }
@@ -187,9 +190,8 @@ impl Kv {
 
     /// Runs the data range deletions recorded and not yet done, then forgets them.
     pub fn finish_deletes(&self) -> Result<()> {
-        let data = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).expect("default column family");
         for (k, end) in self.meta_scan(PENDING_DELETE)? {
-            self.db.delete_range_cf(data, &k[PENDING_DELETE.len()..], &end)?;
+            self.db.delete_range_cf(self.data_cf(), &k[PENDING_DELETE.len()..], &end)?;
             // Not synced: should this be lost, the deletion runs again at the next open, to the same effect.
             self.db.delete_cf(self.meta_cf(), &k)?;
         }
@@ -277,8 +279,7 @@ impl Kv {
     /// Writes every column family's memtable to disk, together: a log is freed (and reused) only once nothing
     /// in it is left unflushed.
     pub fn flush(&self) -> Result<()> {
-        let data = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).expect("default column family");
-        Ok(self.db.flush_cfs_opt(&[data, self.meta_cf()], &rocksdb::FlushOptions::default())?)
+        Ok(self.db.flush_cfs_opt(&[self.data_cf(), self.meta_cf()], &rocksdb::FlushOptions::default())?)
     }
 
     pub fn compact_all(&self) -> Result<()> {
