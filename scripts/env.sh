@@ -6,7 +6,10 @@ export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
 have_libclang() {
     local f
-    for f in /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*-linux-gnu/libclang*.so* /usr/lib64/libclang*.so*; do
+    # libclang itself (libclang.so, libclang-14.so.1), not libclang-cpp, which bindgen cannot use and which
+    # other packages (Mesa's OpenCL, say) bring along.
+    for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+        /usr/lib/*-linux-gnu/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* /usr/lib64/libclang.so* /usr/lib64/libclang-[0-9]*.so*; do
         [ -e "$f" ] && return 0
     done
     return 1
