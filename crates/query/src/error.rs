@@ -11,6 +11,9 @@ pub enum QueryError {
     Syntax(String),
     #[error("relation \"{0}\" does not exist")]
     UndefinedTable(String),
+    /// A table named where only the statement's FROM tables may be (`FOR UPDATE OF x`).
+    #[error("{0}")]
+    UndefinedTableReference(String),
     #[error("column \"{0}\" does not exist")]
     UndefinedColumn(String),
     #[error("column reference \"{0}\" is ambiguous")]
@@ -80,7 +83,7 @@ impl QueryError {
         use QueryError::*;
         match self {
             Syntax(_) => "42601",
-            UndefinedTable(_) => "42P01",
+            UndefinedTable(_) | UndefinedTableReference(_) => "42P01",
             UndefinedColumn(_) => "42703",
             AmbiguousColumn(_) => "42702",
             UndefinedFunction(_) => "42883",

@@ -493,6 +493,11 @@ impl<'a> Executor<'a> {
         } else if p.scan.is_none() {
             rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
         }
+        if let (true, Some(scan)) = (p.lock, &p.scan) {
+            for r in &rows {
+                self.access.lock_row(&scan.table.name, &self.pk_of(&scan.table, r)?).map_err(store_err)?;
+            }
+        }
         rows.into_iter().map(|r| p.projection.iter().map(|e| e.eval(&r, &self.ctx)).collect()).collect()
     }
 

@@ -77,6 +77,9 @@ pub struct SelectPlan {
     pub sort: Vec<(Expr, bool)>,
     pub offset: Option<Expr>,
     pub limit: Option<Expr>,
+    /// `FOR UPDATE` / `FOR SHARE`: in a transaction, each row returned is one its commit depends on
+    /// ([`tabula_store::Access::lock_row`]).
+    pub lock: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -312,6 +315,10 @@ impl Plan {
                 let names: Vec<&str> = s.columns.iter().map(|c| c.name.as_str()).collect();
                 writeln!(f, "[{}]", names.join(", "))?;
                 let mut d = depth + 1;
+                if s.lock {
+                    writeln!(f, "{}LockRows", "  ".repeat(d))?;
+                    d += 1;
+                }
                 if s.limit.is_some() || s.offset.is_some() {
                     write!(f, "{}Limit", "  ".repeat(d))?;
                     if let Some(l) = &s.limit {

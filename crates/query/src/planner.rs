@@ -31,6 +31,17 @@ pub struct Planner<'a> {
     pub params: Vec<SqlType>,
 }
 
+/// The alias of a SELECT's one table, if it has one.
+fn select_alias(s: &ast::Select) -> Option<String> {
+    match s.from.as_slice() {
+        [twj] => match &twj.relation {
+            TableFactor::Table { alias: Some(a), .. } => Some(ident_name(&a.name)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn object_name(n: &ast::ObjectName) -> String {
     // `public.t` and `t` are the same table: Tabula has one schema.
     n.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default()
@@ -124,6 +135,50 @@ impl<'a> Planner<'a> {
     // ---- SELECT ----
 
     pub fn select(&mut self, q: &ast::Query) -> Result<SelectPlan> {
+        let Some(first) = q.locks.first() else { return self.select_rows(q) };
+        let clause = match first.lock_type {
+            ast::LockType::Update => "FOR UPDATE",
+            ast::LockType::Share => "FOR SHARE",
+        };
+        // Transactions are optimistic: no row is ever locked, so none could be skipped. Returning every row
+        // would hand two queue workers the same one; refuse instead. NOWAIT holds as it is: nothing waits.
+        if q.locks.iter().any(|l| matches!(l.nonblock, Some(ast::NonBlock::SkipLocked))) {
+            return Err(QueryError::NotSupported(format!(
+                "{clause} SKIP LOCKED is not supported: Tabula's transactions lock no rows, they fail at commit (40001) if a row read {clause} changed meanwhile"
+            )));
+        }
+        let mut plan = self.select_rows(q).map_err(|e| match e {
+            // PostgreSQL's own refusals, then what the key-value planner cannot lock.
+            QueryError::Analytic(what) => QueryError::NotSupported(match what.as_str() {
+                "aggregates" => format!("{clause} is not allowed with aggregate functions"),
+                "GROUP BY" => format!("{clause} is not allowed with GROUP BY clause"),
+                "DISTINCT" => format!("{clause} is not allowed with DISTINCT clause"),
+                "set operations" => format!("{clause} is not allowed with UNION/INTERSECT/EXCEPT"),
+                _ => format!("{clause} is not supported with {what}: only a read of one table can lock its rows"),
+            }),
+            e => e,
+        })?;
+        let (from, alias) = match (&plan.scan, q.body.as_ref()) {
+            (Some(scan), SetExpr::Select(s)) => (Some(scan.table.name.clone()), select_alias(s)),
+            _ => (None, None),
+        };
+        for of in q.locks.iter().filter_map(|l| l.of.as_ref()) {
+            let name = object_name(of);
+            // Like a column reference, OF names the alias when there is one.
+            if alias.as_deref().or(from.as_deref()) != Some(name.as_str()) {
+                return Err(QueryError::UndefinedTableReference(format!(
+                    "relation \"{name}\" in {clause} clause not found in FROM clause"
+                )));
+            }
+        }
+        if let Some(scan) = plan.scan.as_ref().filter(|s| matches!(s.access, AccessPath::System(_))) {
+            return Err(QueryError::NotSupported(format!("cannot lock rows in view \"{}\"", scan.table.name)));
+        }
+        plan.lock = plan.scan.is_some();
+        Ok(plan)
+    }
+
+    fn select_rows(&mut self, q: &ast::Query) -> Result<SelectPlan> {
         if q.with.is_some() {
             return Err(QueryError::Analytic("WITH".into()));
         }
@@ -218,7 +273,7 @@ impl<'a> Planner<'a> {
             if filter.is_some() {
                 return Err(QueryError::NotSupported("WHERE without FROM".into()));
             }
-            return Ok(SelectPlan { scan: None, projection, columns, sort: vec![], offset, limit });
+            return Ok(SelectPlan { scan: None, projection, columns, sort: vec![], offset, limit, lock: false });
         };
         let versions = self.versions(&scope, versions_args.as_ref())?;
         // ORDER BY.
@@ -272,7 +327,7 @@ impl<'a> Planner<'a> {
         };
         let needed = needed_columns(&table, &projection, filter.as_ref(), &sort);
         let scan = Scan { table, access, filter, limit: scan_limit, versions, columns: needed };
-        Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit })
+        Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit, lock: false })
     }
 
     fn limit_offset(&mut self, scope: &Scope, q: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
@@ -407,7 +462,7 @@ impl<'a> Planner<'a> {
                     columns: None,
                 };
                 Ok(Plan::CopyTo {
-                    select: SelectPlan { scan: Some(scan), projection, columns, sort: vec![], offset: None, limit: None },
+                    select: SelectPlan { scan: Some(scan), projection, columns, sort: vec![], offset: None, limit: None, lock: false },
                     format,
                 })
             }

@@ -186,3 +186,15 @@ fn table_definition_errors() {
     assert_eq!(err("INSERT INTO t (a, b, c, v) VALUES ('x', true, 1, 'v')"), "42804");
     assert_eq!(err("SELECT count(*) FROM t"), "0A000");
 }
+
+#[test]
+fn locking_reads() {
+    let Plan::Select(s) = plan("SELECT v FROM t WHERE a = 'x' FOR UPDATE") else { panic!() };
+    assert!(s.lock);
+    let Plan::Select(s) = plan("SELECT v FROM t WHERE a = 'x'") else { panic!() };
+    assert!(!s.lock);
+    let stmt =
+        Parser::parse_sql(&PostgreSqlDialect {}, "SELECT v FROM t WHERE v = 'new' LIMIT 1 FOR UPDATE SKIP LOCKED").unwrap().pop().unwrap();
+    let e = Planner::new(&catalog(), vec![]).plan(&stmt).unwrap_err();
+    assert_eq!(e.sqlstate(), "0A000", "{e}");
+}

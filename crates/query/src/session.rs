@@ -677,7 +677,13 @@ impl Session {
         let deferred = matches!(refusal.root(), QueryError::Analytic(_));
         let retry =
             matches!(refusal.root(), QueryError::UndefinedFunction(_) | QueryError::UndefinedTable(_) | QueryError::NotSupported(_));
-        if !is_query || !(deferred || retry) {
+        // DataFusion would run a locking read without its locks: the planner's refusal stands.
+        let locking = match stmt.as_ref() {
+            Statement::Query(q) => !q.locks.is_empty(),
+            Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(q) if !q.locks.is_empty()),
+            _ => false,
+        };
+        if !is_query || locking || !(deferred || retry) {
             return Err(refusal);
         }
         // One statement's text: the client's when it sent just this one, else the statement printed back.
@@ -1338,9 +1344,10 @@ impl Session {
         let now_us = self.db.store.clock().now_ms() * 1000;
         if let (Plan::Select(s), true) = (plan, stream) {
             // Rows stream from the latest data outside a transaction, and from its snapshot in one that has
-            // not written (which is all it would read).
+            // not written (which is all it would read). Rows read FOR UPDATE in a transaction go through it.
             let reader: Option<crate::cursor::Reader> = match &self.txn {
                 None => Some(self.db.store.clone()),
+                Some(_) if s.lock => None,
                 Some(txn) => txn.read_view().map(|v| v as crate::cursor::Reader),
             };
             if let Some(reader) = reader {

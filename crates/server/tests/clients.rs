@@ -102,6 +102,56 @@ async fn transactions_over_the_wire() {
     server.stop().await;
 }
 
+/// Rows read FOR UPDATE are part of what a transaction's commit depends on: write skew between two
+/// transactions that each check the other's row is refused at the second commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_read_for_update_fail_the_commit_if_changed_meanwhile() {
+    let server = TestServer::start().await;
+    let a = server.connect().await;
+    let b = server.connect().await;
+    a.batch_execute(
+        "CREATE TABLE oncall (doctor text PRIMARY KEY, on_duty boolean); INSERT INTO oncall VALUES ('alice', true), ('bob', true)",
+    )
+    .await
+    .unwrap();
+    // Each takes itself off duty after checking that the other is on duty: one of them must fail.
+    for (c, me, other) in [(&a, "alice", "bob"), (&b, "bob", "alice")] {
+        c.batch_execute("BEGIN").await.unwrap();
+        let rows = c.query("SELECT doctor FROM oncall WHERE doctor = $1 AND on_duty FOR UPDATE", &[&other]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        c.execute("UPDATE oncall SET on_duty = false WHERE doctor = $1", &[&me]).await.unwrap();
+    }
+    a.batch_execute("COMMIT").await.unwrap();
+    let e = b.batch_execute("COMMIT").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE));
+    let duty: Vec<(String, bool)> =
+        a.query("SELECT doctor, on_duty FROM oncall", &[]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(duty, vec![("alice".to_string(), false), ("bob".to_string(), true)]);
+
+    // Without FOR UPDATE the same interleaving commits both (snapshot isolation allows write skew).
+    a.batch_execute("UPDATE oncall SET on_duty = true").await.unwrap();
+    for (c, me, other) in [(&a, "alice", "bob"), (&b, "bob", "alice")] {
+        c.batch_execute("BEGIN").await.unwrap();
+        assert_eq!(c.query("SELECT doctor FROM oncall WHERE doctor = $1 AND on_duty", &[&other]).await.unwrap().len(), 1);
+        c.execute("UPDATE oncall SET on_duty = false WHERE doctor = $1", &[&me]).await.unwrap();
+    }
+    a.batch_execute("COMMIT").await.unwrap();
+    b.batch_execute("COMMIT").await.unwrap();
+
+    // A row locked by a range read, changed by another session before the commit; and a transaction that only
+    // read FOR UPDATE (wrote nothing) is refused as well. Rows it did not return are not held.
+    a.batch_execute("UPDATE oncall SET on_duty = true; BEGIN").await.unwrap();
+    assert_eq!(a.query("SELECT doctor FROM oncall WHERE doctor >= 'b' FOR SHARE", &[]).await.unwrap().len(), 1);
+    b.batch_execute("UPDATE oncall SET on_duty = false WHERE doctor = 'alice'").await.unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    a.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(a.query("SELECT doctor FROM oncall WHERE doctor >= 'b' FOR UPDATE", &[]).await.unwrap().len(), 1);
+    b.batch_execute("DELETE FROM oncall WHERE doctor = 'bob'").await.unwrap();
+    let e = a.batch_execute("COMMIT").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE));
+    server.stop().await;
+}
+
 /// Table `big`: keys 0..2000 with values `value <k>`.
 async fn create_big(c: &tokio_postgres::Client) {
     c.batch_execute("CREATE TABLE big (k bigint PRIMARY KEY, v text)").await.unwrap();

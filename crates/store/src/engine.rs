@@ -675,6 +675,13 @@ pub trait Access {
     fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome>;
     /// Inserts new rows atomically; any existing key is `RowExists` and nothing is written.
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>>;
+    /// Marks a row the statement read as one the transaction depends on (`SELECT ... FOR UPDATE`): should
+    /// another transaction change or delete it between this one's snapshot and its commit, the commit fails
+    /// with `Conflict`, as if this transaction had written the row. Outside a transaction there is nothing to
+    /// hold it for (a statement's lock would end with the statement), so by default nothing happens.
+    fn lock_row(&self, _table: &str, _pk: &[PkValue]) -> Result<()> {
+        Ok(())
+    }
     /// Where each partition after the first starts, as partition-key values: split points at which a scan
     /// may read the table's partitions in parallel. None by default: a transaction's reads also merge its
     /// own writes, and go one way.
@@ -1133,6 +1140,12 @@ impl Access for Txn {
         Txn::insert_rows(self, table, rows)
     }
     access_reads!();
+    fn lock_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
+        let t = self.inner.table(table)?;
+        // An optimistic transaction validates at commit every key it read for update, written or not.
+        Source::Txn(self.kv()).get_for_update(&t.key(pk)?)?;
+        Ok(())
+    }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
         self.write(|ctx| ctx.put_row(&t, pk, cells, cond))

@@ -159,7 +159,7 @@ impl TableProvider for TabulaTable {
             columns: needed,
         };
         let columns = cols.iter().map(|&i| OutputColumn { name: t.columns[i].name.clone(), ty: t.columns[i].ty, source: None }).collect();
-        let plan = SelectPlan { scan: Some(scan), projection: exprs, columns, sort: vec![], offset: None, limit: None };
+        let plan = SelectPlan { scan: Some(scan), projection: exprs, columns, sort: vec![], offset: None, limit: None, lock: false };
         let schema = Arc::new(self.schema.project(&cols)?);
         Ok(Arc::new(TabulaScanExec::new(db, plan, schema, read)))
     }
