@@ -6,6 +6,7 @@
 //! column's format asks ([`wire`]).
 
 pub mod auth;
+mod connection;
 pub mod deferred;
 pub mod errors;
 pub mod execute;

@@ -33,6 +33,9 @@ struct Cli {
     /// Longest statement text accepted, in bytes [default: 16777216]
     #[arg(long, env = "TABULA_MAX_STATEMENT_BYTES")]
     max_statement_bytes: Option<usize>,
+    /// Microseconds a connection busy-polls its socket after each reply before it sleeps (0: never) [default: 100]
+    #[arg(long, env = "TABULA_BUSY_POLL_US")]
+    busy_poll_us: Option<u64>,
     /// Log level: error, warn, info, debug, trace [default: info]
     #[arg(long, env = "TABULA_LOG")]
     log_level: Option<String>,
@@ -63,6 +66,7 @@ struct FileConfig {
     max_connections: Option<usize>,
     slow_statement_ms: Option<u64>,
     max_statement_bytes: Option<usize>,
+    busy_poll_us: Option<u64>,
     log_level: Option<String>,
     auth: Option<String>,
     users: Option<std::collections::HashMap<String, String>>,
@@ -132,6 +136,7 @@ async fn run() -> anyhow::Result<()> {
             _ => anyhow::bail!("TLS needs both --tls-cert and --tls-key"),
         },
         split_bytes: defaults.split_bytes,
+        busy_poll: cli.busy_poll_us.or(file.busy_poll_us).map_or(defaults.busy_poll, Duration::from_micros),
     };
     let server = start(config.clone()).await?;
     let addr = server.addr;

@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use crate::auth::{AuthMethod, Users};
+use crate::connection;
 use crate::handler::{Handlers, Shared};
 use std::collections::HashMap;
 
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     pub split_bytes: i64,
     /// Longest statement text accepted (bytes); longer ones are refused with 54000.
     pub max_statement_bytes: usize,
+    /// How long a connection's thread busy-polls its socket after a reply before it sleeps (zero: never).
+    pub busy_poll: Duration,
 }
 
 impl Default for ServerConfig {
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             tls: None,
             split_bytes: StoreConfig::default().split_bytes,
             max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
+            busy_poll: Duration::from_micros(100),
         }
     }
 }
@@ -157,12 +161,22 @@ async fn serve(
                 let handlers = Handlers::new(shared.clone());
                 let id = handlers.conn.id;
                 let tls = tls.clone();
+                let busy_poll = config.busy_poll;
                 let (done, finished) = tokio::sync::oneshot::channel::<()>();
                 let mut aborted = abort.subscribe();
                 let socket = match socket.into_std() {
                     Ok(s) => s,
                     Err(e) => {
                         warn!(error = %e, "cannot detach an accepted socket");
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        continue;
+                    }
+                };
+                // Shut down when the grace period ends; the connection's thread may be asleep in `recv`.
+                let closer = match socket.try_clone() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn!(error = %e, "cannot clone an accepted socket");
                         active.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
@@ -187,11 +201,8 @@ async fn serve(
                             Ok(s) => s,
                             Err(e) => return warn!(error = %e, "cannot register a connection socket"),
                         };
-                        tokio::select! {
-                            r = pgwire::tokio::process_socket(socket, tls, handlers) => if let Err(e) = r {
-                                tracing::debug!(error = %e, "connection ended with an error");
-                            },
-                            _ = aborted.wait_for(|a| *a) => {}
+                        if let Err(e) = connection::serve(socket, tls, handlers, busy_poll).await {
+                            tracing::debug!(error = %e, "connection ended with an error");
                         }
                     });
                     drop(rt);
@@ -204,7 +215,15 @@ async fn serve(
                     continue;
                 }
                 conns.spawn(async move {
-                    let _ = finished.await;
+                    tokio::pin!(finished);
+                    let aborting = tokio::select! {
+                        _ = &mut finished => false,
+                        r = aborted.wait_for(|a| *a) => r.is_ok(),
+                    };
+                    if aborting {
+                        let _ = closer.shutdown(std::net::Shutdown::Both);
+                        let _ = finished.await;
+                    }
                 });
             }
             _ = stopped.changed() => break,

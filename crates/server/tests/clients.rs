@@ -355,6 +355,23 @@ async fn synchronous_commit_and_startup_options() {
     server.shutdown().await.unwrap();
 }
 
+/// A connection's thread sleeps in a blocking `recv` between statements (or busy-polls before it): shutdown
+/// must still end a connection the client keeps open, once the grace period is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_connections_left_open_after_the_grace_period() {
+    let (server, _dir, conn) = start_configured(|_| {}).await;
+    let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+    let closed = tokio::spawn(conn_task);
+    c.batch_execute("CREATE TABLE open_conn (k bigint PRIMARY KEY); INSERT INTO open_conn VALUES (1)").await.unwrap();
+    assert_eq!(c.query_one("SELECT count(*) FROM open_conn", &[]).await.unwrap().get::<_, i64>(0), 1);
+    let started = std::time::Instant::now();
+    tokio::time::timeout(std::time::Duration::from_secs(60), server.shutdown()).await.expect("shutdown ends").unwrap();
+    // It waited for the connection (the 5 s grace period), then closed it.
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4), "{:?}", started.elapsed());
+    tokio::time::timeout(std::time::Duration::from_secs(10), closed).await.expect("the client sees the connection end").unwrap().ok();
+    assert!(c.is_closed() || c.simple_query("SELECT 1").await.is_err());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_connections_is_53300() {
     let (server, _dir, conn) = start_configured(|c| c.max_connections = 2).await;
