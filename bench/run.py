@@ -107,6 +107,15 @@ def children(pid):
     return out
 
 
+def cpu_ticks(pid, reaped=False):
+    """CPU time of a process in clock ticks (user + system), with its reaped children's if `reaped`."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if reaped else 0)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class PeakMemory:
     """Samples a server's resident memory (`Server.memory_kb`) every `every` seconds while a workload runs, in a
     thread; `mb` is the largest sample."""
@@ -179,6 +188,11 @@ class Server:
     def server_pid(self):
         return self.proc.pid if self.proc else None
 
+    def cpu_ticks(self):
+        """CPU time the server has used so far: one process, all its threads."""
+        pid = self.server_pid()
+        return cpu_ticks(pid) if pid else 0
+
 
 class Tabula(Server):
     name = "tabula"
@@ -242,6 +256,13 @@ class Postgres(Server):
         except (OSError, ValueError, IndexError):
             return None
 
+    def cpu_ticks(self):
+        """CPU time of the postmaster, its live children, and the backends that ended (reaped by it)."""
+        pid = self.server_pid()
+        if not pid:
+            return 0
+        return cpu_ticks(pid, reaped=True) + sum(cpu_ticks(c) for c in children(pid))
+
     def sample_rss(self):
         # Summed peaks of its processes would count the shared buffers once per process that touched them:
         # PostgreSQL's peak is the largest of the samples below.
@@ -277,14 +298,18 @@ def pgbench(server, script, protocol, clients, seconds, variables, durability, l
     for k, v in variables.items():
         args += ["-D", f"{k}={v}"]
     args.append(server.db)
+    ticks = server.cpu_ticks()
     with PeakMemory(server) as mem:
         r = run(args, env=env, check=False)
+    ticks = server.cpu_ticks() - ticks
     if r.returncode != 0:
         raise RuntimeError(f"pgbench on {server.name} ({script}): {r.stderr.strip()[-500:]}")
-    tps = None
+    tps, count = None, None
     for line in r.stdout.splitlines():
         if line.startswith("tps ="):
             tps = float(line.split()[2])
+        if line.startswith("number of transactions actually processed:"):
+            count = int(line.split(":")[1].split()[0])
     latencies = []
     for f in logdir.glob("pgbench_log*"):
         for line in f.read_text().splitlines():
@@ -294,7 +319,8 @@ def pgbench(server, script, protocol, clients, seconds, variables, durability, l
     latencies.sort()
     pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000.0 if latencies else None
     server.sample_rss()
-    return {"tps": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "peak_mb": mem.mb}
+    cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6 / count if count else None
+    return {"tps": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "peak_mb": mem.mb, "cpu_us": cpu_us}
 
 
 def pgbench_mixed(server, scripts, protocol, seconds, variables, logdir):
@@ -509,6 +535,8 @@ def report(results, out):
             "tabula_p50_ms": median([r["p50_ms"] for r in t]), "postgres_p50_ms": median([r["p50_ms"] for r in p]),
             "tabula_p99_ms": median([r["p99_ms"] for r in t]), "postgres_p99_ms": median([r["p99_ms"] for r in p]),
             "ratio": median(ratios),
+            "tabula_cpu_us": median([r["cpu_us"] for r in t if r.get("cpu_us")]),
+            "postgres_cpu_us": median([r["cpu_us"] for r in p if r.get("cpu_us")]),
             "tabula_peak_mb": max((r.get("peak_mb") or 0 for r in t), default=None),
             "postgres_peak_mb": max((r.get("peak_mb") or 0 for r in p), default=None),
         })
@@ -545,12 +573,14 @@ def markdown(results, rows):
         "",
         "Peak memory is the largest sample (every 0.5 s) of the server's resident memory while the workload ran, in any round:",
         "Tabula's RSS, and PostgreSQL's postmaster and backends summed by PSS (a shared page counts once).",
+        "Server CPU is the server's user and system time per transaction while the workload ran (`/proc`; for PostgreSQL",
+        "the postmaster, its backends and the backends that ended), medians over rounds. Tabula's includes its busy polling.",
         "",
-        "| workload | Tabula tps | PostgreSQL tps | ratio | Tabula p50 / p99 ms | PostgreSQL p50 / p99 ms | peak memory MB Tabula / PostgreSQL |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| workload | Tabula tps | PostgreSQL tps | ratio | Tabula p50 / p99 ms | PostgreSQL p50 / p99 ms | server CPU µs per transaction Tabula / PostgreSQL | peak memory MB Tabula / PostgreSQL |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['workload']} | {fmt(r['tabula_tps'])} | {fmt(r['postgres_tps'])} | {fmt(r['ratio'], '.2f')} | {fmt(r['tabula_p50_ms'], '.3f')} / {fmt(r['tabula_p99_ms'], '.3f')} | {fmt(r['postgres_p50_ms'], '.3f')} / {fmt(r['postgres_p99_ms'], '.3f')} | {fmt(r.get('tabula_peak_mb'))} / {fmt(r.get('postgres_peak_mb'))} |")
+        lines.append(f"| {r['workload']} | {fmt(r['tabula_tps'])} | {fmt(r['postgres_tps'])} | {fmt(r['ratio'], '.2f')} | {fmt(r['tabula_p50_ms'], '.3f')} / {fmt(r['tabula_p99_ms'], '.3f')} | {fmt(r['postgres_p50_ms'], '.3f')} / {fmt(r['postgres_p99_ms'], '.3f')} | {fmt(r.get('tabula_cpu_us'))} / {fmt(r.get('postgres_cpu_us'))} | {fmt(r.get('tabula_peak_mb'))} / {fmt(r.get('postgres_peak_mb'))} |")
     share = results.get("ceiling_share")
     if share:
         lines += ["", f"Tabula's prepared point select against its own wire ceiling, round by round (the two run one after the other): {', '.join(f'{100 * x:.0f}' for x in share)} %; median {100 * median(share):.0f} %."]
