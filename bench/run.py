@@ -116,6 +116,14 @@ def cpu_ticks(pid, reaped=False):
         return 0
 
 
+def cmdline(pid):
+    """A process's title (PostgreSQL's backends name their user and database there); empty when gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 class PeakMemory:
     """Samples a server's resident memory (`Server.memory_kb`) every `every` seconds while a workload runs, in a
     thread; `mb` is the largest sample."""
@@ -188,6 +196,9 @@ class Server:
     def server_pid(self):
         return self.proc.pid if self.proc else None
 
+    def settle(self):
+        """Waits until what served the last run has ended (nothing to wait for here)."""
+
     def cpu_ticks(self):
         """CPU time the server has used so far: one process, all its threads."""
         pid = self.server_pid()
@@ -256,6 +267,16 @@ class Postgres(Server):
         except (OSError, ValueError, IndexError):
             return None
 
+    def settle(self):
+        """Waits (up to 5 s) for the run's backends to exit and be reaped: a backend still exiting when the CPU
+        time is read is neither among the live children nor in the postmaster's reaped time, and its whole
+        run would be missed."""
+        pid = self.server_pid()
+        for _ in range(50):
+            if not pid or not any("postgres: " + self.user in cmdline(c) for c in children(pid)):
+                return
+            time.sleep(0.1)
+
     def cpu_ticks(self):
         """CPU time of the postmaster, its live children, and the backends that ended (reaped by it)."""
         pid = self.server_pid()
@@ -301,6 +322,7 @@ def pgbench(server, script, protocol, clients, seconds, variables, durability, l
     ticks = server.cpu_ticks()
     with PeakMemory(server) as mem:
         r = run(args, env=env, check=False)
+    server.settle()
     ticks = server.cpu_ticks() - ticks
     if r.returncode != 0:
         raise RuntimeError(f"pgbench on {server.name} ({script}): {r.stderr.strip()[-500:]}")
