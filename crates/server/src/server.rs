@@ -164,19 +164,12 @@ async fn serve(
                 let busy_poll = config.busy_poll;
                 let (done, finished) = tokio::sync::oneshot::channel::<()>();
                 let mut aborted = abort.subscribe();
-                let socket = match socket.into_std() {
-                    Ok(s) => s,
+                // The closer shuts the socket down when the grace period ends: the connection's thread may be
+                // asleep in `recv`.
+                let (socket, closer) = match socket.into_std().and_then(|s| s.try_clone().map(|c| (s, c))) {
+                    Ok(pair) => pair,
                     Err(e) => {
                         warn!(error = %e, "cannot detach an accepted socket");
-                        active.fetch_sub(1, Ordering::SeqCst);
-                        continue;
-                    }
-                };
-                // Shut down when the grace period ends; the connection's thread may be asleep in `recv`.
-                let closer = match socket.try_clone() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        warn!(error = %e, "cannot clone an accepted socket");
                         active.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
