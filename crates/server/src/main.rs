@@ -36,6 +36,9 @@ struct Cli {
     /// Microseconds a connection busy-polls its socket after each reply before it sleeps (0: never) [default: 100]
     #[arg(long, env = "TABULA_BUSY_POLL_US")]
     busy_poll_us: Option<u64>,
+    /// MiB of log blocks written at start, for durable commits to overwrite rather than append to (0: none) [default: 16]
+    #[arg(long, env = "TABULA_WAL_PREFILL_MB")]
+    wal_prefill_mb: Option<usize>,
     /// Log level: error, warn, info, debug, trace [default: info]
     #[arg(long, env = "TABULA_LOG")]
     log_level: Option<String>,
@@ -67,6 +70,7 @@ struct FileConfig {
     slow_statement_ms: Option<u64>,
     max_statement_bytes: Option<usize>,
     busy_poll_us: Option<u64>,
+    wal_prefill_mb: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
     users: Option<std::collections::HashMap<String, String>>,
@@ -137,6 +141,7 @@ async fn run() -> anyhow::Result<()> {
         },
         split_bytes: defaults.split_bytes,
         busy_poll: cli.busy_poll_us.or(file.busy_poll_us).map_or(defaults.busy_poll, Duration::from_micros),
+        wal_prefill_bytes: cli.wal_prefill_mb.or(file.wal_prefill_mb).map_or(defaults.wal_prefill_bytes, |mb| mb << 20),
     };
     let server = start(config.clone()).await?;
     let addr = server.addr;

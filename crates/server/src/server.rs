@@ -49,6 +49,8 @@ pub struct ServerConfig {
     pub max_statement_bytes: usize,
     /// How long a connection's thread busy-polls its socket after a reply before it sleeps (zero: never).
     pub busy_poll: Duration,
+    /// Bytes of log blocks written at start, for durable commits to overwrite (`StoreConfig::log_prefill_bytes`).
+    pub wal_prefill_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -67,6 +69,7 @@ impl Default for ServerConfig {
             split_bytes: StoreConfig::default().split_bytes,
             max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
             busy_poll: Duration::from_micros(100),
+            wal_prefill_bytes: StoreConfig::default().log_prefill_bytes,
         }
     }
 }
@@ -100,6 +103,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         block_cache_bytes: config.block_cache_bytes,
         split_bytes: config.split_bytes,
         merge_bytes: config.split_bytes / 8,
+        log_prefill_bytes: config.wal_prefill_bytes,
         ..StoreConfig::default()
     };
     let store = Store::open(&config.data_dir, store_config).map_err(|e| anyhow!("{e}"))?;

@@ -51,6 +51,9 @@ pub struct StoreConfig {
     pub bulk_spill_bytes: usize,
     /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
     pub bulk_ingest_bytes: usize,
+    /// Bytes of written blocks the log has at open, for durable commits to overwrite rather than append to
+    /// (see `Kv::prefill_log`); 0: none. Costs this much writing at each open.
+    pub log_prefill_bytes: usize,
 }
 
 impl Default for StoreConfig {
@@ -67,6 +70,9 @@ impl Default for StoreConfig {
             scan_budget_bytes: 4 << 20,
             bulk_spill_bytes: 64 << 20,
             bulk_ingest_bytes: 16 << 20,
+            // About what a log holds when the data family's 16 MiB memtable fills and the log is switched
+            // for a reused one, which then has as many blocks.
+            log_prefill_bytes: 16 << 20,
         }
     }
 }
@@ -351,6 +357,15 @@ impl Store {
             stop: AtomicBool::new(false),
         });
         inner.load_catalog()?;
+        if inner.config.log_prefill_bytes > 0 {
+            // A second try when the flush's cleanup had not yet freed the grown log; beyond that, commits
+            // append as they would without it, which is slower but no less safe.
+            for _ in 0..2 {
+                if inner.kv.prefill_log(inner.config.log_prefill_bytes)? {
+                    break;
+                }
+            }
+        }
         let mut threads = Vec::new();
         if let Some(every) = inner.config.maintenance_interval {
             let weak = Arc::downgrade(&inner);

@@ -24,6 +24,8 @@ pub(crate) type KvSnapshot = SnapshotWithThreadMode<'static, Db>;
 const META: &str = "meta";
 /// Meta records of data key ranges still to be deleted (key: this prefix and the range's start; value: its end).
 const PENDING_DELETE: &[u8] = b"~delete/";
+/// A meta record written and deleted by [`Kv::prefill_log`], so that its flushes have something to flush.
+const LOG_PREFILL: &[u8] = b"~log-prefill";
 
 pub(crate) struct Kv {
     pub db: Db,
@@ -127,6 +129,52 @@ impl Kv {
         };
         kv.finish_deletes()?;
         Ok(kv)
+    }
+
+    /// Makes the log that commits go to next one that already has `bytes` of written blocks, as PostgreSQL
+    /// makes its WAL segments before use: a durable commit then overwrites blocks the file has and its
+    /// fdatasync need not also commit a new file size to the journal. Appending, it costs 180-240 us on this
+    /// kind of disk; overwriting, 100-130 us.
+    ///
+    /// RocksDB reuses a log (`recycle_log_file_num`) only once a flush has freed it, and never one of an
+    /// earlier process: without this, a server's commits append to new files until its first memtables
+    /// fill. So: grow the current log with records that only the log keeps (`put_log_data`, which recovery
+    /// skips), flush to free it, and flush again to switch to it. Returns whether the log now in use has the
+    /// blocks; the flushes' obsolete-file pass runs after they return, so the switch may come too early.
+    pub fn prefill_log(&self, bytes: usize) -> Result<bool> {
+        let chunk = vec![0u8; 1 << 20];
+        let mut opts = WriteOptions::default();
+        opts.set_sync(false);
+        for _ in 0..bytes.div_ceil(chunk.len()) {
+            let mut batch = WriteBatchWithTransaction::<true>::default();
+            batch.put_log_data(&chunk);
+            self.db.write_opt(batch, &opts)?;
+        }
+        self.db.flush_wal(true)?;
+        for _ in 0..2 {
+            // A flush switches logs only when some memtable holds something.
+            self.db.put_cf(self.meta_cf(), LOG_PREFILL, [])?;
+            self.flush()?;
+        }
+        self.db.delete_cf(self.meta_cf(), LOG_PREFILL)?;
+        Ok(self.current_log_bytes()? >= bytes as u64)
+    }
+
+    /// The size of the newest log file (the one commits go to).
+    fn current_log_bytes(&self) -> Result<u64> {
+        let mut newest: Option<(u64, u64)> = None;
+        for entry in std::fs::read_dir(&self.dir).map_err(|e| StoreError::Storage(format!("cannot list {}: {e}", self.dir.display())))? {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name();
+            let Some(number) = name.to_str().and_then(|n| n.strip_suffix(".log")).and_then(|n| n.parse::<u64>().ok()) else {
+                continue;
+            };
+            let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            if newest.is_none_or(|(n, _)| number > n) {
+                newest = Some((number, len));
+            }
+        }
+        Ok(newest.map_or(0, |(_, len)| len))
     }
 
     fn meta_cf(&self) -> &rocksdb::ColumnFamily {
@@ -433,6 +481,40 @@ impl KvBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commits_go_to_a_prefilled_log_and_are_replayed_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_files = || {
+            std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log")).count()
+        };
+        {
+            let kv = Kv::open(dir.path(), 1 << 20, true, |_| {}).unwrap();
+            assert!(kv.current_log_bytes().unwrap() < 1 << 20);
+            assert!(kv.prefill_log(3 << 20).unwrap(), "the log in use has the prefilled blocks");
+            assert!(kv.current_log_bytes().unwrap() >= 3 << 20);
+            // Synced commits, written over the old blocks, and not flushed before the close.
+            for i in 0..100u32 {
+                let mut b = KvBatch::default();
+                b.put(format!("k{i:03}").as_bytes(), &i.to_be_bytes());
+                kv.write_batch(b).unwrap();
+            }
+            assert!(kv.meta_get(LOG_PREFILL).unwrap().is_none());
+        }
+        // Recovery reads the commits back and stops where the reused file's older records begin.
+        let kv = Kv::open(dir.path(), 1 << 20, true, |_| {}).unwrap();
+        let mut it = kv.db.raw_iterator_cf(kv.data_cf());
+        it.seek_to_first();
+        let mut n = 0u32;
+        while it.valid() {
+            assert_eq!(it.key().unwrap(), format!("k{n:03}").as_bytes());
+            assert_eq!(it.value().unwrap(), n.to_be_bytes());
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, 100);
+        assert!(log_files() <= 4, "the filled logs are reused or deleted, not kept");
+    }
 
     #[test]
     fn a_range_deletion_cut_short_runs_at_the_next_open() {
