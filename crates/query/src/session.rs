@@ -564,7 +564,12 @@ impl Session {
     }
 
     pub fn setting(&self, name: &str) -> Option<&str> {
-        self.settings.get(&name.to_lowercase()).map(|s| s.as_str())
+        // Every statement looks up `statement_timeout`: no lowercased copy for a name already in lower case.
+        if name.chars().any(char::is_uppercase) {
+            self.settings.get(&name.to_lowercase()).map(|s| s.as_str())
+        } else {
+            self.settings.get(name).map(|s| s.as_str())
+        }
     }
 
     pub fn settings(&self) -> &BTreeMap<String, String> {
