@@ -141,7 +141,10 @@ async fn run() -> anyhow::Result<()> {
         },
         split_bytes: defaults.split_bytes,
         busy_poll: cli.busy_poll_us.or(file.busy_poll_us).map_or(defaults.busy_poll, Duration::from_micros),
-        wal_prefill_bytes: cli.wal_prefill_mb.or(file.wal_prefill_mb).map_or(defaults.wal_prefill_bytes, |mb| mb << 20),
+        wal_prefill_bytes: match cli.wal_prefill_mb.or(file.wal_prefill_mb) {
+            Some(mb) => mb.checked_mul(1 << 20).with_context(|| format!("--wal-prefill-mb {mb} is too large"))?,
+            None => defaults.wal_prefill_bytes,
+        },
     };
     let server = start(config.clone()).await?;
     let addr = server.addr;

@@ -358,13 +358,7 @@ impl Store {
         });
         inner.load_catalog()?;
         if inner.config.log_prefill_bytes > 0 {
-            // A second try when the flush's cleanup had not yet freed the grown log; beyond that, commits
-            // append as they would without it, which is slower but no less safe.
-            for _ in 0..2 {
-                if inner.kv.prefill_log(inner.config.log_prefill_bytes)? {
-                    break;
-                }
-            }
+            inner.kv.prefill_log(inner.config.log_prefill_bytes)?;
         }
         let mut threads = Vec::new();
         if let Some(every) = inner.config.maintenance_interval {

@@ -136,8 +136,20 @@ impl Kv {
     /// earlier process: without this, a server's commits append to new files until its first memtables
     /// fill. So: grow the current log with records that only the log keeps (`put_log_data`, which recovery
     /// skips), flush to free it, and flush again to switch to it. Returns whether the log now in use has the
-    /// blocks; the flushes' obsolete-file pass runs after they return, so the switch may come too early.
+    /// blocks. The flushes' obsolete-file pass runs after they return, so the switch may come too early: then
+    /// it tries once more, and beyond that commits append as they would without it (slower, no less safe).
     pub fn prefill_log(&self, bytes: usize) -> Result<bool> {
+        for _ in 0..2 {
+            self.grow_and_switch_log(bytes)?;
+            if self.current_log_bytes()? >= bytes as u64 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One try of [`Kv::prefill_log`].
+    fn grow_and_switch_log(&self, bytes: usize) -> Result<()> {
         let chunk = vec![0u8; 1 << 20];
         let mut opts = WriteOptions::default();
         opts.set_sync(false);
@@ -152,8 +164,7 @@ impl Kv {
             self.db.put_cf(self.meta_cf(), LOG_PREFILL, [])?;
             self.flush()?;
         }
-        self.db.delete_cf(self.meta_cf(), LOG_PREFILL)?;
-        Ok(self.current_log_bytes()? >= bytes as u64)
+        Ok(self.db.delete_cf(self.meta_cf(), LOG_PREFILL)?)
     }
 
     /// The size of the newest log file (the one commits go to).
