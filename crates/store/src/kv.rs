@@ -38,8 +38,10 @@ pub(crate) struct Kv {
     synced_seq: std::sync::atomic::AtomicU64,
     /// Every write syncs the log itself (`Durability::Sync`).
     sync_writes: bool,
-    /// Held while syncing the log, so that callers waiting for the same writes share one fsync.
-    sync_lock: std::sync::Mutex<()>,
+    /// Whether some caller of [`Kv::sync_wal`] is syncing the log now. Not held during the sync itself.
+    syncing: std::sync::Mutex<bool>,
+    /// Signalled when a sync ends, for the callers that waited for it.
+    sync_ended: std::sync::Condvar,
 }
 
 impl Kv {
@@ -60,6 +62,12 @@ impl Kv {
         // at its data's flush, instead of at the 256 MiB bound above (before, logs piled up to that bound).
         db_opts.set_recycle_log_file_num(4);
         db_opts.set_atomic_flush(true);
+        // The leader of a group of concurrent writes inserts every member's records into the memtable itself.
+        // RocksDB's default has each member insert its own in parallel, which wakes every member twice (once to
+        // insert, once when the group is done) instead of once; on a machine with fewer cores than writers the
+        // second wake-up costs far more than the insert it parallelises. Async UPDATEs from 16 clients: 37-44k
+        // a second against 28-35k.
+        db_opts.set_allow_concurrent_memtable_write(false);
 
         // HyperClockCache: lookups without the LRU cache's shard mutex and list updates, which a point get
         // pays three times (index partition, filter partition, data block). 0: entry size estimated as it runs.
@@ -121,7 +129,8 @@ impl Kv {
             next_file: Default::default(),
             synced_seq: Default::default(),
             sync_writes: sync,
-            sync_lock: Default::default(),
+            syncing: Default::default(),
+            sync_ended: Default::default(),
         };
         kv.finish_deletes()?;
         Ok(kv)
@@ -309,22 +318,46 @@ impl Kv {
     }
 
     /// Makes every write committed so far durable: syncs the write-ahead log unless those writes are in a
-    /// synced log already (commits that synced themselves, or another caller's sync). Concurrent callers
-    /// share one fsync: the one that waited for the lock finds its writes synced by the one that held it.
+    /// synced log already (commits that synced themselves, or another caller's sync).
+    ///
+    /// Group commit: one caller syncs at a time, outside any lock. Callers that come meanwhile wait for that
+    /// sync to end, then return at once if it covered their writes; those whose writes came after it began
+    /// share the next one, which the first of them to wake starts. (A mutex held across the sync, as before,
+    /// woke its waiters one by one, and a waiter already covered could queue behind a later caller's sync: 16
+    /// durable clients ran 8.4-11.5k UPDATEs a second that way, 14.3-17.3k this way.)
     pub fn sync_wal(&self) -> Result<()> {
         use std::sync::atomic::Ordering::{Acquire, Release};
         if self.sync_writes {
             return Ok(());
         }
+        // Every write up to this sequence number is in the log's file already: a commit is visible only once
+        // written.
         let target = self.db.latest_sequence_number();
         if self.synced_seq.load(Acquire) >= target {
             return Ok(());
         }
-        let _held = self.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.synced_seq.load(Acquire) >= target {
-            return Ok(());
+        let mut syncing = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.synced_seq.load(Acquire) >= target {
+                return Ok(());
+            }
+            if !*syncing {
+                break;
+            }
+            syncing = self.sync_ended.wait(syncing).unwrap_or_else(|p| p.into_inner());
         }
-        // Everything up to `seq` is in the log's file already: a commit is visible only once written.
+        *syncing = true;
+        drop(syncing);
+        // Clears the flag and wakes the waiters however the sync ends, so that one of them tries again after
+        // an error.
+        struct Ending<'a>(&'a Kv);
+        impl Drop for Ending<'_> {
+            fn drop(&mut self) {
+                *self.0.syncing.lock().unwrap_or_else(|p| p.into_inner()) = false;
+                self.0.sync_ended.notify_all();
+            }
+        }
+        let _ending = Ending(self);
         let seq = self.db.latest_sequence_number();
         self.db.flush_wal(true)?;
         self.synced_seq.fetch_max(seq, Release);
@@ -488,6 +521,29 @@ impl KvBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_committers_each_return_only_once_a_sync_covers_their_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = Kv::open(dir.path(), 1 << 20, false, |_| {}).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8u32 {
+                let kv = &kv;
+                s.spawn(move || {
+                    for i in 0..200u32 {
+                        let mut b = KvBatch::default();
+                        b.put(format!("t{t}/{i:03}").as_bytes(), b"v");
+                        kv.write_batch(b).unwrap();
+                        let written = kv.db.latest_sequence_number();
+                        kv.sync_wal().unwrap();
+                        let synced = kv.synced_seq.load(std::sync::atomic::Ordering::Acquire);
+                        assert!(synced >= written, "thread {t} write {i}: synced up to {synced}, written at {written}");
+                    }
+                });
+            }
+        });
+        assert!(!*kv.syncing.lock().unwrap(), "no sync is left marked as running");
+    }
 
     #[test]
     fn commits_go_to_a_prefilled_log_and_are_replayed_from_it() {
