@@ -45,10 +45,13 @@ READS = [
 WRITES = [
     ("single-row INSERT of new keys (durable)", "insert.sql", "prepared", 1, "sync"),
     ("UPDATE by key (durable)", "update.sql", "prepared", 1, "sync"),
+    # Concurrent committers share each log sync (group commit) on both servers.
+    ("UPDATE by key (durable, 16 clients)", "update.sql", "prepared", 16, "sync"),
 ]
 ASYNC_WRITES = [
     ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
     ("single-row upsert (async commit)", "upsert.sql", "prepared", 1, "async"),
+    ("single-row upsert (async commit, 16 clients)", "upsert.sql", "prepared", 16, "async"),
 ]
 
 CEILING, POINT = READS[0][0], READS[1][0]
