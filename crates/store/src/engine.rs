@@ -52,7 +52,8 @@ pub struct StoreConfig {
     /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
     pub bulk_ingest_bytes: usize,
     /// Bytes of written blocks the log has at open, for durable commits to overwrite rather than append to
-    /// (see `Kv::prefill_log`); 0: none. Costs this much writing at each open.
+    /// (see `Kv::prefill_log`); 0: none. Costs about twice this much writing at each open: the log in use and
+    /// the one reused after it.
     pub log_prefill_bytes: usize,
 }
 
