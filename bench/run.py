@@ -222,7 +222,8 @@ class Tabula(Server):
         # (synchronous_commit, in PGOPTIONS), so no restart comes between phases.
         if self.proc:
             return
-        args = [str(TARGET / "release" / "tabula"), "--data-dir", str(self.dir), "--listen", f"127.0.0.1:{self.port}", "--log-level", "warn", "--max-connections", "200"]
+        # The same memory for caching table data as PostgreSQL's shared_buffers below.
+        args = [str(TARGET / "release" / "tabula"), "--data-dir", str(self.dir), "--listen", f"127.0.0.1:{self.port}", "--log-level", "warn", "--max-connections", "200", "--block-cache-mb", "1024"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.wait_ready()
 

@@ -36,6 +36,9 @@ struct Cli {
     /// Microseconds a connection busy-polls its socket after each reply before it sleeps (0: never) [default: 100]
     #[arg(long, env = "TABULA_BUSY_POLL_US")]
     busy_poll_us: Option<u64>,
+    /// MiB of memory for the block cache of recently read table blocks (PostgreSQL's shared_buffers) [default: 256]
+    #[arg(long, env = "TABULA_BLOCK_CACHE_MB")]
+    block_cache_mb: Option<usize>,
     /// MiB of log blocks written at start, for durable commits to overwrite rather than append to (0: none) [default: 16]
     #[arg(long, env = "TABULA_WAL_PREFILL_MB")]
     wal_prefill_mb: Option<usize>,
@@ -70,6 +73,7 @@ struct FileConfig {
     slow_statement_ms: Option<u64>,
     max_statement_bytes: Option<usize>,
     busy_poll_us: Option<u64>,
+    block_cache_mb: Option<usize>,
     wal_prefill_mb: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
@@ -127,7 +131,11 @@ async fn run() -> anyhow::Result<()> {
         },
         max_connections: cli.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
         slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
-        block_cache_bytes: defaults.block_cache_bytes,
+        block_cache_bytes: match cli.block_cache_mb.or(file.block_cache_mb) {
+            Some(0) => anyhow::bail!("--block-cache-mb must be at least 1"),
+            Some(mb) => mb.checked_mul(1 << 20).with_context(|| format!("--block-cache-mb {mb} is too large"))?,
+            None => defaults.block_cache_bytes,
+        },
         max_statement_bytes: cli.max_statement_bytes.or(file.max_statement_bytes).unwrap_or(defaults.max_statement_bytes),
         auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,
         users: match cli.users {

@@ -1,0 +1,49 @@
+//! The `tabula` binary's settings, as a user passes them: flags and the configuration file.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn tabula() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tabula"))
+}
+
+/// Runs the binary to its exit and returns what it wrote to stderr; it must fail.
+fn refused(cmd: &mut Command) -> String {
+    let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output().expect("run tabula");
+    assert!(!out.status.success(), "tabula should have refused to start");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_block_cache_of_zero_is_refused_from_the_flag_and_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let err = refused(tabula().arg("--data-dir").arg(&data).args(["--listen", "127.0.0.1:0", "--block-cache-mb", "0"]));
+    assert!(err.contains("--block-cache-mb must be at least 1"), "{err}");
+
+    let file = dir.path().join("tabula.toml");
+    std::fs::write(&file, "block_cache_mb = 0\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    let err = refused(tabula().arg("--data-dir").arg(&data).arg("--config").arg(&file));
+    assert!(err.contains("--block-cache-mb must be at least 1"), "{err}");
+
+    let err = refused(tabula().arg("--data-dir").arg(&data).args(["--listen", "127.0.0.1:0", "--block-cache-mb", "lots"]));
+    assert!(err.contains("--block-cache-mb"), "{err}");
+}
+
+#[test]
+fn a_server_starts_with_the_block_cache_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tabula()
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["--listen", "127.0.0.1:0", "--block-cache-mb", "64", "--wal-prefill-mb", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tabula");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.contains("serving"), "the server did not start: {first:?}");
+}
