@@ -82,6 +82,11 @@ struct FileConfig {
     tls_key: Option<PathBuf>,
 }
 
+/// A setting given in MiB, in bytes.
+fn mib(flag: &str, mb: usize) -> anyhow::Result<usize> {
+    mb.checked_mul(1 << 20).with_context(|| format!("{flag} {mb} is too large"))
+}
+
 /// Whether commits wait for the log's sync by default (`synchronous_commit`).
 fn synchronous_commit(s: &str) -> anyhow::Result<bool> {
     match s {
@@ -133,7 +138,7 @@ async fn run() -> anyhow::Result<()> {
         slow_statement_ms: cli.slow_statement_ms.or(file.slow_statement_ms).unwrap_or(defaults.slow_statement_ms),
         block_cache_bytes: match cli.block_cache_mb.or(file.block_cache_mb) {
             Some(0) => anyhow::bail!("--block-cache-mb must be at least 1"),
-            Some(mb) => mb.checked_mul(1 << 20).with_context(|| format!("--block-cache-mb {mb} is too large"))?,
+            Some(mb) => mib("--block-cache-mb", mb)?,
             None => defaults.block_cache_bytes,
         },
         max_statement_bytes: cli.max_statement_bytes.or(file.max_statement_bytes).unwrap_or(defaults.max_statement_bytes),
@@ -150,7 +155,7 @@ async fn run() -> anyhow::Result<()> {
         split_bytes: defaults.split_bytes,
         busy_poll: cli.busy_poll_us.or(file.busy_poll_us).map_or(defaults.busy_poll, Duration::from_micros),
         wal_prefill_bytes: match cli.wal_prefill_mb.or(file.wal_prefill_mb) {
-            Some(mb) => mb.checked_mul(1 << 20).with_context(|| format!("--wal-prefill-mb {mb} is too large"))?,
+            Some(mb) => mib("--wal-prefill-mb", mb)?,
             None => defaults.wal_prefill_bytes,
         },
     };
