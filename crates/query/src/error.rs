@@ -64,6 +64,9 @@ pub enum QueryError {
     InvalidTransactionState(String),
     #[error("unrecognized configuration parameter \"{0}\"")]
     UndefinedParameter(String),
+    /// `SET` of a setting fixed for the server's life, or for good (`server_version`).
+    #[error("{0}")]
+    CantChangeParameter(String),
     #[error("{0}")]
     Store(StoreError),
     #[error("{0}")]
@@ -106,6 +109,7 @@ impl QueryError {
             InFailedTransaction => "25P02",
             InvalidTransactionState(_) => "25000",
             UndefinedParameter(_) => "42704",
+            CantChangeParameter(_) => "55P02",
             Store(e) => e.sqlstate(),
             WithContext { inner, .. } => inner.sqlstate(),
             ProgramLimitExceeded(_) => "54000",

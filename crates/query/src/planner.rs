@@ -81,7 +81,15 @@ impl<'a> Planner<'a> {
             Statement::Explain { statement, analyze, .. } => Ok(Plan::Explain { plan: Box::new(self.plan(statement)?), analyze: *analyze }),
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {
-                Ok(Plan::ShowVariable { name: variable.iter().map(ident_name).collect::<Vec<_>>().join(" ") })
+                // sqlparser keeps the words of `SHOW` and drops what is between them: the words are one of
+                // PostgreSQL's few spaced names, else the parts of a dotted custom name (`tabula.busy_poll`).
+                let words: Vec<String> = variable.iter().map(ident_name).collect();
+                let spaced = words.join(" ");
+                let name = match spaced.as_str() {
+                    "time zone" | "transaction isolation level" | "session authorization" => spaced,
+                    _ => words.join("."),
+                };
+                Ok(Plan::ShowVariable { name })
             }
             Statement::Discard { .. } => Ok(Plan::Discard),
             Statement::Copy { source, to, target, options, legacy_options, .. } => self.copy(source, *to, target, options, legacy_options),

@@ -56,6 +56,15 @@ impl Database {
         })
     }
 
+    /// Publishes one of the server's own settings ([`SERVER_SETTINGS`]): `SHOW` gives it, `SET` refuses it.
+    pub fn set_server_setting(&self, name: &str, value: &str) -> Result<()> {
+        if !SERVER_SETTINGS.contains(&name) {
+            return Err(QueryError::Internal(format!("\"{name}\" is not a server setting")));
+        }
+        self.defaults.write().insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
     /// Changes the default of a setting for sessions started from now on (`synchronous_commit`, say, from
     /// the server's configuration). The value is checked as `SET` would check it.
     pub fn set_default(&self, name: &str, value: &str) -> Result<()> {
@@ -188,6 +197,23 @@ fn default_settings(durability: tabula_store::Durability) -> BTreeMap<String, St
 /// Settings no one may change.
 const FIXED_SETTINGS: &[&str] = &["server_version", "server_version_num", "server_encoding", "integer_datetimes", "is_superuser"];
 
+/// Settings the server fixes when it starts, from its flags or configuration file (PostgreSQL's `postmaster`
+/// settings): `SHOW` gives them once the server has published them, and only a restart changes them. Tabula's
+/// own take a `tabula.` prefix, as PostgreSQL's custom settings take a dotted one.
+pub const SERVER_SETTINGS: &[&str] =
+    &["max_connections", "wal_writer_delay", "tabula.block_cache_size", "tabula.busy_poll", "tabula.wal_prefill_size"];
+
+/// Refuses a change to a setting that cannot change in a session, with PostgreSQL's message.
+fn refuse_fixed(key: &str) -> Result<()> {
+    if FIXED_SETTINGS.contains(&key) {
+        return Err(QueryError::CantChangeParameter(format!("parameter \"{key}\" cannot be changed")));
+    }
+    if SERVER_SETTINGS.contains(&key) {
+        return Err(QueryError::CantChangeParameter(format!("parameter \"{key}\" cannot be changed without restarting the server")));
+    }
+    Ok(())
+}
+
 /// Settings whose changes clients are told about (ParameterStatus).
 pub const REPORTED_SETTINGS: &[&str] = &[
     "application_name",
@@ -267,9 +293,7 @@ pub fn startup_settings<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>
             other => vec![(other.to_string(), value.to_string())],
         };
         for (k, v) in pairs {
-            if FIXED_SETTINGS.contains(&k.as_str()) {
-                return Err(QueryError::InvalidParameterValue(format!("parameter \"{k}\" cannot be changed")));
-            }
+            refuse_fixed(&k.to_lowercase())?;
             out.push(check_setting(&k, &v)?);
         }
     }
@@ -922,6 +946,7 @@ impl Session {
             Plan::ShowVariable { name } => {
                 let name = match name.as_str() {
                     "transaction isolation level" => "transaction_isolation".to_string(),
+                    "time zone" => "timezone".to_string(),
                     n => n.to_string(),
                 };
                 let value = self.setting(&name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
@@ -1252,9 +1277,7 @@ impl Session {
             Some(v) => v.to_string(),
             None => self.db.defaults.read().get(&key).cloned().unwrap_or_default(),
         };
-        if FIXED_SETTINGS.contains(&key.as_str()) {
-            return Err(QueryError::InvalidParameterValue(format!("parameter \"{key}\" cannot be changed")));
-        }
+        refuse_fixed(&key.to_lowercase())?;
         let (key, value) = check_setting(&key, &value)?;
         self.settings.insert(key.clone(), value.clone());
         if REPORTED_SETTINGS.contains(&key.as_str()) {
@@ -1606,7 +1629,11 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
-        Plan::ShowVariable { name } => text(if name == "transaction isolation level" { "transaction_isolation" } else { name }),
+        Plan::ShowVariable { name } => text(match name.as_str() {
+            "transaction isolation level" => "transaction_isolation",
+            "time zone" => "timezone",
+            n => n,
+        }),
         _ => vec![],
     }
 }

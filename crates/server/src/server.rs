@@ -121,6 +121,9 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let db = Database::new(Arc::new(store));
     db.set_max_statement_bytes(config.max_statement_bytes);
     db.set_default("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }).map_err(|e| anyhow!("{e}"))?;
+    for (name, value) in server_settings(&config) {
+        db.set_server_setting(name, &value).map_err(|e| anyhow!("{e}"))?;
+    }
     let mut roles: Vec<String> = config.users.keys().cloned().collect();
     roles.sort();
     db.set_roles(roles);
@@ -268,5 +271,58 @@ impl StartupHandler for TooManyClients {
 impl PgWireServerHandlers for TooManyClients {
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         Arc::new(TooManyClients)
+    }
+}
+
+/// The configuration `SHOW` gives (`tabula_query::session::SERVER_SETTINGS`), written as PostgreSQL writes
+/// its own memory and time settings.
+fn server_settings(config: &ServerConfig) -> [(&'static str, String); 5] {
+    [
+        ("max_connections", config.max_connections.to_string()),
+        ("wal_writer_delay", pg_duration(config.wal_writer_delay)),
+        ("tabula.block_cache_size", pg_size(config.block_cache_bytes)),
+        ("tabula.busy_poll", pg_duration(config.busy_poll)),
+        ("tabula.wal_prefill_size", pg_size(config.wal_prefill_bytes)),
+    ]
+}
+
+/// A size in the largest unit that divides it, as PostgreSQL shows `shared_buffers` (`1GB`, `256MB`, `8kB`).
+fn pg_size(bytes: usize) -> String {
+    const UNITS: [(&str, usize); 4] = [("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)];
+    match UNITS.iter().find(|(_, size)| bytes > 0 && bytes.is_multiple_of(*size)) {
+        Some((unit, size)) => format!("{}{unit}", bytes / size),
+        None if bytes == 0 => "0".into(),
+        None => format!("{bytes}B"),
+    }
+}
+
+/// A duration in the largest unit that divides it, as PostgreSQL shows `wal_writer_delay` (`200ms`, `1s`).
+fn pg_duration(d: Duration) -> String {
+    const UNITS: [(&str, u128); 6] =
+        [("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000), ("s", 1_000_000), ("ms", 1_000), ("us", 1)];
+    let us = d.as_micros();
+    match UNITS.iter().find(|(_, size)| us > 0 && us.is_multiple_of(*size)) {
+        Some((unit, size)) => format!("{}{unit}", us / size),
+        None => "0".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_read_as_postgresql_writes_them() {
+        assert_eq!(pg_size(256 << 20), "256MB");
+        assert_eq!(pg_size(1 << 30), "1GB");
+        assert_eq!(pg_size(1536 << 20), "1536MB");
+        assert_eq!(pg_size(8 << 10), "8kB");
+        assert_eq!(pg_size(1000), "1000B");
+        assert_eq!(pg_size(0), "0");
+        assert_eq!(pg_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(pg_duration(Duration::from_micros(100)), "100us");
+        assert_eq!(pg_duration(Duration::from_secs(120)), "2min");
+        assert_eq!(pg_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(pg_duration(Duration::ZERO), "0");
     }
 }

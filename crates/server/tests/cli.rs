@@ -31,19 +31,36 @@ fn a_block_cache_of_zero_is_refused_from_the_flag_and_the_file() {
 }
 
 #[test]
-fn a_server_starts_with_the_block_cache_it_is_given() {
+fn a_server_starts_with_the_block_cache_it_is_given_and_shows_its_settings() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = tabula()
         .arg("--data-dir")
         .arg(dir.path().join("data"))
-        .args(["--listen", "127.0.0.1:0", "--block-cache-mb", "64", "--wal-prefill-mb", "0"])
+        .args(["--listen", "127.0.0.1:0", "--block-cache-mb", "64", "--wal-prefill-mb", "0", "--busy-poll-us", "250"])
+        .args(["--max-connections", "7"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("start tabula");
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let shown = first.rsplit_once(" on ").map(|(_, addr)| addr.trim().to_string()).and_then(|addr| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (host, port) = addr.rsplit_once(':')?;
+            let conn = format!("host={host} port={port} user=tabula dbname=tabula");
+            let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.ok()?;
+            tokio::spawn(connection);
+            let mut shown = Vec::new();
+            for name in ["tabula.block_cache_size", "tabula.wal_prefill_size", "tabula.busy_poll", "max_connections"] {
+                let row = client.query_one(&format!("SHOW {name}"), &[]).await.ok()?;
+                shown.push(row.get::<_, String>(0));
+            }
+            Some(shown)
+        })
+    });
     let _ = child.kill();
     let _ = child.wait();
     assert!(first.contains("serving"), "the server did not start: {first:?}");
+    assert_eq!(shown.expect("SHOW over a connection"), ["64MB", "0", "250us", "7"]);
 }

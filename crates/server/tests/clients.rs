@@ -345,7 +345,10 @@ async fn synchronous_commit_and_startup_options() {
     assert_eq!(e.as_db_error().unwrap().severity(), "FATAL");
     assert!(e.as_db_error().unwrap().message().contains("\"synchronous_commit\": \"bogus\""), "{e}");
     let e = refused("-c server_version=1").await;
-    assert_eq!(e.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
+    assert_eq!(e.code(), Some(&SqlState::CANT_CHANGE_RUNTIME_PARAM));
+    let e = refused("-c max_connections=5").await;
+    assert_eq!(e.code(), Some(&SqlState::CANT_CHANGE_RUNTIME_PARAM));
+    assert!(e.as_db_error().unwrap().message().contains("cannot be changed without restarting the server"), "{e}");
     let e = refused("-x").await;
     assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
     assert!(e.as_db_error().unwrap().message().contains("invalid command-line argument for server process: -x"), "{e}");
