@@ -174,6 +174,16 @@ class Server:
             raise RuntimeError(f"{self.name}: {sql[:80]}: {r.stderr.strip()}")
         return r.stdout
 
+    # Settings the report names as each server gives them back (SHOW), rather than as the suite asked for them.
+    SETTINGS = ()
+
+    def settings(self):
+        out = {}
+        for name in self.SETTINGS:
+            r = run(["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", self.db, "-c", f"SHOW {name}"], check=False)
+            out[name] = r.stdout.strip() if r.returncode == 0 else f"(SHOW failed: {r.stderr.strip()})"
+        return out
+
     def wait_ready(self):
         for _ in range(600):
             if run(["pg_isready", "-h", "127.0.0.1", "-p", str(self.port)], check=False).returncode == 0:
@@ -212,6 +222,7 @@ class Tabula(Server):
     name = "tabula"
     user = "tabula"
     db = "tabula"
+    SETTINGS = ("tabula.block_cache_size", "max_connections", "tabula.busy_poll", "wal_writer_delay")
 
     def __init__(self, workdir, port):
         self.dir = workdir / "tabula-data"
@@ -238,6 +249,7 @@ class Tabula(Server):
 class Postgres(Server):
     name = "postgres"
     db = "postgres"
+    SETTINGS = ("shared_buffers", "max_connections", "wal_writer_delay")
 
     def __init__(self, workdir, port):
         self.dir = workdir / "pg-data"
@@ -467,6 +479,7 @@ def main():
         pg.start()
         load(tabula, a.rows, a.vrows, csv, results)
         load(pg, a.rows, a.vrows, csv, results)
+        results["settings"] = {s.name: s.settings() for s in (tabula, pg)}
         variables = {"rows": a.rows, "vrows": a.vrows}
         for rnd in range(1, a.rounds + 1):
             log(f"round {rnd} of {a.rounds}")
@@ -590,12 +603,22 @@ def fmt(x, spec=".0f"):
     return "–" if x is None else format(x, spec)
 
 
+def settings_line(results):
+    """The servers' settings as they reported them (runs before the suite asked have none)."""
+    shown = results.get("settings")
+    if not shown:
+        return []
+    each = [f"{server} " + ", ".join(f"`{k}` {v}" for k, v in values.items()) for server, values in (("Tabula", shown.get("tabula", {})), ("PostgreSQL", shown.get("postgres", {})))]
+    return ["Settings as the servers report them (`SHOW`): " + "; ".join(each) + "."]
+
+
 def markdown(results, rows):
     m = results["machine"]
     a = results["args"]
     lines = [
         f"Run {results['started']} on {m['cpus']} vCPUs ({m['cpu']}), {m['memory']}, Linux {m['kernel']}; {m['postgres']}.",
         f"{a['rounds']} interleaved rounds of {a['seconds']} s per workload and server; {a['rows']} rows in `kv`; medians over rounds; the ratio is Tabula/PostgreSQL throughput, computed round by round, median.",
+        *settings_line(results),
         "",
         "Peak memory is the largest sample (every 0.5 s) of the server's resident memory while the workload ran, in any round:",
         "Tabula's RSS, and PostgreSQL's postmaster and backends summed by PSS (a shared page counts once).",
