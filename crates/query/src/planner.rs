@@ -82,11 +82,13 @@ impl<'a> Planner<'a> {
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {
                 // sqlparser keeps the words of `SHOW` and drops what is between them: the words are one of
-                // PostgreSQL's few spaced names, else the parts of a dotted custom name (`tabula.busy_poll`).
+                // PostgreSQL's few spaced names (named here as the setting they show), else the parts of a
+                // dotted custom name (`tabula.busy_poll`).
                 let words: Vec<String> = variable.iter().map(ident_name).collect();
-                let spaced = words.join(" ");
-                let name = match spaced.as_str() {
-                    "time zone" | "transaction isolation level" | "session authorization" => spaced,
+                let name = match words.join(" ").as_str() {
+                    "time zone" => "timezone".to_string(),
+                    "transaction isolation level" => "transaction_isolation".to_string(),
+                    "session authorization" => "session_authorization".to_string(),
                     _ => words.join("."),
                 };
                 Ok(Plan::ShowVariable { name })

@@ -944,12 +944,7 @@ impl Session {
             }
             Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
             Plan::ShowVariable { name } => {
-                let name = match name.as_str() {
-                    "transaction isolation level" => "transaction_isolation".to_string(),
-                    "time zone" => "timezone".to_string(),
-                    n => n.to_string(),
-                };
-                let value = self.setting(&name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
+                let value = self.setting(name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
                 Ok(Output::Rows {
                     columns: vec![OutputColumn { name: name.clone(), ty: SqlType::Text, source: None }],
                     rows: vec![vec![Datum::Text(value)]],
@@ -1629,11 +1624,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
-        Plan::ShowVariable { name } => text(match name.as_str() {
-            "transaction isolation level" => "transaction_isolation",
-            "time zone" => "timezone",
-            n => n,
-        }),
+        Plan::ShowVariable { name } => text(name),
         _ => vec![],
     }
 }
