@@ -153,45 +153,70 @@ impl Catalog for Database {
     }
 }
 
-/// PostgreSQL's defaults, but for `synchronous_commit`, which follows how the store commits: a store that
-/// syncs in the background (`Durability::Group`) starts sessions with `off`.
+/// The settings Tabula itself defines, with their defaults: PostgreSQL's, as far as Tabula speaks them (UTF8,
+/// ISO dates, UTC, repeatable read). `synchronous_commit` is added by [`default_settings`].
+const OWN_SETTINGS: &[(&str, &str)] = &[
+    ("application_name", ""),
+    ("client_encoding", "UTF8"),
+    ("datestyle", "ISO, MDY"),
+    ("default_transaction_isolation", "repeatable read"),
+    ("extra_float_digits", "1"),
+    ("integer_datetimes", "on"),
+    ("intervalstyle", "postgres"),
+    ("is_superuser", "on"),
+    ("search_path", "\"$user\", public"),
+    ("server_encoding", "UTF8"),
+    ("server_version", SERVER_VERSION),
+    ("server_version_num", "150000"),
+    ("standard_conforming_strings", "on"),
+    ("statement_timeout", "0"),
+    ("timezone", "UTC"),
+    ("transaction_isolation", "repeatable read"),
+    ("transaction_read_only", "off"),
+    ("lock_timeout", "0"),
+    ("idle_in_transaction_session_timeout", "0"),
+    ("max_identifier_length", "63"),
+    ("default_table_access_method", "heap"),
+    ("default_tablespace", ""),
+    ("lc_collate", "C.UTF-8"),
+    ("lc_ctype", "C.UTF-8"),
+    ("max_index_keys", "32"),
+    ("block_size", "8192"),
+];
+
+/// PostgreSQL's session settings and their defaults (`pg_settings.tsv`): accepted so that what clients,
+/// tools and dumps set for PostgreSQL runs here too, though only the ones Tabula defines act on anything.
+fn postgres_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
+    include_str!("pg_settings.tsv").lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_once('\t'))
+}
+
+/// Whether `key` (lower case) names a setting: Tabula's, PostgreSQL's, a server setting, or a dotted custom
+/// one (`myapp.tenant`), which PostgreSQL accepts under any name.
+fn is_known_setting(key: &str) -> bool {
+    static KNOWN: std::sync::LazyLock<std::collections::HashSet<&'static str>> = std::sync::LazyLock::new(|| {
+        OWN_SETTINGS
+            .iter()
+            .map(|(k, _)| *k)
+            .chain(postgres_settings().map(|(k, _)| k))
+            .chain(SERVER_SETTINGS.iter().copied())
+            .chain(["synchronous_commit", "session_authorization"])
+            .collect()
+    });
+    key.contains('.') || KNOWN.contains(key)
+}
+
+/// Every setting's default: PostgreSQL's, then Tabula's over them, and `synchronous_commit` following how
+/// the store commits: a store that syncs in the background (`Durability::Group`) starts sessions with `off`.
 fn default_settings(durability: tabula_store::Durability) -> BTreeMap<String, String> {
     let synchronous_commit = match durability {
         tabula_store::Durability::Sync => "on",
         tabula_store::Durability::Group { .. } => "off",
     };
-    [
-        ("application_name", ""),
-        ("client_encoding", "UTF8"),
-        ("datestyle", "ISO, MDY"),
-        ("default_transaction_isolation", "repeatable read"),
-        ("extra_float_digits", "1"),
-        ("integer_datetimes", "on"),
-        ("intervalstyle", "postgres"),
-        ("is_superuser", "on"),
-        ("search_path", "\"$user\", public"),
-        ("server_encoding", "UTF8"),
-        ("server_version", SERVER_VERSION),
-        ("server_version_num", "150000"),
-        ("standard_conforming_strings", "on"),
-        ("statement_timeout", "0"),
-        ("synchronous_commit", synchronous_commit),
-        ("timezone", "UTC"),
-        ("transaction_isolation", "repeatable read"),
-        ("transaction_read_only", "off"),
-        ("lock_timeout", "0"),
-        ("idle_in_transaction_session_timeout", "0"),
-        ("max_identifier_length", "63"),
-        ("default_table_access_method", "heap"),
-        ("default_tablespace", ""),
-        ("lc_collate", "C.UTF-8"),
-        ("lc_ctype", "C.UTF-8"),
-        ("max_index_keys", "32"),
-        ("block_size", "8192"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    postgres_settings()
+        .chain(OWN_SETTINGS.iter().copied())
+        .chain([("synchronous_commit", synchronous_commit)])
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// Settings no one may change.
@@ -303,12 +328,24 @@ pub fn startup_settings<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>
 /// Checks a setting's new value; returns the name and the value as `SHOW` gives them back.
 fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
     let key = name.to_lowercase();
+    if !is_known_setting(&key) {
+        return Err(QueryError::UndefinedParameter(key));
+    }
     let invalid = || QueryError::InvalidParameterValue(format!("invalid value for parameter \"{key}\": \"{value}\""));
     let value = match key.as_str() {
         "statement_timeout" => {
             parse_duration_ms(value).ok_or_else(invalid)?;
             value.to_string()
         }
+        // Tabula sends and reads UTF8 only: another encoding would be announced to the client and then not
+        // spoken.
+        "client_encoding" => match encoding_name(value).as_str() {
+            "utf8" | "unicode" => "UTF8".to_string(),
+            e if POSTGRES_ENCODINGS.contains(&e) => {
+                return Err(QueryError::NotSupported(format!("client_encoding \"{value}\": Tabula speaks only UTF8 to clients")))
+            }
+            _ => return Err(invalid()),
+        },
         // There are no standbys, so every durable level means the local log is synced.
         "synchronous_commit" => match value.to_lowercase().as_str() {
             "on" | "true" | "yes" | "1" => "on".to_string(),
@@ -320,6 +357,71 @@ fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
     };
     Ok((key, value))
 }
+
+const SHOW_ALL_COLUMNS: [&str; 3] = ["name", "setting", "description"];
+
+/// What `SHOW ALL` says a setting does in Tabula.
+fn setting_description(key: &str) -> &'static str {
+    match key {
+        "statement_timeout" => "Cancels any statement that runs longer than this (0: no limit).",
+        "synchronous_commit" => "Whether a commit returns only once its log is synced to disk.",
+        "client_encoding" => "The client's encoding: UTF8, the only one Tabula speaks.",
+        k if SERVER_SETTINGS.contains(&k) => "Set when the server starts (see tabula --help).",
+        k if FIXED_SETTINGS.contains(&k) => "Fixed by the server.",
+        k if k.contains('.') => "A custom setting of this session.",
+        _ => "Accepted and shown as PostgreSQL does; Tabula does not act on it.",
+    }
+}
+
+/// An encoding's name as PostgreSQL compares it: lower case, only letters and digits (`UTF-8` is `utf8`).
+fn encoding_name(name: &str) -> String {
+    name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// PostgreSQL's client encodings other than UTF8, named as [`encoding_name`] gives them.
+const POSTGRES_ENCODINGS: &[&str] = &[
+    "sqlascii",
+    "eucjp",
+    "euccn",
+    "euckr",
+    "euctw",
+    "eucjis2004",
+    "muleinternal",
+    "latin1",
+    "latin2",
+    "latin3",
+    "latin4",
+    "latin5",
+    "latin6",
+    "latin7",
+    "latin8",
+    "latin9",
+    "latin10",
+    "win1256",
+    "win1258",
+    "win866",
+    "win874",
+    "koi8r",
+    "win1251",
+    "win1252",
+    "iso88595",
+    "iso88596",
+    "iso88597",
+    "iso88598",
+    "win1250",
+    "win1253",
+    "win1254",
+    "win1255",
+    "win1257",
+    "koi8u",
+    "sjis",
+    "big5",
+    "gbk",
+    "uhc",
+    "gb18030",
+    "johab",
+    "shiftjis2004",
+];
 
 /// Where a streamed result's rows come from, a batch at a time.
 pub trait RowSource: Send {
@@ -943,6 +1045,17 @@ impl Session {
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
             Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::ShowVariable { name } if name == "all" => {
+                let text = |s: &str| Datum::Text(s.to_string());
+                let rows =
+                    self.settings.iter().map(|(k, v)| vec![text(display_setting_name(k)), text(v), text(setting_description(k))]).collect();
+                Ok(Output::Rows { columns: plan_columns(plan), rows, tag: "SHOW".into() })
+            }
+            Plan::ShowVariable { name } if name == "session_authorization" => Ok(Output::Rows {
+                columns: vec![OutputColumn { name: name.clone(), ty: SqlType::Text, source: None }],
+                rows: vec![vec![Datum::Text(self.user.clone())]],
+                tag: "SHOW".into(),
+            }),
             Plan::ShowVariable { name } => {
                 let value = self.setting(name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
                 Ok(Output::Rows {
@@ -1624,6 +1737,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
+        Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
         Plan::ShowVariable { name } => text(name),
         _ => vec![],
     }

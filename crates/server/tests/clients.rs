@@ -349,12 +349,42 @@ async fn synchronous_commit_and_startup_options() {
     let e = refused("-c max_connections=5").await;
     assert_eq!(e.code(), Some(&SqlState::CANT_CHANGE_RUNTIME_PARAM));
     assert!(e.as_db_error().unwrap().message().contains("cannot be changed without restarting the server"), "{e}");
+    let e = refused("-c statment_timeout=5s").await;
+    assert_eq!(e.code(), Some(&SqlState::UNDEFINED_OBJECT));
+    assert!(e.as_db_error().unwrap().message().contains("unrecognized configuration parameter \"statment_timeout\""), "{e}");
     let e = refused("-x").await;
     assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
     assert!(e.as_db_error().unwrap().message().contains("invalid command-line argument for server process: -x"), "{e}");
     // The server goes on serving.
     assert_eq!(show(&plain, "synchronous_commit").await, "off");
     drop((plain, durable));
+    server.shutdown().await.unwrap();
+}
+
+/// `SHOW ALL` lists every setting of the session with its value as `SHOW` gives it, in PostgreSQL's columns
+/// and order, and says which ones Tabula acts on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_all_lists_the_sessions_settings() {
+    let (server, _dir, conn) = start_configured(|_| {}).await;
+    let (c, task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(task);
+    c.batch_execute("SET statement_timeout = '3s'; SET myapp.tenant = 'acme'; SET work_mem = '64MB'").await.unwrap();
+    // Prepared, so that its columns are described before it runs.
+    let rows = c.query("SHOW ALL", &[]).await.unwrap();
+    let cols: Vec<&str> = rows[0].columns().iter().map(|c| c.name()).collect();
+    assert_eq!(cols, ["name", "setting", "description"]);
+    let all: Vec<(String, String, String)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let find = |name: &str| all.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("{name} missing"));
+    assert_eq!(find("statement_timeout").1, "3s");
+    assert!(find("statement_timeout").2.starts_with("Cancels"), "{:?}", find("statement_timeout"));
+    assert_eq!(find("myapp.tenant").1, "acme");
+    assert_eq!(find("work_mem").1, "64MB");
+    assert!(find("work_mem").2.contains("does not act on it"));
+    assert_eq!(find("TimeZone").1, "UTC");
+    assert_eq!(find("tabula.busy_poll").1, show(&c, "tabula.busy_poll").await);
+    let names: Vec<String> = all.iter().map(|(n, _, _)| n.to_lowercase()).collect();
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted by name");
+    drop(c);
     server.shutdown().await.unwrap();
 }
 
