@@ -184,10 +184,149 @@ const OWN_SETTINGS: &[(&str, &str)] = &[
     ("block_size", "8192"),
 ];
 
-/// PostgreSQL's session settings and their defaults (`pg_settings.tsv`): accepted so that what clients,
-/// tools and dumps set for PostgreSQL runs here too, though only the ones Tabula defines act on anything.
-fn postgres_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
-    include_str!("pg_settings.tsv").lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_once('\t'))
+/// One of PostgreSQL's session settings, as `pg_settings` describes it.
+struct PgSetting {
+    default: &'static str,
+    kind: &'static str,
+    /// The unit an integer or real is counted in (`kB`, `8kB`, `ms`, ...); empty: none.
+    unit: &'static str,
+    min: f64,
+    max: f64,
+    enums: &'static str,
+}
+
+/// PostgreSQL's session settings (`pg_settings.tsv`): accepted so that what clients, tools and dumps set for
+/// PostgreSQL runs here too, though only the ones Tabula defines act on anything.
+fn postgres_settings() -> &'static HashMap<&'static str, PgSetting> {
+    static SETTINGS: std::sync::LazyLock<HashMap<&'static str, PgSetting>> = std::sync::LazyLock::new(|| {
+        include_str!("pg_settings.tsv")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+                Some((
+                    *f.first()?,
+                    PgSetting {
+                        default: f.get(1)?,
+                        kind: f.get(2)?,
+                        unit: f.get(3)?,
+                        min: num(f.get(4)?),
+                        max: num(f.get(5)?),
+                        enums: f.get(6)?,
+                    },
+                ))
+            })
+            .collect()
+    });
+    &SETTINGS
+}
+
+impl PgSetting {
+    /// The value as `SHOW` gives it back, or PostgreSQL's message refusing it.
+    fn check(&self, key: &str, value: &str) -> std::result::Result<String, String> {
+        let invalid = || format!("invalid value for parameter \"{key}\": \"{value}\"");
+        let v = value.trim();
+        let in_range = |n: f64| {
+            if n >= self.min && n <= self.max {
+                Ok(show_with_unit(n, self.unit))
+            } else {
+                let unit = if self.unit.is_empty() { String::new() } else { format!(" {}", self.unit) };
+                Err(format!("{n}{unit} is outside the valid range for parameter \"{key}\" ({} .. {})", self.min, self.max))
+            }
+        };
+        match self.kind {
+            "bool" => parse_bool(v)
+                .map(|b| if b { "on" } else { "off" }.to_string())
+                .ok_or_else(|| format!("parameter \"{key}\" requires a Boolean value")),
+            "integer" => in_range(parse_with_unit(v, self.unit).ok_or_else(invalid)?.round()),
+            "real" => in_range(parse_with_unit(v, self.unit).ok_or_else(invalid)?),
+            _ => self.check_text(value).ok_or_else(invalid),
+        }
+    }
+
+    /// An enum's or a string's value as `SHOW` gives it back, or `None` when PostgreSQL would refuse it.
+    fn check_text(&self, value: &str) -> Option<String> {
+        let v = value.trim();
+        match self.kind {
+            "enum" => {
+                let lower = v.to_lowercase();
+                if let Some(e) = self.enums.split(',').find(|e| **e == lower) {
+                    return Some(e.to_string());
+                }
+                // An on/off enum also takes the boolean spellings, as in PostgreSQL.
+                let on_off = self.enums.split(',').any(|e| e == "on") && self.enums.split(',').any(|e| e == "off");
+                parse_bool(v).filter(|_| on_off).map(|b| if b { "on" } else { "off" }.to_string())
+            }
+            _ => Some(value.to_string()),
+        }
+    }
+}
+
+/// PostgreSQL's boolean spellings: on, off, true, false, yes, no, 1, 0, and unique prefixes of the words.
+fn parse_bool(v: &str) -> Option<bool> {
+    let v = v.to_lowercase();
+    match v.as_str() {
+        "1" | "on" => return Some(true),
+        "0" | "of" | "off" => return Some(false),
+        "" | "o" => return None,
+        _ => {}
+    }
+    if "true".starts_with(&v) || "yes".starts_with(&v) {
+        Some(true)
+    } else if "false".starts_with(&v) || "no".starts_with(&v) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A unit's size in its kind's smallest unit (bytes or microseconds), and whether it measures memory.
+fn unit_size(unit: &str) -> Option<(f64, bool)> {
+    Some(match unit {
+        "B" => (1.0, true),
+        "kB" => (1024.0, true),
+        "8kB" => (8192.0, true),
+        "MB" => (1024.0 * 1024.0, true),
+        "GB" => (1024.0 * 1024.0 * 1024.0, true),
+        "TB" => (1024.0 * 1024.0 * 1024.0 * 1024.0, true),
+        "us" => (1.0, false),
+        "ms" => (1e3, false),
+        "s" => (1e6, false),
+        "min" => (60e6, false),
+        "h" => (3600e6, false),
+        "d" => (86400e6, false),
+        _ => return None,
+    })
+}
+
+/// A number, with a unit of the same kind as `base` (`64MB` for a setting counted in kB), in `base` units.
+fn parse_with_unit(v: &str, base: &str) -> Option<f64> {
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite())?;
+    if unit.is_empty() {
+        return Some(n);
+    }
+    let (given, given_memory) = unit_size(unit)?;
+    let (base, base_memory) = unit_size(base)?;
+    (given_memory == base_memory).then(|| n * given / base)
+}
+
+/// A number of `base` units as PostgreSQL shows it: in the largest unit it is a whole number of (`64MB`),
+/// without a unit when it has none or is not positive.
+fn show_with_unit(n: f64, base: &str) -> String {
+    let Some((size, memory)) = unit_size(base).filter(|_| n > 0.0) else { return format!("{n}") };
+    // A whole number of base units always finds its own unit or a larger one first.
+    let units: &[&str] = if memory { &["TB", "GB", "MB", "kB", "B"] } else { &["d", "h", "min", "s", "ms", "us"] };
+    let total = n * size;
+    for u in units {
+        let (s, _) = unit_size(u).expect("a known unit");
+        if (total / s).fract() == 0.0 {
+            return format!("{}{u}", total / s);
+        }
+    }
+    format!("{n}{base}")
 }
 
 /// Whether `key` (lower case) names a setting: Tabula's, PostgreSQL's, a server setting, or a dotted custom
@@ -197,7 +336,7 @@ fn is_known_setting(key: &str) -> bool {
         OWN_SETTINGS
             .iter()
             .map(|(k, _)| *k)
-            .chain(postgres_settings().map(|(k, _)| k))
+            .chain(postgres_settings().keys().copied())
             .chain(SERVER_SETTINGS.iter().copied())
             .chain(["synchronous_commit", "session_authorization"])
             .collect()
@@ -213,6 +352,8 @@ fn default_settings(durability: tabula_store::Durability) -> BTreeMap<String, St
         tabula_store::Durability::Group { .. } => "off",
     };
     postgres_settings()
+        .iter()
+        .map(|(k, s)| (*k, s.default))
         .chain(OWN_SETTINGS.iter().copied())
         .chain([("synchronous_commit", synchronous_commit)])
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -333,10 +474,6 @@ fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
     }
     let invalid = || QueryError::InvalidParameterValue(format!("invalid value for parameter \"{key}\": \"{value}\""));
     let value = match key.as_str() {
-        "statement_timeout" => {
-            parse_duration_ms(value).ok_or_else(invalid)?;
-            value.to_string()
-        }
         // Tabula sends and reads UTF8 only: another encoding would be announced to the client and then not
         // spoken.
         "client_encoding" => match encoding_name(value).as_str() {
@@ -353,7 +490,11 @@ fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
             v @ ("local" | "remote_write" | "remote_apply") => v.to_string(),
             _ => return Err(invalid()),
         },
-        _ => value.to_string(),
+        // PostgreSQL's own settings are checked as PostgreSQL checks them: a type, a range, a unit.
+        k => match postgres_settings().get(k) {
+            Some(setting) => setting.check(k, value).map_err(QueryError::InvalidParameterValue)?,
+            None => value.to_string(),
+        },
     };
     Ok((key, value))
 }
@@ -1744,19 +1885,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
 }
 
 fn parse_duration_ms(v: &str) -> Option<u64> {
-    let t = v.trim().trim_matches('\'');
-    if let Ok(n) = t.parse::<u64>() {
-        return Some(n);
-    }
-    let (num, unit): (String, String) = t.chars().partition(|c| c.is_ascii_digit());
-    let n: u64 = num.parse().ok()?;
-    Some(match unit.trim() {
-        "ms" => n,
-        "s" => n * 1000,
-        "min" => n * 60_000,
-        "h" => n * 3_600_000,
-        _ => return None,
-    })
+    parse_with_unit(v.trim().trim_matches('\''), "ms").filter(|n| *n >= 0.0).map(|n| n.round() as u64)
 }
 
 /// `version()` text, for the server's startup parameters.
@@ -1766,3 +1895,48 @@ pub fn server_version_text() -> String {
 
 #[allow(dead_code)]
 fn unused(_: ColumnDef) {}
+
+#[cfg(test)]
+mod setting_tests {
+    use super::*;
+
+    #[test]
+    fn booleans_take_postgres_spellings_and_unique_prefixes() {
+        for on in ["on", "ON", "true", "t", "tr", "yes", "y", "1"] {
+            assert_eq!(parse_bool(on), Some(true), "{on}");
+        }
+        for off in ["off", "of", "false", "f", "no", "n", "0"] {
+            assert_eq!(parse_bool(off), Some(false), "{off}");
+        }
+        for bad in ["o", "", "2", "flase", "onn"] {
+            assert_eq!(parse_bool(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn numbers_take_units_of_their_kind_and_show_in_the_largest_whole_unit() {
+        assert_eq!(parse_with_unit("64MB", "kB"), Some(65536.0));
+        assert_eq!(parse_with_unit("1GB", "8kB"), Some(131072.0));
+        assert_eq!(parse_with_unit("2 min", "ms"), Some(120000.0));
+        assert_eq!(parse_with_unit("1s", "kB"), None);
+        assert_eq!(parse_with_unit("5", ""), Some(5.0));
+        assert_eq!(parse_with_unit("5ms", ""), None);
+        assert_eq!(parse_with_unit("lots", "kB"), None);
+        assert_eq!(show_with_unit(65536.0, "kB"), "64MB");
+        assert_eq!(show_with_unit(65537.0, "kB"), "65537kB");
+        assert_eq!(show_with_unit(524288.0, "8kB"), "4GB");
+        assert_eq!(show_with_unit(90000.0, "ms"), "90s");
+        assert_eq!(show_with_unit(0.5, "ms"), "500us");
+        assert_eq!(show_with_unit(0.0, "ms"), "0");
+        assert_eq!(show_with_unit(-1.0, "kB"), "-1");
+        assert_eq!(show_with_unit(100.0, ""), "100");
+    }
+
+    #[test]
+    fn every_postgres_default_passes_its_own_check_unchanged() {
+        // The table and the checks agree: PostgreSQL's defaults, as SHOW gives them, are valid and kept as they are.
+        for (name, s) in postgres_settings() {
+            assert_eq!(s.check(name, s.default).as_deref(), Ok(s.default), "{name}");
+        }
+    }
+}
