@@ -39,7 +39,7 @@ pub struct Database {
     catalog_version: AtomicU64,
     schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
     /// What a new session's settings start as (and `RESET`, `DISCARD ALL` return to).
-    defaults: RwLock<BTreeMap<String, String>>,
+    defaults: RwLock<Settings>,
 }
 
 impl Database {
@@ -52,7 +52,7 @@ impl Database {
             roles: RwLock::new(Vec::new()),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
-            defaults: RwLock::new(default_settings(store_durability)),
+            defaults: RwLock::new(Arc::new(default_settings(store_durability))),
         })
     }
 
@@ -61,7 +61,7 @@ impl Database {
         if !SERVER_SETTINGS.contains(&name) {
             return Err(QueryError::Internal(format!("\"{name}\" is not a server setting")));
         }
-        self.defaults.write().insert(name.to_string(), value.to_string());
+        Arc::make_mut(&mut self.defaults.write()).insert(name.to_string(), value.to_string());
         Ok(())
     }
 
@@ -69,7 +69,7 @@ impl Database {
     /// the server's configuration). The value is checked as `SET` would check it.
     pub fn set_default(&self, name: &str, value: &str) -> Result<()> {
         let (key, value) = check_setting(name, value)?;
-        self.defaults.write().insert(key, value);
+        Arc::make_mut(&mut self.defaults.write()).insert(key, value);
         Ok(())
     }
 
@@ -241,24 +241,17 @@ impl PgSetting {
                 .ok_or_else(|| format!("parameter \"{key}\" requires a Boolean value")),
             "integer" => in_range(parse_with_unit(v, self.unit).ok_or_else(invalid)?.round()),
             "real" => in_range(parse_with_unit(v, self.unit).ok_or_else(invalid)?),
-            _ => self.check_text(value).ok_or_else(invalid),
-        }
-    }
-
-    /// An enum's or a string's value as `SHOW` gives it back, or `None` when PostgreSQL would refuse it.
-    fn check_text(&self, value: &str) -> Option<String> {
-        let v = value.trim();
-        match self.kind {
             "enum" => {
                 let lower = v.to_lowercase();
-                if let Some(e) = self.enums.split(',').find(|e| **e == lower) {
-                    return Some(e.to_string());
+                let mut values = self.enums.split(',');
+                if let Some(e) = values.clone().find(|e| **e == lower) {
+                    return Ok(e.to_string());
                 }
                 // An on/off enum also takes the boolean spellings, as in PostgreSQL.
-                let on_off = self.enums.split(',').any(|e| e == "on") && self.enums.split(',').any(|e| e == "off");
-                parse_bool(v).filter(|_| on_off).map(|b| if b { "on" } else { "off" }.to_string())
+                let on_off = values.clone().any(|e| e == "on") && values.any(|e| e == "off");
+                parse_bool(v).filter(|_| on_off).map(|b| if b { "on" } else { "off" }.to_string()).ok_or_else(invalid)
             }
-            _ => Some(value.to_string()),
+            _ => Ok(value.to_string()),
         }
     }
 }
@@ -338,11 +331,15 @@ fn is_known_setting(key: &str) -> bool {
             .map(|(k, _)| *k)
             .chain(postgres_settings().keys().copied())
             .chain(SERVER_SETTINGS.iter().copied())
-            .chain(["synchronous_commit", "session_authorization"])
+            .chain(["session_authorization"])
             .collect()
     });
     key.contains('.') || KNOWN.contains(key)
 }
+
+/// A session's settings by name, shared until one of them changes (a statement's analytic plan, a new
+/// session and `DISCARD ALL` take them without copying).
+pub type Settings = Arc<BTreeMap<String, String>>;
 
 /// Every setting's default: PostgreSQL's, then Tabula's over them, and `synchronous_commit` following how
 /// the store commits: a store that syncs in the background (`Durability::Group`) starts sessions with `off`.
@@ -739,7 +736,7 @@ pub struct Session {
     failed: bool,
     pub user: String,
     pub database: String,
-    settings: BTreeMap<String, String>,
+    settings: Settings,
     pub interrupt: Interrupt,
     copy: Option<CopyIn>,
     /// The open transaction's savepoints, oldest first, one per engine savepoint (`None`: released).
@@ -1192,13 +1189,12 @@ impl Session {
                     self.settings.iter().map(|(k, v)| vec![text(display_setting_name(k)), text(v), text(setting_description(k))]).collect();
                 Ok(Output::Rows { columns: plan_columns(plan), rows, tag: "SHOW".into() })
             }
-            Plan::ShowVariable { name } if name == "session_authorization" => Ok(Output::Rows {
-                columns: vec![OutputColumn { name: name.clone(), ty: SqlType::Text, source: None }],
-                rows: vec![vec![Datum::Text(self.user.clone())]],
-                tag: "SHOW".into(),
-            }),
             Plan::ShowVariable { name } => {
-                let value = self.setting(name).map(|s| s.to_string()).ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
+                let value = match name.as_str() {
+                    "session_authorization" => Some(self.user.clone()),
+                    _ => self.setting(name).map(|s| s.to_string()),
+                }
+                .ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
                 Ok(Output::Rows {
                     columns: vec![OutputColumn { name: name.clone(), ty: SqlType::Text, source: None }],
                     rows: vec![vec![Datum::Text(value)]],
@@ -1528,7 +1524,7 @@ impl Session {
         };
         refuse_fixed(&key.to_lowercase())?;
         let (key, value) = check_setting(&key, &value)?;
-        self.settings.insert(key.clone(), value.clone());
+        Arc::make_mut(&mut self.settings).insert(key.clone(), value.clone());
         if REPORTED_SETTINGS.contains(&key.as_str()) {
             Ok(Output::Set { tag: "SET".into(), name: display_setting_name(&key).to_string(), value })
         } else {
@@ -1885,6 +1881,10 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
 }
 
 fn parse_duration_ms(v: &str) -> Option<u64> {
+    // Every statement reads statement_timeout, nearly always a plain number ("0").
+    if let Ok(n) = v.parse::<u64>() {
+        return Some(n);
+    }
     parse_with_unit(v.trim().trim_matches('\''), "ms").filter(|n| *n >= 0.0).map(|n| n.round() as u64)
 }
 

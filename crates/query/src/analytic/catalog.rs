@@ -250,7 +250,7 @@ struct Snapshot {
     rels: Vec<Rel>,
     db: Arc<Database>,
     /// The reading session's settings (pg_settings shows them).
-    settings: BTreeMap<String, String>,
+    settings: crate::session::Settings,
 }
 
 impl Snapshot {
@@ -259,7 +259,7 @@ impl Snapshot {
         db: &Arc<Database>,
         list: &Arc<dyn CatalogProviderList>,
         relations: bool,
-        settings: BTreeMap<String, String>,
+        settings: crate::session::Settings,
     ) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
         let catalog = list.catalog(CATALOG).filter(|_| relations);
@@ -955,7 +955,7 @@ impl Generated {
                 }
             }
             Generated::PgSettings => {
-                for (name, value) in &s.settings {
+                for (name, value) in s.settings.iter() {
                     let boolean = matches!(value.as_str(), "on" | "off");
                     out.push(vec![
                         crate::session::display_setting_name(name).into(),
@@ -1241,7 +1241,7 @@ impl GeneratedTable {
         GeneratedTable { which, schema: which.schema(), db, list }
     }
 
-    async fn batch(&self, settings: BTreeMap<String, String>) -> DfResult<RecordBatch> {
+    async fn batch(&self, settings: crate::session::Settings) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
         if let Generated::System(v) = self.which {
             let mut rows = v.rows(db.store()).map_err(df_err)?;

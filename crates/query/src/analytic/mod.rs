@@ -20,7 +20,6 @@ pub mod catalog;
 pub mod provider;
 mod rewrite;
 
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -40,7 +39,7 @@ use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use crate::error::{QueryError, Result};
 use crate::exec::{Interrupt, SqlRow};
 use crate::plan::OutputColumn;
-use crate::session::Database;
+use crate::session::{Database, Settings};
 use crate::types::{Datum, SqlType};
 use catalog::{GeneratedSchema, PgCatalogSchema, CATALOG};
 use provider::PublicSchema;
@@ -65,7 +64,7 @@ pub struct AnalyticPlan {
 
 /// What a statement needs from its session besides the read context.
 pub struct SessionInfo {
-    pub settings: BTreeMap<String, String>,
+    pub settings: Settings,
     pub user: String,
 }
 
@@ -389,7 +388,7 @@ struct TextUdf {
     name: &'static str,
     signature: Signature,
     constant: Option<String>,
-    settings: BTreeMap<String, String>,
+    settings: Settings,
 }
 
 impl PartialEq for TextUdf {
@@ -406,10 +405,10 @@ impl Hash for TextUdf {
 
 impl TextUdf {
     fn constant(name: &'static str, value: String) -> Self {
-        TextUdf { name, signature: Signature::exact(vec![], Volatility::Stable), constant: Some(value), settings: BTreeMap::new() }
+        TextUdf { name, signature: Signature::exact(vec![], Volatility::Stable), constant: Some(value), settings: Settings::default() }
     }
 
-    fn setting(settings: BTreeMap<String, String>) -> Self {
+    fn setting(settings: Settings) -> Self {
         let signature = Signature::one_of(
             vec![
                 datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8]),

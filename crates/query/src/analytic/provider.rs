@@ -50,7 +50,7 @@ pub struct ReadCtx {
     pub database: String,
     pub interrupt: Interrupt,
     /// The session's settings, for pg_settings.
-    pub settings: std::collections::BTreeMap<String, String>,
+    pub settings: crate::session::Settings,
 }
 
 pub fn df_err(e: QueryError) -> DataFusionError {
