@@ -71,6 +71,9 @@ pub enum QueryError {
     Store(StoreError),
     #[error("{0}")]
     ProgramLimitExceeded(String),
+    /// A statement nested deeper than the server recurses (PostgreSQL's `max_stack_depth`).
+    #[error("{0}")]
+    TooComplex(String),
     #[error("savepoint \"{0}\" does not exist")]
     UndefinedSavepoint(String),
     #[error("{0} can only be used in transaction blocks")]
@@ -113,6 +116,7 @@ impl QueryError {
             Store(e) => e.sqlstate(),
             WithContext { inner, .. } => inner.sqlstate(),
             ProgramLimitExceeded(_) => "54000",
+            TooComplex(_) => "54001",
             UndefinedSavepoint(_) => "3B001",
             NoTransaction(_) => "25P01",
             Internal(_) => "XX000",
@@ -166,9 +170,11 @@ impl From<StoreError> for QueryError {
 
 impl From<sqlparser::parser::ParserError> for QueryError {
     fn from(e: sqlparser::parser::ParserError) -> Self {
-        QueryError::Syntax(match e {
-            sqlparser::parser::ParserError::ParserError(m) | sqlparser::parser::ParserError::TokenizerError(m) => m,
-            sqlparser::parser::ParserError::RecursionLimitExceeded => "statement is nested too deeply".into(),
-        })
+        match e {
+            sqlparser::parser::ParserError::ParserError(m) | sqlparser::parser::ParserError::TokenizerError(m) => QueryError::Syntax(m),
+            sqlparser::parser::ParserError::RecursionLimitExceeded => {
+                QueryError::TooComplex("statement too complex: it nests more than 50 levels of parentheses or subqueries".into())
+            }
+        }
     }
 }

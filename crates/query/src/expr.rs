@@ -161,6 +161,12 @@ pub enum Expr {
 
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::depth::with_stack(|| self.fmt_here(f))
+    }
+}
+
+impl Expr {
+    fn fmt_here(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Literal(d, ty) => match d.to_pg_text(*ty) {
                 None => write!(f, "NULL"),
@@ -230,6 +236,10 @@ impl Expr {
     }
 
     pub fn ty(&self) -> SqlType {
+        crate::depth::with_stack(|| self.ty_here())
+    }
+
+    fn ty_here(&self) -> SqlType {
         use SqlType::*;
         match self {
             Expr::Literal(_, t) | Expr::Column { ty: t, .. } | Expr::Param { ty: t, .. } | Expr::Cast { ty: t, .. } => *t,
@@ -271,6 +281,10 @@ impl Expr {
 
     /// True when the expression reads no column (its value is known before the row).
     pub fn is_constant(&self) -> bool {
+        crate::depth::with_stack(|| self.is_constant_here())
+    }
+
+    fn is_constant_here(&self) -> bool {
         match self {
             Expr::Column { .. } => false,
             Expr::Literal(..) | Expr::Param { .. } => true,
@@ -282,6 +296,10 @@ impl Expr {
     }
 
     pub fn eval(&self, row: &[Datum], ctx: &EvalCtx) -> Result<Datum> {
+        crate::depth::with_stack(|| self.eval_here(row, ctx))
+    }
+
+    fn eval_here(&self, row: &[Datum], ctx: &EvalCtx) -> Result<Datum> {
         Ok(match self {
             Expr::Literal(d, _) => d.clone(),
             Expr::Column { index, .. } => row.get(*index).cloned().unwrap_or(Datum::Null),
@@ -418,6 +436,10 @@ impl Expr {
 
     /// Column indices the expression reads.
     pub fn columns(&self, out: &mut Vec<usize>) {
+        crate::depth::with_stack(|| self.columns_here(out))
+    }
+
+    fn columns_here(&self, out: &mut Vec<usize>) {
         match self {
             Expr::Column { index, .. } => out.push(*index),
             Expr::Literal(..) | Expr::Param { .. } => {}
@@ -799,6 +821,10 @@ impl Binder<'_, '_> {
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> Result<Expr> {
+        crate::depth::with_stack(|| self.bind_here(e))
+    }
+
+    fn bind_here(&mut self, e: &ast::Expr) -> Result<Expr> {
         use ast::Expr as E;
         Ok(match e {
             E::Identifier(id) => self.scope.resolve(None, &ident_name(id))?,

@@ -2,7 +2,8 @@
 //!
 //! # The life of a statement
 //! 1. [`Session::execute_sql`] (simple protocol) or [`Session::prepare`] (extended) parses the text with
-//!    sqlparser's PostgreSQL dialect ([`session::parse`]).
+//!    sqlparser's PostgreSQL dialect ([`session::parse`]), after [`depth::check`] has bounded how deeply its
+//!    tokens can nest (54001), so that no later recursion can overflow a stack.
 //! 2. The [`planner`] binds names against the catalog (the SQL schema kept in each engine table's
 //!    metadata), types expressions and parameters, and chooses each table read's access path from the
 //!    WHERE clause: PointGet, BatchGet, RangeScan or FullScan, with the rest as a filter inside the scan.
@@ -17,6 +18,7 @@
 pub mod analytic;
 pub mod copy;
 pub mod cursor;
+pub mod depth;
 pub mod error;
 pub mod exec;
 pub mod expr;

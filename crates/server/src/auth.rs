@@ -13,7 +13,7 @@ use pgwire::api::auth::md5pass::{hash_md5_password, Md5PasswordAuthStartupHandle
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
-use pgwire::api::ClientInfo;
+use pgwire::api::{ClientInfo, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -104,16 +104,22 @@ pub enum Startup {
 }
 
 impl Startup {
-    pub fn new(method: AuthMethod, users: &Users, conn: Arc<Connection>) -> Startup {
+    /// `pids`: the server's one generator of backend keys (each pgwire handler would otherwise start its own
+    /// count, and every session would report the same pid).
+    pub fn new(method: AuthMethod, users: &Users, pids: Arc<dyn PidSecretKeyGenerator>, conn: Arc<Connection>) -> Startup {
         let params = Arc::new(Params);
         match method {
             AuthMethod::Trust => Startup::Trust(conn),
-            AuthMethod::Password => Startup::Password(CleartextPasswordAuthStartupHandler::new(users.clone(), params)),
-            AuthMethod::Md5 => Startup::Md5(Md5PasswordAuthStartupHandler::new(Arc::new(users.clone()), params)),
+            AuthMethod::Password => {
+                Startup::Password(CleartextPasswordAuthStartupHandler::new(users.clone(), params).with_pid_secret_key_generator(pids))
+            }
+            AuthMethod::Md5 => {
+                Startup::Md5(Md5PasswordAuthStartupHandler::new(Arc::new(users.clone()), params).with_pid_secret_key_generator(pids))
+            }
             AuthMethod::ScramSha256 => {
                 let mut scram = ScramAuth::new(Arc::new(users.clone()));
                 scram.set_iterations(SCRAM_ITERATIONS);
-                Startup::Scram(SASLAuthStartupHandler::new(params).with_scram(scram))
+                Startup::Scram(SASLAuthStartupHandler::new(params).with_scram(scram).with_pid_secret_key_generator(pids))
             }
         }
     }

@@ -12,6 +12,10 @@
 //!
 //! Startup and authentication stay asynchronous, under pgwire's startup timeout; so do TLS connections
 //! (rustls needs its own reads and writes). The message loop is pgwire's, over either kind of socket.
+//!
+//! Every message, from the startup packet on, is read through [`Checked`], which passes on only whole
+//! messages whose layout holds, so that pgwire's decoders never see a malformed one; and every message is
+//! handled under a catch of panics (see `panics`), so that a bug costs only this connection.
 
 use std::io::{self, Write};
 use std::mem::MaybeUninit;
@@ -24,30 +28,37 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use futures::StreamExt;
+use futures::{FutureExt, SinkExt, StreamExt};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
-use pgwire::error::PgWireError;
+use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec};
 use pgwire::tokio::TlsAcceptor;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::codec::{Framed, FramedParts};
+use tracing::{error, warn};
+
+use crate::frames::{Checked, Refusal};
+use crate::panics;
 
 /// How long a client may take from connecting to being authenticated (pgwire's own limit).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Serves one accepted connection until the client leaves, busy polling for up to `busy_poll` before each
-/// read sleeps (see [`Spin`]; zero: never). To end it from outside, shut the socket down (through a clone):
-/// nothing else wakes a thread asleep in `recv`.
+/// read sleeps (see [`Spin`]; zero: never). No message may be longer than `max_message` bytes; `sasl`: the
+/// client authenticates with SCRAM. To end it from outside, shut the socket down (through a clone): nothing
+/// else wakes a thread asleep in `recv`.
 pub async fn serve(
     socket: tokio::net::TcpStream,
     tls: Option<TlsAcceptor>,
     handlers: impl PgWireServerHandlers,
     busy_poll: Duration,
+    max_message: usize,
+    sasl: bool,
 ) -> io::Result<()> {
     let handlers = HandlerSet {
         startup: handlers.startup_handler(),
@@ -64,7 +75,11 @@ pub async fn serve(
         s = negotiate_tls(socket, tls) => s?,
     };
     // A client that asked for TLS directly on a server without it.
-    let Some(mut framed) = negotiated else { return Ok(()) };
+    let Some(framed) = negotiated else { return Ok(()) };
+    // What pgwire read while negotiating is checked with the rest.
+    let parts = framed.into_parts();
+    let checked = Checked::new(parts.io, parts.read_buf, true, max_message, sasl);
+    let mut framed = Framed::from_parts(with_io(checked, parts.codec, BytesMut::new(), parts.write_buf));
     while matches!(framed.state(), PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress) {
         let msg = tokio::select! {
             _ = &mut startup => return Ok(()),
@@ -75,14 +90,40 @@ pub async fn serve(
         }
     }
     let parts = framed.into_parts();
-    match parts.io {
+    let (io, checked) = parts.io.into_inner();
+    match io {
         MaybeTls::Plain(tcp) => {
             let std = tcp.into_std()?;
             std.set_nonblocking(false)?;
-            let socket = BlockingSocket { tcp: std, spin: Spin::new(busy_poll), running: false };
+            let socket = checked.with(BlockingSocket { tcp: std, spin: Spin::new(busy_poll), running: false });
             handlers.run(Framed::from_parts(with_io(socket, parts.codec, parts.read_buf, parts.write_buf))).await
         }
-        io => handlers.run(Framed::from_parts(with_io(io, parts.codec, parts.read_buf, parts.write_buf))).await,
+        io => handlers.run(Framed::from_parts(with_io(checked.with(io), parts.codec, parts.read_buf, parts.write_buf))).await,
+    }
+}
+
+/// What a connection says before it ends on input it refused.
+fn refusal_error(refusal: &Refusal) -> ErrorInfo {
+    match refusal {
+        Refusal::Violation(m) => ErrorInfo::new("FATAL".into(), "08P01".into(), m.clone()),
+        too_long => ErrorInfo::new("FATAL".into(), "54000".into(), too_long.to_string()),
+    }
+}
+
+/// A message's kind, for the log line of a panic it caused.
+fn message_name(msg: &PgWireFrontendMessage) -> &'static str {
+    match msg {
+        PgWireFrontendMessage::Startup(_) => "Startup",
+        PgWireFrontendMessage::PasswordMessageFamily(_) => "PasswordMessage",
+        PgWireFrontendMessage::Query(_) => "Query",
+        PgWireFrontendMessage::Parse(_) => "Parse",
+        PgWireFrontendMessage::Bind(_) => "Bind",
+        PgWireFrontendMessage::Describe(_) => "Describe",
+        PgWireFrontendMessage::Execute(_) => "Execute",
+        PgWireFrontendMessage::Close(_) => "Close",
+        PgWireFrontendMessage::Sync(_) => "Sync",
+        PgWireFrontendMessage::CopyData(_) | PgWireFrontendMessage::CopyDone(_) | PgWireFrontendMessage::CopyFail(_) => "COPY data",
+        _ => "message",
     }
 }
 
@@ -140,7 +181,18 @@ where
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
     {
-        let Some(Ok(msg)) = msg else { return Ok(false) };
+        let msg = match msg {
+            Some(Ok(msg)) => msg,
+            Some(Err(PgWireError::IoError(e))) => {
+                if let Some(refusal) = Refusal::of(&e) {
+                    warn!(peer = %socket.socket_addr(), "connection closed: {refusal}");
+                    let info = refusal_error(refusal);
+                    let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                }
+                return Ok(false);
+            }
+            _ => return Ok(false),
+        };
         // Terminate: the client is leaving, and some clients wait for the server to close the socket.
         if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
             return Ok(false);
@@ -151,7 +203,13 @@ where
         };
         // A CancelRequest comes on a connection of its own, which ends with it.
         let is_cancel_request = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
-        let handled = process_message(
+        // The text, for the log line of a panic: a Bind or Execute names a statement parsed before.
+        let statement: std::borrow::Cow<'static, str> = match &msg {
+            PgWireFrontendMessage::Query(q) => q.query.clone().into(),
+            PgWireFrontendMessage::Parse(p) => p.query.clone().into(),
+            other => message_name(other).into(),
+        };
+        let handled = std::panic::AssertUnwindSafe(process_message(
             msg,
             socket,
             self.startup.clone(),
@@ -159,8 +217,19 @@ where
             self.extended.clone(),
             self.copy.clone(),
             self.cancel.clone(),
-        )
+        ))
+        .catch_unwind()
         .await;
+        let handled = match handled {
+            Ok(handled) => handled,
+            Err(payload) => {
+                let panic = panics::describe(payload.as_ref());
+                error!(%statement, "internal error, connection closed: {panic}");
+                let info = ErrorInfo::new("FATAL".into(), "XX000".into(), format!("internal error: {panic}"));
+                let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                return Ok(false);
+            }
+        };
         if let Err(mut e) = handled {
             self.error.on_error(socket, &mut e);
             // A FATAL error ends the session, as in PostgreSQL.

@@ -19,7 +19,7 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{
     ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
 };
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
@@ -43,7 +43,9 @@ pub struct Shared {
     pub users: Users,
     /// Running statements' cancel flags by backend pid, with the secret a cancel request must match.
     cancels: Mutex<HashMap<i32, (SecretKey, Arc<AtomicBool>)>>,
-    pids: RandomPidSecretKeyGenerator,
+    /// One generator for every connection, whatever the authentication: backend pids are then unique, and a
+    /// cancel request reaches the session it names.
+    pub pids: Arc<dyn PidSecretKeyGenerator>,
     pub slow_statement_ms: u64,
     next_conn: AtomicI32,
 }
@@ -55,7 +57,7 @@ impl Shared {
             auth,
             users,
             cancels: Mutex::new(HashMap::new()),
-            pids: RandomPidSecretKeyGenerator::default(),
+            pids: Arc::new(RandomPidSecretKeyGenerator::default()),
             slow_statement_ms,
             next_conn: AtomicI32::new(1),
         })
@@ -65,6 +67,8 @@ impl Shared {
 /// The handlers of one connection; the session lives here.
 pub struct Connection {
     shared: Arc<Shared>,
+    /// Names of the statements the client prepared (Parse), for `DEALLOCATE ALL`.
+    named: Mutex<std::collections::HashSet<String>>,
     session: Mutex<Option<Session>>,
     cancel: Arc<AtomicBool>,
     pid: OnceLock<i32>,
@@ -74,7 +78,14 @@ pub struct Connection {
 impl Connection {
     pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Connection { shared, session: Mutex::new(None), cancel: Arc::new(AtomicBool::new(false)), pid: OnceLock::new(), id })
+        Arc::new(Connection {
+            shared,
+            named: Mutex::new(Default::default()),
+            session: Mutex::new(None),
+            cancel: Arc::new(AtomicBool::new(false)),
+            pid: OnceLock::new(),
+            id,
+        })
     }
 
     /// Runs `f` on the session, creating it on first use with the client's user and database.
@@ -103,6 +114,36 @@ impl Connection {
         // connections to another thread (block_in_place) costs more than it saves. Long reads stream page by
         // page as the client consumes them.
         f(session)
+    }
+}
+
+impl Connection {
+    /// `DEALLOCATE name | ALL`: drops named statements from the client's store, as PostgreSQL drops them
+    /// whether they came from SQL or from the protocol's Parse.
+    fn deallocate<C>(&self, client: &C, name: Option<String>) -> Response
+    where
+        C: ClientPortalStore,
+        C::PortalStore: PortalStore,
+    {
+        let store = client.portal_store();
+        let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+        match name {
+            Some(name) => {
+                if store.get_statement(&name).is_none() {
+                    let message = format!("prepared statement \"{name}\" does not exist");
+                    return Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "26000".into(), message)));
+                }
+                store.rm_statement(&name);
+                named.remove(&name);
+                Response::Execution(command_tag("DEALLOCATE"))
+            }
+            None => {
+                for n in named.drain() {
+                    store.rm_statement(&n);
+                }
+                Response::Execution(command_tag("DEALLOCATE ALL"))
+            }
+        }
     }
 }
 
@@ -152,7 +193,7 @@ impl StartupHandler for Connection {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
-            let (pid, key) = self.shared.pids.generate(client);
+            let (pid, key) = self.shared.pids.generate(&*client);
             client.set_pid_and_secret_key(pid, key.clone());
             let _ = self.pid.set(pid);
             self.shared.cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(pid, (key, self.cancel.clone()));
@@ -233,6 +274,7 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
             Response::CopyOut(CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>())))
         }
         Output::Empty => Response::EmptyQuery,
+        Output::Deallocate(_) => return Err(to_pgwire(QueryError::Internal("DEALLOCATE outside a query handler".into()))),
     })
 }
 
@@ -307,6 +349,7 @@ impl SimpleQueryHandler for Connection {
                     report_parameter(client, &name, &value, &reported).await?;
                     out.push(Response::Execution(command_tag(&tag)));
                 }
+                Ok(Output::Deallocate(name)) => out.push(self.deallocate(client, name)),
                 Ok(o) => out.push(to_response(o, None)?),
                 Err(e) => {
                     debug!(error = %e, code = e.sqlstate(), "statement failed");
@@ -417,6 +460,9 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if let Some(name) = message.name.as_ref().filter(|n| !n.is_empty()) {
+            self.conn.named.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone());
+        }
         DefaultReplies(self).on_parse(&mut Deferred::new(client), message).await
     }
 
@@ -487,6 +533,7 @@ impl ExtendedQueryHandler for Extended {
                 report_parameter(client, &name, &value, &[]).await?;
                 Ok(Response::Execution(command_tag(&tag)))
             }
+            Ok(Output::Deallocate(name)) => Ok(self.conn.deallocate(client, name)),
             Ok(o) => to_response(o, Some(&portal.result_column_format)),
             Err(e) => {
                 debug!(error = %e, code = e.sqlstate(), "statement failed");
@@ -531,7 +578,7 @@ impl Handlers {
     pub fn new(shared: Arc<Shared>) -> Handlers {
         let conn = Connection::new(shared.clone());
         let parser = Arc::new(StatementParser { conn: Arc::downgrade(&conn) });
-        let startup = Arc::new(Startup::new(shared.auth, &shared.users, conn.clone()));
+        let startup = Arc::new(Startup::new(shared.auth, &shared.users, shared.pids.clone(), conn.clone()));
         Handlers { extended: Arc::new(Extended { conn: conn.clone(), parser }), canceller: Arc::new(Canceller { shared }), conn, startup }
     }
 }

@@ -10,7 +10,9 @@ mod connection;
 pub mod deferred;
 pub mod errors;
 pub mod execute;
+mod frames;
 pub mod handler;
+mod panics;
 pub mod server;
 pub mod wire;
 

@@ -48,6 +48,9 @@ struct Cli {
     /// Authentication: trust, password, md5 or scram-sha-256 [default: trust]
     #[arg(long, env = "TABULA_AUTH")]
     auth: Option<String>,
+    /// Allow --auth trust on an address other than loopback: anyone who reaches the port logs in as anyone
+    #[arg(long, env = "TABULA_ALLOW_TRUST_REMOTE")]
+    allow_trust_remote: bool,
     /// Users as `name:password,name:password` (also the configuration file's [users] table)
     #[arg(long, env = "TABULA_USERS", hide_env_values = true)]
     users: Option<String>,
@@ -77,6 +80,7 @@ struct FileConfig {
     wal_prefill_mb: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
+    allow_trust_remote: Option<bool>,
     users: Option<std::collections::HashMap<String, String>>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -143,6 +147,7 @@ async fn run() -> anyhow::Result<()> {
         },
         max_statement_bytes: cli.max_statement_bytes.or(file.max_statement_bytes).unwrap_or(defaults.max_statement_bytes),
         auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        allow_trust_remote: cli.allow_trust_remote || file.allow_trust_remote.unwrap_or(false),
         users: match cli.users {
             Some(list) => parse_users(&list)?,
             None => file.users.unwrap_or_default(),

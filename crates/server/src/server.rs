@@ -23,6 +23,7 @@ use tracing::{info, warn};
 use crate::auth::{AuthMethod, Users};
 use crate::connection;
 use crate::handler::{Handlers, Shared};
+use crate::panics;
 use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub struct ServerConfig {
     pub slow_statement_ms: u64,
     pub block_cache_bytes: usize,
     pub auth: AuthMethod,
+    /// Serve `auth = trust` on an address other than loopback (refused otherwise: anyone reaching the port
+    /// would log in as anyone).
+    pub allow_trust_remote: bool,
     /// User names and passwords for the password methods.
     pub users: HashMap<String, String>,
     /// PEM certificate chain and private key: clients may then ask for TLS.
@@ -64,6 +68,7 @@ impl Default for ServerConfig {
             slow_statement_ms: 1000,
             block_cache_bytes: 256 << 20,
             auth: AuthMethod::Trust,
+            allow_trust_remote: false,
             users: HashMap::new(),
             tls: None,
             split_bytes: StoreConfig::default().split_bytes,
@@ -91,6 +96,7 @@ impl RunningServer {
 
 /// Opens the store and binds the listener; serving starts in a background task.
 pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
+    panics::install_hook();
     let tls = config.tls.as_ref().map(|(cert, key)| crate::auth::tls_acceptor(cert, key)).transpose()?;
     if config.auth != AuthMethod::Trust && config.users.is_empty() {
         return Err(anyhow!(
@@ -118,6 +124,16 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         }
     })?;
     let addr = listener.local_addr().context("local address")?;
+    if config.auth == AuthMethod::Trust && !addr.ip().is_loopback() {
+        if !config.allow_trust_remote {
+            return Err(anyhow!(
+                "refusing to serve {addr} with trust authentication: anyone who reaches it could log in as any user \
+                 without a password. Choose --auth scram-sha-256 with users, listen on a loopback address, or start \
+                 with --allow-trust-remote to accept that"
+            ));
+        }
+        warn!(%addr, "trust authentication on an address other than loopback: anyone who reaches it logs in as any user");
+    }
     let db = Database::new(Arc::new(store));
     db.set_max_statement_bytes(config.max_statement_bytes);
     db.set_default("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }).map_err(|e| anyhow!("{e}"))?;
@@ -156,12 +172,11 @@ async fn serve(
                     }
                 };
                 let _ = socket.set_nodelay(true);
-                let n = active.fetch_add(1, Ordering::SeqCst) + 1;
-                let active = active.clone();
+                let (slot, n) = Slot::take(&active);
                 if n > config.max_connections {
                     conns.spawn(async move {
+                        let _slot = slot;
                         let _ = pgwire::tokio::process_socket(socket, None, TooManyClients).await;
-                        active.fetch_sub(1, Ordering::SeqCst);
                     });
                     continue;
                 }
@@ -177,41 +192,46 @@ async fn serve(
                     Ok(pair) => pair,
                     Err(e) => {
                         warn!(error = %e, "cannot detach an accepted socket");
-                        active.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
                 };
-                let counted = active.clone();
+                let max_message = shared.db.max_statement_bytes().saturating_add(MESSAGE_OVERHEAD);
+                let sasl = config.auth == AuthMethod::ScramSha256;
                 // One thread per connection, each with its own single-threaded runtime, as PostgreSQL has
                 // one process per connection: the kernel wakes exactly the thread whose socket became
                 // readable, with no hand-off between scheduler workers on the way.
-                let spawned = std::thread::Builder::new().name(format!("tabula-conn-{id}")).spawn(move || {
-                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                        Ok(rt) => rt,
-                        Err(e) => {
-                            warn!(error = %e, "cannot start a connection runtime");
-                            active.fetch_sub(1, Ordering::SeqCst);
-                            return;
-                        }
-                    };
-                    rt.block_on(async move {
-                        let span = tracing::info_span!("connection", conn = id, %peer);
-                        let _e = span.enter();
-                        let socket = match tokio::net::TcpStream::from_std(socket) {
-                            Ok(s) => s,
-                            Err(e) => return warn!(error = %e, "cannot register a connection socket"),
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{}{id}", panics::CONNECTION_THREAD))
+                    .stack_size(tabula_query::depth::STACK_BYTES)
+                    .spawn(move || {
+                        // Released however the thread ends, a panic's unwinding included.
+                        let _slot = slot;
+                        let _done = done;
+                        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                            Ok(rt) => rt,
+                            Err(e) => return warn!(error = %e, "cannot start a connection runtime"),
                         };
-                        if let Err(e) = connection::serve(socket, tls, handlers, busy_poll).await {
-                            tracing::debug!(error = %e, "connection ended with an error");
+                        // Panics are caught per message (`connection`); this catches the rest (a handler's
+                        // drop, say), so that none ends the thread without a word.
+                        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            rt.block_on(async move {
+                                let span = tracing::info_span!("connection", conn = id, %peer);
+                                let _e = span.enter();
+                                let socket = match tokio::net::TcpStream::from_std(socket) {
+                                    Ok(s) => s,
+                                    Err(e) => return warn!(error = %e, "cannot register a connection socket"),
+                                };
+                                if let Err(e) = connection::serve(socket, tls, handlers, busy_poll, max_message, sasl).await {
+                                    tracing::debug!(error = %e, "connection ended with an error");
+                                }
+                            })
+                        }));
+                        if let Err(payload) = served {
+                            tracing::error!(conn = id, "internal error, connection closed: {}", panics::describe(payload.as_ref()));
                         }
                     });
-                    drop(rt);
-                    active.fetch_sub(1, Ordering::SeqCst);
-                    let _ = done.send(());
-                });
                 if let Err(e) = spawned {
                     warn!(error = %e, "cannot start a connection thread");
-                    counted.fetch_sub(1, Ordering::SeqCst);
                     continue;
                 }
                 conns.spawn(async move {
@@ -249,6 +269,27 @@ async fn serve(
     drop(shared);
     info!("stopped");
     Ok(())
+}
+
+/// Room in a message beyond the statement text it may carry: names, parameter types, parameters.
+const MESSAGE_OVERHEAD: usize = 1 << 20;
+
+/// One connection's place under `--max-connections`, given back when dropped: on every path out of a
+/// connection, a panic's unwinding included.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    /// Takes a place; returns it with the number of connections counting this one.
+    fn take(active: &Arc<AtomicUsize>) -> (Slot, usize) {
+        let n = active.fetch_add(1, Ordering::SeqCst) + 1;
+        (Slot(active.clone()), n)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Answers a connection over the limit with 53300, as PostgreSQL does.

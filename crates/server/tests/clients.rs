@@ -291,16 +291,6 @@ Indexes:
 }
 
 /// A server with some settings changed; its data directory lives as long as the returned guard.
-async fn start_configured(
-    change: impl FnOnce(&mut tabula_server::ServerConfig),
-) -> (tabula_server::RunningServer, tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = tabula_server::ServerConfig { data_dir: dir.path().join("d"), listen: "127.0.0.1:0".into(), ..Default::default() };
-    change(&mut config);
-    let server = tabula_server::start(config).await.unwrap();
-    let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
-    (server, dir, conn)
-}
 
 async fn show(c: &tokio_postgres::Client, name: &str) -> String {
     c.query_one(&format!("SHOW {name}"), &[]).await.unwrap().get(0)
@@ -310,7 +300,7 @@ async fn show(c: &tokio_postgres::Client, name: &str) -> String {
 /// in the startup message's `options`, as libpq's PGOPTIONS does; a bad one refuses the connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synchronous_commit_and_startup_options() {
-    let (server, _dir, conn) = start_configured(|c| c.synchronous_commit = false).await;
+    let (server, _dir, conn) = common::start_configured(|c| c.synchronous_commit = false).await;
     let connect = |options: &str| {
         let conn = format!("{conn} options='{options}'");
         async move {
@@ -365,7 +355,7 @@ async fn synchronous_commit_and_startup_options() {
 /// and order, and says which ones Tabula acts on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_all_lists_the_sessions_settings() {
-    let (server, _dir, conn) = start_configured(|_| {}).await;
+    let (server, _dir, conn) = common::start_configured(|_| {}).await;
     let (c, task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(task);
     c.batch_execute("SET statement_timeout = '3s'; SET myapp.tenant = 'acme'; SET work_mem = '64MB'").await.unwrap();
@@ -392,7 +382,7 @@ async fn show_all_lists_the_sessions_settings() {
 /// must still end a connection the client keeps open, once the grace period is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_connections_left_open_after_the_grace_period() {
-    let (server, _dir, conn) = start_configured(|_| {}).await;
+    let (server, _dir, conn) = common::start_configured(|_| {}).await;
     let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
     let closed = tokio::spawn(conn_task);
     c.batch_execute("CREATE TABLE open_conn (k bigint PRIMARY KEY); INSERT INTO open_conn VALUES (1)").await.unwrap();
@@ -407,7 +397,7 @@ async fn shutdown_ends_connections_left_open_after_the_grace_period() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_connections_is_53300() {
-    let (server, _dir, conn) = start_configured(|c| c.max_connections = 2).await;
+    let (server, _dir, conn) = common::start_configured(|c| c.max_connections = 2).await;
     let mut held = Vec::new();
     for _ in 0..2 {
         let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
@@ -423,7 +413,7 @@ async fn too_many_connections_is_53300() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_over_the_size_limit_are_54000() {
-    let (server, _dir, conn) = start_configured(|c| c.max_statement_bytes = 64).await;
+    let (server, _dir, conn) = common::start_configured(|c| c.max_statement_bytes = 64).await;
     let (c, conn_task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn_task);
     let long = format!("SELECT '{}'", "x".repeat(100));

@@ -95,6 +95,7 @@ impl Analytics {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("tabula-analytics")
+            .thread_stack_size(crate::depth::STACK_BYTES)
             .enable_all()
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
@@ -184,6 +185,7 @@ impl Analytics {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         std::thread::Builder::new()
             .name("tabula-df-stream".into())
+            .stack_size(crate::depth::STACK_BYTES)
             .spawn(move || {
                 runtime.block_on(async move {
                     use futures::StreamExt;

@@ -341,6 +341,7 @@ impl ExecutionPlan for TabulaScanExec {
         let batch_schema = schema.clone();
         std::thread::Builder::new()
             .name("tabula-df-scan".into())
+            .stack_size(crate::depth::STACK_BYTES)
             .spawn(move || stream_cursor(cursor, batch_schema, tx))
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });

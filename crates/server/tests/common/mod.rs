@@ -45,6 +45,18 @@ impl TestServer {
     }
 }
 
+/// A server started with `change` made to the test configuration; returns its connection string too.
+pub async fn start_configured(
+    change: impl FnOnce(&mut tabula_server::ServerConfig),
+) -> (tabula_server::RunningServer, tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tabula_server::ServerConfig { data_dir: dir.path().join("d"), listen: "127.0.0.1:0".into(), ..Default::default() };
+    change(&mut config);
+    let server = tabula_server::start(config).await.unwrap();
+    let conn = format!("host=127.0.0.1 port={} user=tabula dbname=tabula", server.addr.port());
+    (server, dir, conn)
+}
+
 /// Runs a COPY FROM STDIN with all its data in one message; returns the row count.
 pub async fn copy_in(c: &tokio_postgres::Client, sql: &str, data: String) -> u64 {
     use futures::SinkExt;
