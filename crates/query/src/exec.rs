@@ -605,9 +605,11 @@ impl<'a> Executor<'a> {
             let name = t.columns[*col].name.clone();
             // `n = n + k`: the engine's atomic increment, immune to concurrent writers.
             if let (Some(k), None) = (increment_of(e, *col), version) {
-                let k = self.eval_const(&k)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
-                ops.push((name, UpdateOp::Increment(k)));
-                continue;
+                // NULL + NULL-able: an increment of NULL is NULL, which the general path below gives.
+                if let Some(k) = self.eval_const(&k)?.cast(SqlType::Int8)?.as_int() {
+                    ops.push((name, UpdateOp::Add(k)));
+                    continue;
+                }
             }
             let v = e.eval(eval_row, &self.ctx)?.cast(t.column_type(*col))?;
             if v.is_null() && t.columns[*col].not_null {
@@ -628,7 +630,7 @@ impl<'a> Executor<'a> {
                 after[ci] = Datum::Int(v).cast(t.column_type(ci))?;
             }
         }
-        after[t.columns.len()] = Datum::Int(version.unwrap_or(self.ctx.now_us / 1000));
+        after[t.columns.len()] = Datum::Int(version.unwrap_or(outcome.version));
         Ok(after)
     }
 

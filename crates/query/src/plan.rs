@@ -141,6 +141,8 @@ pub enum Plan {
     InsertSelect {
         insert: InsertPlan,
         query: Box<sqlparser::ast::Query>,
+        /// The DEFAULTs of the columns left out, appended to each row: `insert.targets` ends with them.
+        defaults: Vec<Expr>,
     },
     Update(UpdatePlan),
     Delete(DeletePlan),
@@ -169,6 +171,8 @@ pub enum Plan {
     },
     Begin,
     Commit,
+    /// `DEALLOCATE name | ALL`: the named statements live in the protocol layer, which drops them.
+    Deallocate(Option<String>),
     Rollback,
     Savepoint(String),
     ReleaseSavepoint(String),
@@ -189,6 +193,8 @@ pub enum Plan {
     CopyFrom {
         table: Arc<TableSchema>,
         targets: Vec<usize>,
+        /// The DEFAULTs of the columns the data leaves out.
+        defaults: Vec<(usize, Expr)>,
         format: crate::copy::CopyFormat,
     },
     /// `COPY t | (query) TO STDOUT`.
@@ -340,7 +346,7 @@ impl Plan {
                     None => writeln!(f, "{}Values (1 row)", "  ".repeat(d)),
                 }
             }
-            Plan::InsertSelect { insert, query } => {
+            Plan::InsertSelect { insert, query, .. } => {
                 writeln!(f, "{pad}Insert into {} (rows of a query)", insert.table.name)?;
                 writeln!(f, "{pad}  Query: {query}")
             }
@@ -380,6 +386,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddColumn { .. } => "AddColumn",
         Plan::DropColumn { .. } => "DropColumn",
         Plan::Begin => "Begin",
+        Plan::Deallocate(_) => "Deallocate",
         Plan::Commit => "Commit",
         Plan::Rollback => "Rollback",
         Plan::SetVariable { .. } => "Set",

@@ -42,9 +42,26 @@ fn select_alias(s: &ast::Select) -> Option<String> {
     }
 }
 
+/// A table's name as the catalog knows it. `public.t` and `t` are the same table: Tabula's tables live in one
+/// schema. A name in any other schema is kept whole (`s2.t`), so that it is found only where that schema
+/// is (pg_catalog's, information_schema's, tabula's views), and is otherwise "relation does not exist".
 fn object_name(n: &ast::ObjectName) -> String {
-    // `public.t` and `t` are the same table: Tabula has one schema.
-    n.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default()
+    let parts: Vec<String> = n.0.iter().map(|p| p.as_ident().map(ident_name).unwrap_or_default()).collect();
+    match parts.as_slice() {
+        [.., schema, table] if schema == "public" => table.clone(),
+        [table] => table.clone(),
+        [.., schema, table] => format!("{schema}.{table}"),
+        [] => String::new(),
+    }
+}
+
+/// The name of a table to create: only in `public`, as PostgreSQL refuses a schema that does not exist.
+fn created_name(n: &ast::ObjectName) -> Result<String> {
+    let name = object_name(n);
+    match name.split_once('.') {
+        Some((schema, _)) => Err(QueryError::Engine { sqlstate: "3F000", message: format!("schema \"{schema}\" does not exist") }),
+        None => Ok(name),
+    }
 }
 
 fn const_u64(e: &Expr) -> bool {
@@ -74,6 +91,10 @@ impl<'a> Planner<'a> {
             Statement::AlterTable(a) => self.alter_table(a),
             Statement::StartTransaction { .. } => Ok(Plan::Begin),
             Statement::Commit { .. } => Ok(Plan::Commit),
+            Statement::Deallocate { name, .. } => {
+                let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+                Ok(Plan::Deallocate((!all).then(|| ident_name(name))))
+            }
             Statement::Rollback { savepoint: None, .. } => Ok(Plan::Rollback),
             Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackToSavepoint(ident_name(name))),
             Statement::Savepoint { name } => Ok(Plan::Savepoint(ident_name(name))),
@@ -449,7 +470,8 @@ impl<'a> Planner<'a> {
                         .collect::<Result<_>>()?
                 };
                 if !to {
-                    return Ok(Plan::CopyFrom { table, targets, format });
+                    let defaults = self.omitted_defaults(&table, &targets)?;
+                    return Ok(Plan::CopyFrom { table, targets, defaults, format });
                 }
                 let projection: Vec<Expr> = targets
                     .iter()
@@ -510,6 +532,11 @@ impl<'a> Planner<'a> {
             SetExpr::Values(values) => Some(values),
             _ => None,
         };
+        if values.is_none() {
+            if let Some(&t) = targets.iter().find(|&&t| table.columns.get(t).is_some_and(|c| c.always)) {
+                return Err(generated_always(table.column_name(t)));
+            }
+        }
         let scope = Scope::empty();
         let mut rows = Vec::new();
         for row in values.iter().flat_map(|v| v.rows.iter()) {
@@ -522,15 +549,25 @@ impl<'a> Planner<'a> {
             let mut out = Vec::new();
             for (e, &t) in row.iter().zip(&targets) {
                 let ty = table.column_type(t);
-                if matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none()) {
-                    out.push(Expr::Literal(Datum::Null, ty));
+                if is_default_keyword(e) {
+                    out.push(self.column_default(&table, t)?.unwrap_or(Expr::Literal(Datum::Null, ty)));
                     continue;
+                }
+                if table.columns.get(t).is_some_and(|c| c.always) {
+                    return Err(generated_always(table.column_name(t)));
                 }
                 let b = self.binder(&scope).bind(e)?;
                 out.push(self.assign(b, ty, table.column_name(t))?);
             }
             rows.push(out);
         }
+        // Columns left out take their DEFAULT, as written values: every insert path sees whole rows.
+        let defaults = self.omitted_defaults(&table, &targets)?;
+        for row in &mut rows {
+            row.extend(defaults.iter().map(|(_, e)| e.clone()));
+        }
+        let mut targets = targets;
+        targets.extend(defaults.iter().map(|(c, _)| *c));
         let on_conflict = match &i.on {
             None => OnConflict::Error,
             Some(ast::OnInsert::OnConflict(oc)) => {
@@ -571,8 +608,33 @@ impl<'a> Planner<'a> {
         let insert = InsertPlan { table, targets, rows, on_conflict, returning };
         match values {
             Some(_) => Ok(Plan::Insert(insert)),
-            None => Ok(Plan::InsertSelect { insert, query: source.clone() }),
+            None => Ok(Plan::InsertSelect { insert, query: source.clone(), defaults: defaults.into_iter().map(|(_, e)| e).collect() }),
         }
+    }
+
+    /// A column's DEFAULT, bound and typed as a value assigned to it; `None` without one.
+    fn column_default(&mut self, table: &TableSchema, col: usize) -> Result<Option<Expr>> {
+        match &table.columns[col].default {
+            Some(text) => self.bind_default(text, table.column_type(col), table.column_name(col)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn bind_default(&mut self, text: &str, ty: SqlType, column: &str) -> Result<Expr> {
+        let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(text)?.parse_expr()?;
+        let b = self.binder(&Scope::empty()).bind(&e)?;
+        self.assign(b, ty, column)
+    }
+
+    /// The DEFAULTs of the columns a row write leaves out (an identity column is generated instead).
+    fn omitted_defaults(&mut self, table: &TableSchema, targets: &[usize]) -> Result<Vec<(usize, Expr)>> {
+        let mut out = Vec::new();
+        for c in (0..table.columns.len()).filter(|c| !targets.contains(c) && !table.columns[*c].identity) {
+            if let Some(e) = self.column_default(table, c)? {
+                out.push((c, e));
+            }
+        }
+        Ok(out)
     }
 
     /// Types a value assigned to a column, as INSERT and UPDATE do.
@@ -610,6 +672,11 @@ impl<'a> Planner<'a> {
                 return Err(QueryError::NotSupported(format!(
                     "updating primary key column \"{name}\" is not supported: delete and insert the row"
                 )));
+            }
+            if is_default_keyword(&a.value) {
+                let default = self.column_default(table, idx)?;
+                out.push((idx, default.unwrap_or(Expr::Literal(Datum::Null, table.column_type(idx)))));
+                continue;
             }
             let b = self.binder(scope).bind(&a.value)?;
             out.push((idx, self.assign(b, table.column_type(idx), name)?));
@@ -718,7 +785,7 @@ impl<'a> Planner<'a> {
         if c.query.is_some() || c.like.is_some() {
             return Err(QueryError::NotSupported("CREATE TABLE AS / LIKE".into()));
         }
-        let name = object_name(&c.name);
+        let name = created_name(&c.name)?;
         let mut columns = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
         let mut partition_key_len = 1;
@@ -733,7 +800,7 @@ impl<'a> Planner<'a> {
             let type_text = col.data_type.to_string().to_lowercase();
             let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
             let ty = sql_type(&col.data_type)?;
-            let mut def = ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, default: None };
+            let mut def = ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, always: false, default: None };
             for opt in &col.options {
                 match &opt.option {
                     ast::ColumnOption::NotNull => def.not_null = true,
@@ -746,8 +813,17 @@ impl<'a> Planner<'a> {
                         }
                         pk_names.push(cname.clone());
                     }
-                    ast::ColumnOption::Default(e) => def.default = Some(e.to_string()),
-                    ast::ColumnOption::Generated { generation_expr: None, .. } | ast::ColumnOption::Identity(_) => {
+                    ast::ColumnOption::Default(e) => {
+                        // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
+                        self.bind_default(&e.to_string(), ty, &cname)?;
+                        def.default = Some(e.to_string());
+                    }
+                    ast::ColumnOption::Generated { generation_expr: None, generated_as, .. } => {
+                        def.identity = true;
+                        def.always = matches!(generated_as, ast::GeneratedAs::Always);
+                        def.not_null = true;
+                    }
+                    ast::ColumnOption::Identity(_) => {
                         def.identity = true;
                         def.not_null = true;
                     }
@@ -883,11 +959,18 @@ impl<'a> Planner<'a> {
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
                 let ty = sql_type(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
-                let mut col = ColumnDef { name, ty, not_null: false, identity: false, default: None };
+                let col = ColumnDef { name, ty, not_null: false, identity: false, always: false, default: None };
                 for opt in &column_def.options {
                     match &opt.option {
                         ast::ColumnOption::Null => {}
-                        ast::ColumnOption::Default(e) => col.default = Some(e.to_string()),
+                        ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => {}
+                        ast::ColumnOption::Default(_) => {
+                            return Err(QueryError::NotSupported(
+                                "ADD COLUMN with a DEFAULT: adding a column is instant and existing rows would not get the default; \
+                                 add the column, then UPDATE the rows and set the default with a new table"
+                                    .into(),
+                            ))
+                        }
                         other => {
                             return Err(QueryError::NotSupported(format!(
                                 "ADD COLUMN with {other}: adding a column is instant and cannot constrain existing rows"
@@ -1032,6 +1115,22 @@ pub(crate) fn output_names(q: &ast::Query) -> Option<Vec<String>> {
 }
 
 /// The name PostgreSQL gives an unaliased select-list expression.
+/// A value given for a `GENERATED ALWAYS` identity column, refused as PostgreSQL refuses it (its escape,
+/// `OVERRIDING SYSTEM VALUE`, is not parsed).
+fn generated_always(column: &str) -> QueryError {
+    QueryError::Engine {
+        sqlstate: "428C9",
+        message: format!(
+            "cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column defined as GENERATED ALWAYS"
+        ),
+    }
+}
+
+/// The `DEFAULT` keyword in a VALUES row or a SET (sqlparser reads it as a name).
+fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none())
+}
+
 pub(crate) fn default_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(id) => ident_name(id),

@@ -105,6 +105,10 @@ impl Database {
         self.max_statement_bytes.store(n, Ordering::Relaxed);
     }
 
+    pub fn max_statement_bytes(&self) -> usize {
+        self.max_statement_bytes.load(Ordering::Relaxed)
+    }
+
     /// Refuses a statement text over the configured size before parsing it.
     fn check_size(&self, sql: &str) -> Result<()> {
         let limit = self.max_statement_bytes.load(Ordering::Relaxed);
@@ -670,6 +674,8 @@ pub enum Output {
         name: String,
         value: String,
     },
+    /// `DEALLOCATE`: the protocol layer drops the named statement (`None`: all of them).
+    Deallocate(Option<String>),
     /// COPY FROM STDIN started: the client sends `columns` columns of COPY data next.
     CopyIn {
         columns: usize,
@@ -688,7 +694,10 @@ const COPY_BATCH: usize = 2000;
 /// A COPY FROM in progress.
 struct CopyIn {
     table: Arc<TableSchema>,
+    /// The columns of the data (`given` of them), then those the data leaves out that have `defaults`.
     targets: Vec<usize>,
+    given: usize,
+    defaults: Vec<Expr>,
     format: crate::copy::CopyFormat,
     buf: Vec<u8>,
     /// The statement's own transaction when the session has none open and rows need generated keys.
@@ -749,7 +758,9 @@ pub struct Session {
 /// does not know, comes back as a ready plan.
 pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let dialect = PostgreSqlDialect {};
-    match Parser::parse_sql(&dialect, sql) {
+    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
+    crate::depth::check(&tokens)?;
+    match Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements() {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
@@ -852,7 +863,7 @@ impl Session {
         let mut out = Vec::new();
         let mut stmts = stmts.into_iter().peekable();
         while let Some(s) = stmts.next() {
-            let r = self.prepare_parsed(sql, Some(s), &[]).and_then(|p| self.execute(&p, &[]));
+            let r = self.check_not_failed(&s).and_then(|_| self.prepare_parsed(sql, Some(s), &[])).and_then(|p| self.execute(&p, &[]));
             // A streamed result is read as the client takes it, which is after the whole string has run: the
             // statements after it could change what it reads. It is read out before they run.
             let r = match r {
@@ -868,6 +879,8 @@ impl Session {
             let failed = r.is_err();
             out.push(r);
             if failed {
+                // Planning errors too: PostgreSQL fails the transaction on any error in it.
+                self.note_error();
                 break;
             }
         }
@@ -879,6 +892,16 @@ impl Session {
 
     fn savepoint_index(&self, name: &str) -> Result<usize> {
         self.savepoints.iter().rposition(|s| s.as_deref() == Some(name)).ok_or_else(|| QueryError::UndefinedSavepoint(name.to_string()))
+    }
+
+    /// In a failed transaction only its end is accepted (COMMIT, ROLLBACK, ROLLBACK TO SAVEPOINT), before
+    /// anything is planned, as PostgreSQL refuses even a statement that would not plan.
+    fn check_not_failed(&self, s: &ParsedStatement) -> Result<()> {
+        let ends = matches!(s, ParsedStatement::Ast(s) if matches!(s.as_ref(), Statement::Commit { .. } | Statement::Rollback { .. }));
+        if self.failed && !ends {
+            return Err(QueryError::InFailedTransaction);
+        }
+        Ok(())
     }
 
     fn note_error(&mut self) {
@@ -895,6 +918,9 @@ impl Session {
             let mut stmts = parse(sql)?;
             if stmts.len() > 1 {
                 return Err(QueryError::Syntax("cannot insert multiple commands into a prepared statement".into()));
+            }
+            if let Some(s) = stmts.first() {
+                self.check_not_failed(s)?;
             }
             self.prepare_parsed(sql, stmts.pop(), param_types)
         })();
@@ -1147,6 +1173,7 @@ impl Session {
                 self.failed = false;
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
+            Plan::Deallocate(name) => Ok(Output::Deallocate(name.clone())),
             Plan::Begin => {
                 if self.txn.is_none() {
                     self.txn = Some(self.db.store.begin_with_view());
@@ -1298,7 +1325,7 @@ impl Session {
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
             Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
-            Plan::CopyFrom { table, targets, format } => {
+            Plan::CopyFrom { table, targets, defaults, format } => {
                 let generated = table.pk.iter().any(|&c| table.columns[c].identity);
                 let (txn, bulk) = match (&self.txn, generated) {
                     (Some(_), _) => (None, None),
@@ -1307,7 +1334,9 @@ impl Session {
                 };
                 self.copy = Some(CopyIn {
                     table: table.clone(),
-                    targets: targets.clone(),
+                    targets: targets.iter().chain(defaults.iter().map(|(c, _)| c)).copied().collect(),
+                    given: targets.len(),
+                    defaults: defaults.iter().map(|(_, e)| e.clone()).collect(),
                     format: format.clone(),
                     buf: Vec::new(),
                     txn,
@@ -1340,9 +1369,9 @@ impl Session {
                 Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
             }
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
-            Plan::InsertSelect { insert, query } => {
+            Plan::InsertSelect { insert, query, defaults } => {
                 let rows = self.query_rows(query, params)?;
-                let width = insert.targets.len();
+                let width = insert.targets.len() - defaults.len();
                 if let Some(r) = rows.iter().find(|r| r.len() != width) {
                     let more = if r.len() > width { "expressions than target columns" } else { "target columns than expressions" };
                     return Err(QueryError::Syntax(format!("INSERT has more {more}")));
@@ -1350,7 +1379,10 @@ impl Session {
                 let mut insert = insert.clone();
                 insert.rows = rows
                     .into_iter()
-                    .map(|r| r.into_iter().zip(&insert.targets).map(|(d, &t)| Expr::Literal(d, insert.table.column_type(t))).collect())
+                    .map(|r| {
+                        let given = r.into_iter().zip(&insert.targets).map(|(d, &t)| Expr::Literal(d, insert.table.column_type(t)));
+                        given.chain(defaults.iter().cloned()).collect()
+                    })
                     .collect();
                 self.run_dml(&Plan::Insert(insert), params, false).map(|(o, _)| o)
             }
@@ -1443,21 +1475,23 @@ impl Session {
                 return;
             }
         };
+        let defaults_ctx =
+            EvalCtx { params: &[], now_us: self.db.store.clock().now_ms() * 1000, user: &self.user, database: &self.database };
         for chunk in records.chunks(COPY_BATCH) {
             let mut batch = Vec::with_capacity(chunk.len());
             for fields in chunk {
                 copy.line += 1;
                 let r = (|| {
-                    if fields.len() != copy.targets.len() {
+                    if fields.len() != copy.given {
                         return Err(QueryError::InvalidText(format!(
                             "{} data for table \"{}\": expected {} columns, got {}",
-                            if fields.len() < copy.targets.len() { "missing" } else { "extra" },
+                            if fields.len() < copy.given { "missing" } else { "extra" },
                             copy.table.name,
-                            copy.targets.len(),
+                            copy.given,
                             fields.len()
                         )));
                     }
-                    let values = fields
+                    let mut values = fields
                         .iter()
                         .zip(&copy.targets)
                         .map(|(f, &t)| match f {
@@ -1467,6 +1501,9 @@ impl Session {
                             }
                         })
                         .collect::<Result<Vec<_>>>()?;
+                    for e in &copy.defaults {
+                        values.push(e.eval(&[], &defaults_ctx)?);
+                    }
                     crate::exec::prepare_row(&copy.table, &copy.targets, values)
                 })();
                 match r {
@@ -1719,9 +1756,11 @@ impl Session {
         for (col, e) in assignments {
             let name = t.columns[*col].name.clone();
             if let (Some(k), None) = (crate::exec::increment_of(e, *col), prepared.version) {
-                let k = k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
-                ops.push((name, UpdateOp::Increment(k)));
-                continue;
+                // Adding NULL gives NULL: left to the general path.
+                if let Some(k) = k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int() {
+                    ops.push((name, UpdateOp::Add(k)));
+                    continue;
+                }
             }
             let mut reads = Vec::new();
             e.columns(&mut reads);
@@ -1766,9 +1805,12 @@ impl Session {
         let mut ops = Vec::new();
         for (col, e) in &u.assignments {
             let name = t.columns[*col].name.clone();
-            if let (Some(k), None) = (increment_of(e, *col), version) {
-                let k = k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int().unwrap_or(0);
-                ops.push((name, UpdateOp::Increment(k)));
+            let k = match (increment_of(e, *col), version) {
+                (Some(k), None) => k.eval(&[], &ctx)?.cast(SqlType::Int8)?.as_int(),
+                _ => None,
+            };
+            if let Some(k) = k {
+                ops.push((name, UpdateOp::Add(k)));
             } else if e.is_constant() {
                 let v = e.eval(&[], &ctx)?.cast(t.column_type(*col))?;
                 if v.is_null() && t.columns[*col].not_null {

@@ -1706,6 +1706,15 @@ impl WriteCtx<'_> {
         let mut out = Vec::with_capacity(pk.len());
         for (i, v) in pk.iter().enumerate() {
             match v {
+                // A value given for a generated column moves the counter past it, so that no value generated
+                // later collides with it (a collision would roll the counter back with the failed insert,
+                // and every later insert would draw the same value again).
+                Some(PkValue::Integer(n)) if auto[i] => {
+                    let mut pkey = Vec::new();
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    self.raise_autoinc(t, &pkey, *n)?;
+                    out.push(PkValue::Integer(*n));
+                }
                 Some(v) => out.push(v.clone()),
                 None if auto[i] => {
                     let mut pkey = Vec::new();
@@ -1720,17 +1729,36 @@ impl WriteCtx<'_> {
     }
 
     fn next_autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
+        let current = self.autoinc(t, partition_key)?;
+        let next = current.checked_add(1).ok_or_else(|| StoreError::IncrementOverflow("auto-increment counter".into()))?;
+        self.set_autoinc(t, partition_key, next)?;
+        Ok(next)
+    }
+
+    /// Moves a partition's counter up to `at_least` (never down).
+    fn raise_autoinc(&mut self, t: &Table, partition_key: &[u8], at_least: i64) -> Result<()> {
+        if self.autoinc(t, partition_key)? < at_least {
+            self.set_autoinc(t, partition_key, at_least)?;
+        }
+        Ok(())
+    }
+
+    fn autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
         let key = catalog::autoinc_key(t.id, partition_key);
         let meta = self.inner.kv.db.cf_handle("meta").expect("meta column family");
-        let current = self
+        Ok(self
             .txn
             .get_for_update_cf(meta, &key, true)?
             .map(|v| v.as_slice().try_into().map(i64::from_be_bytes).map_err(|_| StoreError::Corrupt("auto-increment counter".into())))
             .transpose()?
-            .unwrap_or(0);
-        let next = current + 1;
-        self.txn.put_cf(meta, &key, next.to_be_bytes())?;
-        Ok(next)
+            .unwrap_or(0))
+    }
+
+    fn set_autoinc(&mut self, t: &Table, partition_key: &[u8], value: i64) -> Result<()> {
+        let key = catalog::autoinc_key(t.id, partition_key);
+        let meta = self.inner.kv.db.cf_handle("meta").expect("meta column family");
+        self.txn.put_cf(meta, &key, value.to_be_bytes())?;
+        Ok(())
     }
 
     fn check_condition(&self, cond: &Condition, visible: Option<&StoredRow>) -> Result<()> {
@@ -1756,7 +1784,7 @@ impl WriteCtx<'_> {
         self.check_condition(cond, visible.as_ref())?;
         let existed = visible.is_some();
         self.finish(t, key, raw, Some(row))?;
-        Ok(WriteOutcome { pk, existed, increments: Vec::new() })
+        Ok(WriteOutcome { pk, existed, increments: Vec::new(), version: self.now })
     }
 
     /// A whole new row from its cells, each checked (name, size, version window).
@@ -1805,6 +1833,7 @@ impl WriteCtx<'_> {
             None => StoredRow::default(),
         };
         row.marker = self.now;
+        let assigned = row.next_version(self.now);
         let mut increments = Vec::new();
         for (column, op) in ops {
             match op {
@@ -1813,7 +1842,7 @@ impl WriteCtx<'_> {
                     if let Some(v) = version {
                         t.check_version(column, *v, self.now)?;
                     }
-                    row.put_cell(column, version.unwrap_or(self.now), value.clone(), max_versions);
+                    row.put_cell(column, version.unwrap_or(assigned), value.clone(), max_versions);
                 }
                 UpdateOp::DeleteVersion(v) => {
                     validate_name(column)?;
@@ -1823,26 +1852,28 @@ impl WriteCtx<'_> {
                     validate_name(column)?;
                     row.column_mut(column).clear();
                 }
-                UpdateOp::Increment(delta) => {
+                UpdateOp::Increment(delta) | UpdateOp::Add(delta) => {
                     validate_name(column)?;
-                    let current = match visible.as_ref().and_then(|r| r.column(column)).and_then(|c| c.first()) {
-                        None => 0,
-                        Some(c) => match &c.value {
+                    // A second increment of the same column in one call builds on the first.
+                    let earlier = increments.iter().rev().find(|(c, _)| c == column).map(|(_, v)| *v);
+                    let current = match (earlier, visible.as_ref().and_then(|r| r.column(column)).and_then(|c| c.first())) {
+                        (Some(v), _) => v,
+                        (None, Some(c)) => match &c.value {
                             Value::Integer(i) => *i,
                             other => return Err(StoreError::IncrementNonInteger { column: column.clone(), got: other.type_name() }),
                         },
+                        (None, None) if matches!(op, UpdateOp::Increment(_)) => 0,
+                        (None, None) => continue,
                     };
-                    // A second increment of the same column in one call builds on the first.
-                    let current = increments.iter().rev().find(|(c, _)| c == column).map(|(_, v)| *v).unwrap_or(current);
                     let next = current.checked_add(*delta).ok_or_else(|| StoreError::IncrementOverflow(column.clone()))?;
-                    row.put_cell(column, self.now, Value::Integer(next), max_versions);
+                    row.put_cell(column, assigned, Value::Integer(next), max_versions);
                     increments.push((column.clone(), next));
                 }
             }
         }
         row.remove_empty_columns();
         self.finish(t, key, raw, Some(row))?;
-        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments })
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments, version: assigned })
     }
 
     fn delete_row(&mut self, t: &Table, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
@@ -1851,7 +1882,7 @@ impl WriteCtx<'_> {
         self.check_condition(cond, visible.as_ref())?;
         let existed = visible.is_some();
         self.finish(t, key, raw, None)?;
-        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments: Vec::new() })
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments: Vec::new(), version: self.now })
     }
 }
 

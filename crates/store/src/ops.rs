@@ -200,8 +200,11 @@ pub enum UpdateOp {
     },
     DeleteVersion(i64),
     DeleteAll,
-    /// Adds to the newest integer value (a missing value counts as 0); writes a new version.
+    /// Tablestore's increment: adds to the newest integer value (a missing value counts as 0); writes a
+    /// new version.
     Increment(i64),
+    /// SQL's `c = c + k`: as `Increment`, except that a missing value stays missing (NULL + k is NULL).
+    Add(i64),
 }
 
 /// One row write of a `batch_write`.
@@ -220,4 +223,6 @@ pub struct WriteOutcome {
     pub existed: bool,
     /// New values of incremented columns.
     pub increments: Vec<(String, i64)>,
+    /// The version an update gave the cells it wrote without one of their own (0 for other writes).
+    pub version: i64,
 }

@@ -156,6 +156,13 @@ impl StoredRow {
     }
 
     /// Inserts a version, replacing one with the same timestamp, keeping newest first.
+    /// The version a write at `now` gets from the server: `now`, or past every version the row holds, so that
+    /// writes in the same millisecond (or after one at a future version) never overwrite each other.
+    pub fn next_version(&self, now: i64) -> i64 {
+        let newest = self.columns.iter().filter_map(|(_, cells)| cells.first().map(|c| c.version)).max();
+        newest.map_or(now, |v| now.max(v.saturating_add(1)))
+    }
+
     pub fn put_cell(&mut self, name: &str, version: i64, value: Value, max_versions: u32) {
         let cells = self.column_mut(name);
         match cells.binary_search_by(|c| version.cmp(&c.version)) {

@@ -213,6 +213,9 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                 }
                 let mut row = model.rows.get(k).cloned().unwrap_or_default();
                 row.marker = now;
+                // Versions the server assigns come after every version the row holds.
+                let newest = row.cols.values().filter_map(|c| c.first().map(|(v, _)| *v)).max();
+                let assigned = newest.map_or(now, |v| now.max(v + 1));
                 let mut incs: Vec<(String, i64)> = Vec::new();
                 for (name, op) in &uops {
                     match op {
@@ -222,7 +225,7 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                                     return Err("VersionOutOfWindow");
                                 }
                             }
-                            model.put_cell(&mut row, name, version.unwrap_or(now), value.clone());
+                            model.put_cell(&mut row, name, version.unwrap_or(assigned), value.clone());
                         }
                         UpdateOp::DeleteVersion(v) => {
                             if let Some(cells) = row.cols.get_mut(name) {
@@ -232,15 +235,17 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                         UpdateOp::DeleteAll => {
                             row.cols.remove(name);
                         }
-                        UpdateOp::Increment(d) => {
-                            let cur = match visible.as_ref().and_then(|r| r.get(name)).and_then(|c| c.first()) {
-                                None => 0,
-                                Some((_, Value::Integer(i))) => *i,
-                                Some(_) => return Err("IncrementNonInteger"),
+                        UpdateOp::Increment(d) | UpdateOp::Add(d) => {
+                            let earlier = incs.iter().rev().find(|(c, _)| c == name).map(|(_, v)| *v);
+                            let cur = match (earlier, visible.as_ref().and_then(|r| r.get(name)).and_then(|c| c.first())) {
+                                (Some(v), _) => v,
+                                (None, Some((_, Value::Integer(i)))) => *i,
+                                (None, Some(_)) => return Err("IncrementNonInteger"),
+                                (None, None) if matches!(op, UpdateOp::Increment(_)) => 0,
+                                (None, None) => continue,
                             };
-                            let cur = incs.iter().rev().find(|(c, _)| c == name).map(|(_, v)| *v).unwrap_or(cur);
                             let next = cur + d;
-                            model.put_cell(&mut row, name, now, Value::Integer(next));
+                            model.put_cell(&mut row, name, assigned, Value::Integer(next));
                             incs.push((name.clone(), next));
                         }
                     }

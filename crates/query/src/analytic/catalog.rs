@@ -816,7 +816,7 @@ impl Generated {
                 for r in &s.rels {
                     for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                         let (has_def, identity) = match &r.tabula {
-                            Some((t, _)) => (t.columns[i].default.is_some(), if t.columns[i].identity { "a" } else { "" }),
+                            Some((t, _)) => (t.columns[i].default.is_some(), identity_kind(&t.columns[i])),
                             None => (false, ""),
                         };
                         out.push(pg_attribute_row(r.oid, name, *ty, i as i64 + 1, *not_null, has_def, identity));
@@ -1020,6 +1020,7 @@ impl Generated {
                     for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                         let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
                         let identity = col.is_some_and(|c| c.identity);
+                        let generation = col.filter(|c| c.identity).map(|c| if c.always { "ALWAYS" } else { "BY DEFAULT" });
                         let (precision, radix, scale) = match ty {
                             SqlType::Int2 => (Some(16), Some(2), Some(0)),
                             SqlType::Int4 => (Some(32), Some(2), Some(0)),
@@ -1067,7 +1068,7 @@ impl Generated {
                         row.push((i as i32 + 1).to_string().into());
                         row.push("NO".into());
                         row.push(if identity { "YES" } else { "NO" }.into());
-                        row.push(if identity { Some("ALWAYS") } else { None }.into());
+                        row.push(generation.into());
                         row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
                         row.push(if identity { Some("NO") } else { None }.into());
                         row.push("NEVER".into());
@@ -1738,5 +1739,14 @@ fn json_value(v: &ScalarValue) -> String {
         ScalarValue::Boolean(Some(b)) => b.to_string(),
         v if v.data_type().is_numeric() => v.to_string(),
         v => json_string(&v.to_string()),
+    }
+}
+
+/// `pg_attribute.attidentity`: `a` for GENERATED ALWAYS, `d` for BY DEFAULT (and serial), empty otherwise.
+fn identity_kind(c: &crate::schema::ColumnDef) -> &'static str {
+    match (c.identity, c.always) {
+        (true, true) => "a",
+        (true, false) => "d",
+        _ => "",
     }
 }
