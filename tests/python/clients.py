@@ -40,6 +40,25 @@ def psycopg3():
         with conn.transaction():
             conn.execute("UPDATE py3 SET name = 'tx' WHERE k = 0")
         check("psycopg3 tx", conn.execute("SELECT name FROM py3 WHERE k = 0").fetchone()[0], "tx")
+        conn.commit()
+
+
+def psycopg3_prepared_then_rollback():
+    """With its default settings psycopg 3 prepares a query run 5 times, and after a ROLLBACK it sends
+    DEALLOCATE ALL (the server may have lost them): that must work, and the query be prepared again."""
+    import psycopg
+
+    with psycopg.connect(DSN) as conn:
+        conn.execute("CREATE TABLE py3prep (k bigint PRIMARY KEY, v text)")
+        conn.commit()
+        for i in range(8):
+            conn.execute("INSERT INTO py3prep VALUES (%s, %s)", (i, f"v{i}"))
+        conn.rollback()
+        check("psycopg3 rolled back", conn.execute("SELECT count(*) FROM py3prep").fetchone()[0], 0)
+        for i in range(8):
+            conn.execute("INSERT INTO py3prep VALUES (%s, %s)", (i, f"v{i}"))
+        conn.commit()
+        check("psycopg3 prepared again", conn.execute("SELECT count(*) FROM py3prep").fetchone()[0], 8)
 
 
 def psycopg2_and_pandas():
@@ -117,10 +136,12 @@ def sqlalchemy_inspect(driver):
     with engine.begin() as conn:
         conn.execute(table.insert().values(site="lab", id=1, name="probe", temp=21.5))
         row = conn.execute(sa.select(table.c.name, table.c.active).where(table.c.site == "lab", table.c.id == 1)).one()
-    check("reflected table round trip", tuple(row), ("probe", None))
+    # The DEFAULT applies, as in PostgreSQL (it was ignored once, and this read None).
+    check("reflected table round trip", tuple(row), ("probe", True))
 
 
 psycopg3()
+psycopg3_prepared_then_rollback()
 psycopg2_and_pandas()
 sqlalchemy_inspect("psycopg2")
 sqlalchemy_inspect("psycopg")

@@ -65,8 +65,17 @@ impl Users {
 impl AuthSource for Users {
     async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
         let user = login.user().ok_or(PgWireError::UserNameRequired)?;
-        let Some(secret) = self.passwords.get(user) else {
-            return Err(PgWireError::InvalidPassword(user.to_string()));
+        let mock;
+        let secret = match self.passwords.get(user) {
+            Some(secret) => secret,
+            // An unknown user under MD5 or SCRAM gets the exchange a known one gets, with a salt and a secret
+            // no password matches, as PostgreSQL answers with a mock salt: it fails at the same step with the
+            // same error, so trying names does not tell which exist.
+            None if matches!(self.method, AuthMethod::Md5 | AuthMethod::ScramSha256) => {
+                mock = format!("{:x?}", rand_bytes::<16>());
+                &mock
+            }
+            None => return Err(PgWireError::InvalidPassword(user.to_string())),
         };
         Ok(match self.method {
             AuthMethod::Md5 => {

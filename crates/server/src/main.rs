@@ -149,7 +149,17 @@ async fn run() -> anyhow::Result<()> {
         auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,
         allow_trust_remote: cli.allow_trust_remote || file.allow_trust_remote.unwrap_or(false),
         users: match cli.users {
-            Some(list) => parse_users(&list)?,
+            Some(list) => {
+                // Given on the command line (not through the environment, which clap also reads into it), the
+                // passwords are in every user's process list.
+                if std::env::var("TABULA_USERS").ok().as_deref() != Some(list.as_str()) {
+                    tracing::warn!(
+                        "passwords given with --users can be read by any user of this machine in the process list: \
+                         give them in TABULA_USERS or in the configuration file's [users] table"
+                    );
+                }
+                parse_users(&list)?
+            }
             None => file.users.unwrap_or_default(),
         },
         tls: match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {

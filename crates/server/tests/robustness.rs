@@ -327,3 +327,73 @@ async fn every_session_has_its_own_cancel_key_under_password_authentication() {
     drop(pids);
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_answers_an_unknown_user_as_a_known_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = HashMap::from([("known".to_string(), "pw".to_string())]);
+    let config = ServerConfig {
+        data_dir: dir.path().join("data"),
+        listen: "127.0.0.1:0".into(),
+        auth: AuthMethod::ScramSha256,
+        users,
+        block_cache_bytes: 8 << 20,
+        ..Default::default()
+    };
+    let server = start(config).await.unwrap();
+    let port = server.addr.port();
+    let replies = tokio::task::spawn_blocking(move || {
+        ["known", "unknown"].map(|user| {
+            let mut c = Raw::startup(port, user);
+            let offer = c.messages(1);
+            assert_eq!(offer[0].1[..4], 10i32.to_be_bytes(), "SCRAM is offered to {user}");
+            let first = b"n,,n=,r=fyko+d2lbbFgONRv9qkxdawL";
+            let mut body = b"SCRAM-SHA-256\0".to_vec();
+            body.extend_from_slice(&(first.len() as i32).to_be_bytes());
+            body.extend_from_slice(first);
+            c.send(&message(b'p', &body));
+            let reply = c.messages(1);
+            // AuthenticationSASLContinue (11) with the server's nonce, salt and iteration count.
+            (reply[0].0, i32::from_be_bytes(reply[0].1[..4].try_into().unwrap()), String::from_utf8_lossy(&reply[0].1[4..]).into_owned())
+        })
+    })
+    .await
+    .unwrap();
+    for (user, (kind, code, challenge)) in ["known", "unknown"].iter().zip(&replies) {
+        assert_eq!((*kind, *code), (b'R', 11), "{user} is challenged");
+        assert!(challenge.contains(",s=") && challenge.ends_with(",i=4096"), "{user}: {challenge}");
+    }
+    server.shutdown().await.unwrap();
+}
+
+/// statement_timeout stops analytic statements as it stops key-value scans: one streaming rows as fast as
+/// they come, and one working long without a row (a recursive query without end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_stops_analytic_statements() {
+    use futures::StreamExt;
+    let server = common::TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute("SET statement_timeout = '1s'").await.unwrap();
+    let bounded = Duration::from_secs(120);
+    let streamed = tokio::time::timeout(bounded, async {
+        let rows = c.query_raw("SELECT * FROM generate_series(1, 10000000000)", Vec::<i64>::new()).await?;
+        futures::pin_mut!(rows);
+        let mut n = 0u64;
+        while let Some(r) = rows.next().await {
+            r?;
+            n += 1;
+        }
+        Ok::<u64, tokio_postgres::Error>(n)
+    })
+    .await
+    .expect("the stream stops");
+    let e = streamed.expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    let recursive = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r";
+    let e = tokio::time::timeout(bounded, c.simple_query(recursive)).await.expect("the query stops").expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    // The session goes on.
+    c.batch_execute("SET statement_timeout = 0").await.unwrap();
+    assert_eq!(c.query_one("SELECT 1::bigint", &[]).await.unwrap().get::<_, i64>(0), 1);
+    server.stop().await;
+}

@@ -133,7 +133,26 @@ impl Kv {
             sync_ended: Default::default(),
         };
         kv.finish_deletes()?;
+        kv.remove_leftovers()?;
         Ok(kv)
+    }
+
+    /// Removes the temporary files of processes that died while writing them (a COPY killed mid-way leaves its
+    /// table files and spilled runs, `bulk-<pid>-<n>.<ext>`). Nothing refers to them, and with the directory's
+    /// lock held no live process can still be writing one. Returns how many there were.
+    fn remove_leftovers(&self) -> Result<usize> {
+        let list = std::fs::read_dir(&self.dir).map_err(|e| StoreError::Storage(format!("cannot list {}: {e}", self.dir.display())))?;
+        let mut removed = 0;
+        for entry in list.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with("bulk-") && (name.ends_with(".sst") || name.ends_with(".run")) {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| StoreError::Storage(format!("cannot remove the leftover {}: {e}", entry.path().display())))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Makes the log that commits go to, and the logs waiting to be reused after it, ones that already have
@@ -269,7 +288,7 @@ impl Kv {
     }
 
     /// A path in the data directory for a temporary file of this process (table files being built, spilled
-    /// bulk-load runs). Removed by whoever made it; a leftover from a crash is harmless.
+    /// bulk-load runs). Removed by whoever made it; a leftover from a crash is removed at the next open.
     pub fn temp_path(&self, ext: &str) -> std::path::PathBuf {
         let n = self.next_file.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.dir.join(format!("bulk-{}-{n}.{ext}", std::process::id()))

@@ -21,6 +21,7 @@ pub mod provider;
 mod rewrite;
 
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -183,6 +184,8 @@ impl Analytics {
         let runtime =
             self.runtime.as_ref().ok_or_else(|| QueryError::Internal("the analytic engine is shut down".into()))?.handle().clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stopped, watched) = (stop.clone(), interrupt.clone());
         std::thread::Builder::new()
             .name("tabula-df-stream".into())
             .stack_size(crate::depth::STACK_BYTES)
@@ -196,7 +199,15 @@ impl Analytics {
                             return;
                         }
                     };
-                    while let Some(b) = stream.next().await {
+                    loop {
+                        // Between batches, DataFusion's operators may work long (a join's build, a recursive
+                        // query): the statement is dropped, and its work with it, once the reader has gone or
+                        // the statement was cancelled or timed out.
+                        let next = tokio::select! {
+                            b = stream.next() => b,
+                            _ = wait_for_stop(&stopped, &watched) => return,
+                        };
+                        let Some(b) = next else { return };
                         let failed = b.is_err();
                         // A full channel waits for the client; a dropped receiver ends the statement.
                         if tx.send(b.map_err(map_err)).is_err() || failed {
@@ -206,7 +217,7 @@ impl Analytics {
                 })
             })
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic stream: {e}")))?;
-        Ok(AnalyticRows { rx, types: plan.columns.iter().map(|c| c.ty).collect(), buf: Default::default(), interrupt, done: false })
+        Ok(AnalyticRows { rx, types: plan.columns.iter().map(|c| c.ty).collect(), buf: Default::default(), interrupt, done: false, stop })
     }
 
     fn bind(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)]) -> Result<LogicalPlan> {
@@ -256,7 +267,28 @@ pub struct AnalyticRows {
     buf: std::collections::VecDeque<SqlRow>,
     interrupt: Interrupt,
     done: bool,
+    /// Set when the reader goes: the producing thread stops (see `execute_stream`).
+    stop: Arc<AtomicBool>,
 }
+
+impl Drop for AnalyticRows {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Resolves once the statement's reader has gone, or it was cancelled or timed out: checked every
+/// [`STOP_CHECK`], the same period as a blocked reader's own checks.
+async fn wait_for_stop(stop: &AtomicBool, interrupt: &Interrupt) {
+    loop {
+        tokio::time::sleep(STOP_CHECK).await;
+        if stop.load(Ordering::Relaxed) || interrupt.check().is_err() {
+            return;
+        }
+    }
+}
+
+const STOP_CHECK: Duration = Duration::from_millis(20);
 
 impl std::fmt::Debug for AnalyticRows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,8 +307,13 @@ impl Iterator for AnalyticRows {
             if self.done {
                 return None;
             }
-            match self.rx.recv_timeout(Duration::from_millis(20)) {
+            match self.rx.recv_timeout(STOP_CHECK) {
                 Ok(Ok(batch)) => {
+                    // Batches that keep coming must not keep a cancelled or timed-out statement going.
+                    if let Err(e) = self.interrupt.check() {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
                     let mut rows = Vec::with_capacity(batch.num_rows());
                     if let Err(e) = arrow::batch_to_rows(&batch, &self.types, &mut rows) {
                         self.done = true;
