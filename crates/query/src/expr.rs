@@ -388,6 +388,17 @@ impl Expr {
                 }
             },
             Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast(*ty)?,
+            // As in PostgreSQL, the arguments after the first that is not NULL are not evaluated, so they
+            // cannot fail (`coalesce(a, 1 / b)` with `a` set and `b` zero is `a`).
+            Expr::Func { func: Func::Coalesce, args } => {
+                for a in args {
+                    let v = a.eval(row, ctx)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                Datum::Null
+            }
             Expr::Func { func, args } => {
                 let vals = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
                 call(*func, vals, args, ctx)?

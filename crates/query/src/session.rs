@@ -89,6 +89,7 @@ impl Database {
             copy: None,
             savepoints: Vec::new(),
             last_plan: None,
+            stream_failed: Default::default(),
         }
     }
 
@@ -596,11 +597,25 @@ pub struct RowStream {
     source: Box<dyn RowSource>,
     owned: std::collections::VecDeque<Result<SqlRow>>,
     done: bool,
+    /// Set when the stream ends in an error: the session's transaction then fails, as it would had the
+    /// error come before the first row (see [`Session::execute`]).
+    failed: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl RowStream {
     pub fn new(source: impl RowSource + 'static) -> Self {
-        RowStream { source: Box::new(source), owned: Default::default(), done: false }
+        RowStream { source: Box::new(source), owned: Default::default(), done: false, failed: None }
+    }
+
+    fn flag_errors(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.failed = Some(flag);
+        self
+    }
+
+    fn note_failure(&self) {
+        if let Some(f) = &self.failed {
+            f.store(true, Ordering::Relaxed);
+        }
     }
 
     pub fn from_rows(rows: impl Iterator<Item = Result<SqlRow>> + Send + 'static) -> Self {
@@ -614,6 +629,9 @@ impl RowStream {
         }
         let more = self.source.next_rows(f);
         self.done = !matches!(more, Ok(true));
+        if more.is_err() {
+            self.note_failure();
+        }
         more
     }
 }
@@ -639,6 +657,7 @@ impl Iterator for RowStream {
                 Ok(false) => self.done = true,
                 Err(e) => {
                     self.done = true;
+                    self.note_failure();
                     self.owned.push_back(Err(e));
                 }
             }
@@ -752,6 +771,8 @@ pub struct Session {
     savepoints: Vec<Option<String>>,
     /// The plan of the statement run last (for the slow-statement log).
     last_plan: Option<Arc<Plan>>,
+    /// Set by a streamed result that ended in an error (see [`RowStream`]).
+    stream_failed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -853,6 +874,7 @@ impl Session {
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
     pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
+        self.absorb_stream_failure();
         let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
             Ok(s) => s,
             Err(e) => {
@@ -913,6 +935,7 @@ impl Session {
     /// Parses and plans one statement for the extended protocol. Parameter types the client gave win;
     /// the others are inferred from where they are used.
     pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        self.absorb_stream_failure();
         let r = (|| {
             self.db.check_size(sql)?;
             let mut stmts = parse(sql)?;
@@ -1075,6 +1098,21 @@ impl Session {
 
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
     pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        self.absorb_stream_failure();
+        match self.execute_here(p, params)? {
+            Output::Stream { columns, cursor } => Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) }),
+            out => Ok(out),
+        }
+    }
+
+    /// A streamed result that ended in an error fails the transaction it ran in, before the next statement.
+    fn absorb_stream_failure(&mut self) {
+        if self.stream_failed.swap(false, Ordering::Relaxed) {
+            self.note_error();
+        }
+    }
+
+    fn execute_here(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
         if let Some(a) = &p.analytic {
             return self.execute_analytic(p, a.clone(), params);
         }
