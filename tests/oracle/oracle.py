@@ -86,6 +86,17 @@ class Gen:
             f"({a} % {self.divisor(b)})", f"greatest({a}, {b})", f"least({a}, {b})",
         ])
 
+    def text_expr(self, cols, depth=0):
+        """A text expression: concatenation and the string functions both engines share."""
+        if depth >= 2 or self.r.random() < 0.3:
+            return self.r.choice(cols + [self.text(False)])
+        a = self.text_expr(cols, depth + 1)
+        return self.r.choice([
+            f"({a} || {self.text_expr(cols, depth + 1)})", f"upper({a})", f"lower({a})", f"length({a})::text",
+            f"substr({a}, {self.r.randint(1, 3)}, {self.r.randint(0, 3)})", f"coalesce({a}, 'n')",
+            f"replace({a}, 'a', 'q')", f"trim({a})", f"concat({a}, {self.text_expr(cols, depth + 1)})",
+        ])
+
     def divisor(self, e):
         """Never zero: which of several conditions PostgreSQL evaluates first is not defined, so a division
         by zero in one of them may or may not be reached (see DIFFERENCES)."""
@@ -161,6 +172,12 @@ class Gen:
             items = self.r.sample(cols, self.r.randint(1, len(cols)))
             if self.r.random() < 0.4:
                 items.append(self.int_expr(ints) + " AS x")
+            texts = [c for c in cols if c in TEXTS]
+            if texts and self.r.random() < 0.3:
+                items.append(self.text_expr(texts) + " AS y")
+            if self.r.random() < 0.2:
+                items.append(self.r.choice([f"{self.r.choice(ints)}::text", f"{self.r.choice(ints)}::double precision",
+                                            f"({self.r.choice(ints)} > 3)::text", f"cast({self.r.choice(cols)} AS text)"]) + " AS z")
             sql = f"SELECT {', '.join(items)} FROM {table}"
             if self.r.random() < 0.8:
                 sql += f" WHERE {self.predicate(table)}"

@@ -555,9 +555,14 @@ fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
         }));
     }
     if op == Concat {
-        let lt = l.natural_type();
-        let rt = r.natural_type();
-        return Ok(Datum::Text(l.to_pg_text(lt).unwrap_or_default() + &r.to_pg_text(rt).unwrap_or_default()));
+        // `||` casts a non-text operand to text (`true || 'x'` is `truex`), where concat() takes its output form.
+        let text = |d: Datum| -> Result<String> {
+            Ok(match d.cast(SqlType::Text)? {
+                Datum::Text(s) => s,
+                other => other.to_pg_text(SqlType::Text).unwrap_or_default(),
+            })
+        };
+        return Ok(Datum::Text(text(l)? + &text(r)?));
     }
     let mismatch =
         || QueryError::UndefinedFunction(format!("operator does not exist: {} {} {}", l.natural_type(), op.symbol(), r.natural_type()));

@@ -361,6 +361,8 @@ impl Datum {
             (Datum::Float(f), Numeric) => Datum::Numeric(Decimal::from_str(&f.to_string()).map_err(|_| out_of_range(Numeric))?),
             (Datum::Bool(b), t) if t.is_integer() => Datum::Int(b as i64),
             (Datum::Bool(b), Bool) => Datum::Bool(b),
+            // A cast spells the value out (PostgreSQL's booltext), where output and || give `t` and `f`.
+            (Datum::Bool(b), t) if t.is_text() => Datum::Text(if b { "true" } else { "false" }.into()),
             (Datum::Bytes(b), Bytea) => Datum::Bytes(b),
             (Datum::Timestamp(t), Timestamp | Timestamptz) => Datum::Timestamp(t),
             (Datum::Timestamp(t), Date) => Datum::Date(t.div_euclid(86_400_000_000) as i32),

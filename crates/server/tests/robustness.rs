@@ -84,6 +84,18 @@ fn sqlstate(body: &[u8]) -> Option<String> {
     fields.find(|f| f.first() == Some(&b'C')).map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
 }
 
+/// A server on loopback with one user, authenticated by `auth`.
+fn with_user(dir: &std::path::Path, auth: AuthMethod, user: &str, password: &str) -> ServerConfig {
+    ServerConfig {
+        data_dir: dir.join("data"),
+        listen: "127.0.0.1:0".into(),
+        auth,
+        users: HashMap::from([(user.to_string(), password.to_string())]),
+        block_cache_bytes: 8 << 20,
+        ..Default::default()
+    }
+}
+
 /// xorshift64*: the fuzz cases are the same on every run.
 struct Rng(u64);
 
@@ -294,16 +306,7 @@ async fn trust_authentication_is_refused_off_loopback_unless_forced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_session_has_its_own_cancel_key_under_password_authentication() {
     let dir = tempfile::tempdir().unwrap();
-    let users = HashMap::from([("u".to_string(), "pw".to_string())]);
-    let config = ServerConfig {
-        data_dir: dir.path().join("data"),
-        listen: "127.0.0.1:0".into(),
-        auth: AuthMethod::Password,
-        users,
-        block_cache_bytes: 8 << 20,
-        ..Default::default()
-    };
-    let server = start(config).await.unwrap();
+    let server = start(with_user(dir.path(), AuthMethod::Password, "u", "pw")).await.unwrap();
     let port = server.addr.port();
     let pids = tokio::task::spawn_blocking(move || {
         (0..3)
@@ -331,16 +334,7 @@ async fn every_session_has_its_own_cancel_key_under_password_authentication() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scram_answers_an_unknown_user_as_a_known_one() {
     let dir = tempfile::tempdir().unwrap();
-    let users = HashMap::from([("known".to_string(), "pw".to_string())]);
-    let config = ServerConfig {
-        data_dir: dir.path().join("data"),
-        listen: "127.0.0.1:0".into(),
-        auth: AuthMethod::ScramSha256,
-        users,
-        block_cache_bytes: 8 << 20,
-        ..Default::default()
-    };
-    let server = start(config).await.unwrap();
+    let server = start(with_user(dir.path(), AuthMethod::ScramSha256, "known", "pw")).await.unwrap();
     let port = server.addr.port();
     let replies = tokio::task::spawn_blocking(move || {
         ["known", "unknown"].map(|user| {
