@@ -700,7 +700,8 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
             d => return Err(QueryError::UndefinedFunction(format!("abs({})", d.natural_type()))),
         },
         Round | Floor | Ceil => {
-            let digits = vals.get(1).and_then(|v| v.as_int()).unwrap_or(0);
+            // The digits argument may come typed as the value is (numeric): read it as an integer.
+            let digits = vals.get(1).map(|v| v.clone().cast(SqlType::Int8)).transpose()?.and_then(|v| v.as_int()).unwrap_or(0);
             match &vals[0] {
                 Datum::Int(i) => Datum::Int(*i),
                 Datum::Float(f) => {
@@ -712,7 +713,13 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
                     })
                 }
                 Datum::Numeric(d) => Datum::Numeric(match func {
-                    Round => d.round_dp_with_strategy(digits.max(0) as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
+                    // Negative digits round left of the point, as PostgreSQL's round(1234.5, -2) is 1200.
+                    Round if digits < 0 => {
+                        let m =
+                            rust_decimal::Decimal::from(10i64.checked_pow((-digits) as u32).ok_or_else(|| out_of_range(SqlType::Numeric))?);
+                        (d / m).round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero) * m
+                    }
+                    Round => d.round_dp_with_strategy(digits as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
                     Floor => d.floor(),
                     _ => d.ceil(),
                 }),
