@@ -607,8 +607,13 @@ async fn reads_in_a_transaction_stream_from_its_snapshot() {
     // Committed by another session after the transaction's snapshot: not for this transaction to see.
     other.batch_execute("INSERT INTO t VALUES (20000, 0), (20001, 0); UPDATE t SET v = -1 WHERE k = 7").await.unwrap();
     // A scan of a transaction that has not written streams (the rows before the failing one come first, as
-    // outside a transaction), and reads the snapshot.
+    // outside a transaction), and reads the snapshot. Its error fails the transaction, as in PostgreSQL: a
+    // savepoint takes it back.
+    tx.batch_execute("SAVEPOINT before_the_error").await.unwrap();
     assert_eq!(rows_before_division_by_zero(&tx, "SELECT k, 1 / (k - 15000) FROM t").await, 15_000);
+    let e = tx.query_one("SELECT 1::bigint", &[]).await.expect_err("the transaction failed");
+    assert_eq!(e.code(), Some(&SqlState::IN_FAILED_SQL_TRANSACTION));
+    tx.batch_execute("ROLLBACK TO SAVEPOINT before_the_error").await.unwrap();
     let rows = tx.query("SELECT k, v FROM t WHERE k >= 5", &[]).await.unwrap();
     assert_eq!(rows.len(), 19_995);
     assert_eq!(rows[2].get::<_, i64>(1), 7);

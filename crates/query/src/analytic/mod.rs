@@ -332,7 +332,14 @@ impl Iterator for AnalyticRows {
                         return Some(Err(e));
                     }
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => self.done = true,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    // The producer also stops on its own once the statement is interrupted: say why, rather
+                    // than end as if the result were complete.
+                    if let Err(e) = self.interrupt.check() {
+                        return Some(Err(e));
+                    }
+                }
             }
         }
     }
