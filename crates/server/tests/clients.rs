@@ -290,8 +290,6 @@ Indexes:
     server.stop().await;
 }
 
-/// A server with some settings changed; its data directory lives as long as the returned guard.
-
 async fn show(c: &tokio_postgres::Client, name: &str) -> String {
     c.query_one(&format!("SHOW {name}"), &[]).await.unwrap().get(0)
 }
