@@ -40,6 +40,8 @@ pub struct Database {
     schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
     /// What a new session's settings start as (and `RESET`, `DISCARD ALL` return to).
     defaults: RwLock<Settings>,
+    /// Memory budgets of analytic statements.
+    memory: Arc<crate::analytic::memory::ServerMemory>,
 }
 
 impl Database {
@@ -53,6 +55,7 @@ impl Database {
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
             defaults: RwLock::new(Arc::new(default_settings(store_durability))),
+            memory: Default::default(),
         })
     }
 
@@ -106,6 +109,15 @@ impl Database {
         self.max_statement_bytes.store(n, Ordering::Relaxed);
     }
 
+    /// The memory budget of one analytic statement and the ceiling of all of them together (bytes).
+    pub fn set_memory_limits(&self, statement: usize, server: usize) {
+        self.memory.set_limits(statement, server);
+    }
+
+    pub fn memory(&self) -> &crate::analytic::memory::ServerMemory {
+        &self.memory
+    }
+
     pub fn max_statement_bytes(&self) -> usize {
         self.max_statement_bytes.load(Ordering::Relaxed)
     }
@@ -127,7 +139,7 @@ impl Database {
         if let Some(a) = self.analytics.get() {
             return Ok(a.clone());
         }
-        let a = Arc::new(crate::analytic::Analytics::new(Arc::downgrade(self))?);
+        let a = Arc::new(crate::analytic::Analytics::new(Arc::downgrade(self), self.memory.clone())?);
         Ok(self.analytics.get_or_init(|| a).clone())
     }
 
@@ -368,8 +380,15 @@ const FIXED_SETTINGS: &[&str] = &["server_version", "server_version_num", "serve
 /// Settings the server fixes when it starts, from its flags or configuration file (PostgreSQL's `postmaster`
 /// settings): `SHOW` gives them once the server has published them, and only a restart changes them. Tabula's
 /// own take a `tabula.` prefix, as PostgreSQL's custom settings take a dotted one.
-pub const SERVER_SETTINGS: &[&str] =
-    &["max_connections", "wal_writer_delay", "tabula.block_cache_size", "tabula.busy_poll", "tabula.wal_prefill_size"];
+pub const SERVER_SETTINGS: &[&str] = &[
+    "max_connections",
+    "wal_writer_delay",
+    "tabula.block_cache_size",
+    "tabula.busy_poll",
+    "tabula.wal_prefill_size",
+    "tabula.statement_memory",
+    "tabula.memory_limit",
+];
 
 /// Refuses a change to a setting that cannot change in a session, with PostgreSQL's message.
 fn refuse_fixed(key: &str) -> Result<()> {

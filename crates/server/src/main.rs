@@ -39,6 +39,13 @@ struct Cli {
     /// MiB of memory for the block cache of recently read table blocks (PostgreSQL's shared_buffers) [default: 256]
     #[arg(long, env = "TABULA_BLOCK_CACHE_MB")]
     block_cache_mb: Option<usize>,
+    /// MiB of memory one analytic statement may hold (joins, sorts, aggregates); over it a sort or aggregate
+    /// spills to disk and a join fails with 53200 [default: 1024]
+    #[arg(long, env = "TABULA_STATEMENT_MEMORY_MB")]
+    statement_memory_mb: Option<usize>,
+    /// MiB of memory all analytic statements together may hold; over it statements fail with 53200 [default: 4096]
+    #[arg(long, env = "TABULA_MEMORY_LIMIT_MB")]
+    memory_limit_mb: Option<usize>,
     /// MiB of log blocks written at start, for durable commits to overwrite rather than append to (0: none) [default: 16]
     #[arg(long, env = "TABULA_WAL_PREFILL_MB")]
     wal_prefill_mb: Option<usize>,
@@ -77,6 +84,8 @@ struct FileConfig {
     max_statement_bytes: Option<usize>,
     busy_poll_us: Option<u64>,
     block_cache_mb: Option<usize>,
+    statement_memory_mb: Option<usize>,
+    memory_limit_mb: Option<usize>,
     wal_prefill_mb: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
@@ -144,6 +153,16 @@ async fn run() -> anyhow::Result<()> {
             Some(0) => anyhow::bail!("--block-cache-mb must be at least 1"),
             Some(mb) => mib("--block-cache-mb", mb)?,
             None => defaults.block_cache_bytes,
+        },
+        statement_memory_bytes: match cli.statement_memory_mb.or(file.statement_memory_mb) {
+            Some(0) => anyhow::bail!("--statement-memory-mb must be at least 1"),
+            Some(mb) => mib("--statement-memory-mb", mb)?,
+            None => defaults.statement_memory_bytes,
+        },
+        memory_limit_bytes: match cli.memory_limit_mb.or(file.memory_limit_mb) {
+            Some(0) => anyhow::bail!("--memory-limit-mb must be at least 1"),
+            Some(mb) => mib("--memory-limit-mb", mb)?,
+            None => defaults.memory_limit_bytes,
         },
         max_statement_bytes: cli.max_statement_bytes.or(file.max_statement_bytes).unwrap_or(defaults.max_statement_bytes),
         auth: cli.auth.or(file.auth).as_deref().unwrap_or("trust").parse().map_err(|e: String| anyhow::anyhow!(e))?,

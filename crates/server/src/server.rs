@@ -39,6 +39,10 @@ pub struct ServerConfig {
     /// Statements slower than this are logged with their text (0: never).
     pub slow_statement_ms: u64,
     pub block_cache_bytes: usize,
+    /// Memory one analytic statement may hold (bytes); over it, 53200 unless the operator spills.
+    pub statement_memory_bytes: usize,
+    /// Memory all analytic statements together may hold (bytes).
+    pub memory_limit_bytes: usize,
     pub auth: AuthMethod,
     /// Serve `auth = trust` on an address other than loopback (refused otherwise: anyone reaching the port
     /// would log in as anyone).
@@ -67,6 +71,8 @@ impl Default for ServerConfig {
             max_connections: 100,
             slow_statement_ms: 1000,
             block_cache_bytes: 256 << 20,
+            statement_memory_bytes: tabula_query::analytic::memory::DEFAULT_STATEMENT_BYTES,
+            memory_limit_bytes: tabula_query::analytic::memory::DEFAULT_SERVER_BYTES,
             auth: AuthMethod::Trust,
             allow_trust_remote: false,
             users: HashMap::new(),
@@ -136,6 +142,14 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     }
     let db = Database::new(Arc::new(store));
     db.set_max_statement_bytes(config.max_statement_bytes);
+    if config.statement_memory_bytes > config.memory_limit_bytes {
+        return Err(anyhow!(
+            "the statement memory budget ({} bytes) is larger than the server's memory limit ({} bytes)",
+            config.statement_memory_bytes,
+            config.memory_limit_bytes
+        ));
+    }
+    db.set_memory_limits(config.statement_memory_bytes, config.memory_limit_bytes);
     db.set_default("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }).map_err(|e| anyhow!("{e}"))?;
     for (name, value) in server_settings(&config) {
         db.set_server_setting(name, &value).map_err(|e| anyhow!("{e}"))?;
@@ -317,8 +331,10 @@ impl PgWireServerHandlers for TooManyClients {
 
 /// The configuration `SHOW` gives (`tabula_query::session::SERVER_SETTINGS`), written as PostgreSQL writes
 /// its own memory and time settings.
-fn server_settings(config: &ServerConfig) -> [(&'static str, String); 5] {
+fn server_settings(config: &ServerConfig) -> [(&'static str, String); 7] {
     [
+        ("tabula.statement_memory", pg_size(config.statement_memory_bytes)),
+        ("tabula.memory_limit", pg_size(config.memory_limit_bytes)),
         ("max_connections", config.max_connections.to_string()),
         ("wal_writer_delay", pg_duration(config.wal_writer_delay)),
         ("tabula.block_cache_size", pg_size(config.block_cache_bytes)),

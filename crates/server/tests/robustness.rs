@@ -391,3 +391,71 @@ async fn statement_timeout_stops_analytic_statements() {
     assert_eq!(c.query_one("SELECT 1::bigint", &[]).await.unwrap().get::<_, i64>(0), 1);
     server.stop().await;
 }
+
+/// A statement that needs more memory than its budget fails with 53200, and the server, the session and
+/// every other session go on; a text function asked for a value over PostgreSQL's 1 GB limit is 54000
+/// before anything is allocated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_over_its_memory_budget_is_53200_and_the_server_goes_on() {
+    let (server, _dir, conn) = common::start_configured(|c| c.statement_memory_bytes = 32 << 20).await;
+    let (c, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let (other, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    c.batch_execute("CREATE TABLE t (k bigint PRIMARY KEY, v bigint); INSERT INTO t SELECT g, g % 10 FROM generate_series(1, 500) g")
+        .await
+        .unwrap();
+    assert_eq!(c.query_one("SHOW tabula.statement_memory", &[]).await.unwrap().get::<_, String>(0), "32MB");
+    // 3.1 billion rows, through hash joins whose build sides grow past the budget.
+    let join = "SELECT count(*) FROM t a JOIN t b ON a.v = b.v JOIN t c ON b.v = c.v JOIN t d ON c.v = d.v JOIN t e ON d.v = e.v";
+    let e = c.simple_query(join).await.expect_err("over the budget");
+    assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+    // In a transaction that has written, a result is held until the statement ends: 125 million rows from
+    // a cross join whose own build side is small count against the budget, and fail the transaction.
+    c.batch_execute("BEGIN; INSERT INTO t VALUES (501, 1)").await.unwrap();
+    let e = c.simple_query("SELECT a.k, b.k, c.k FROM t a, t b, t c").await.expect_err("over the budget");
+    assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+    let e = c.simple_query("SELECT 1").await.expect_err("the transaction failed");
+    assert_eq!(e.code(), Some(&SqlState::IN_FAILED_SQL_TRANSACTION), "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    // A sort larger than the budget (300,000 rows of 100 bytes and more) spills to disk instead, and
+    // finishes.
+    let sorted = c.query("SELECT repeat('x', 100) || (g * 7919 % 300000) AS s FROM generate_series(1, 300000) g ORDER BY s", &[]).await;
+    let sorted: Vec<String> = sorted.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(sorted.len(), 300_000);
+    assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "sorted");
+    for (sql, state) in [
+        ("SELECT length(repeat('x', 2147483647))", SqlState::PROGRAM_LIMIT_EXCEEDED),
+        ("SELECT length(repeat('xy', 600000000))", SqlState::PROGRAM_LIMIT_EXCEEDED),
+        ("SELECT length(lpad('x', 268435455))", SqlState::PROGRAM_LIMIT_EXCEEDED),
+    ] {
+        let e = c.simple_query(sql).await.expect_err(sql);
+        assert_eq!(e.code(), Some(&state), "{sql}: {e}");
+    }
+    assert_eq!(c.query_one("SELECT length(repeat('x', 100000))", &[]).await.unwrap().get::<_, i32>(0), 100_000);
+    assert_eq!(other.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 500);
+    server.shutdown().await.unwrap();
+}
+
+/// statement_timeout stops an analytic statement that never yields a row nor waits: a count over a cross
+/// join of 62.5 billion rows, outside a transaction (streamed) and inside one (collected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_stops_a_cross_join_that_never_yields() {
+    let server = common::TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute(
+        "CREATE TABLE t (k bigint PRIMARY KEY); INSERT INTO t SELECT g FROM generate_series(1, 500) g; SET statement_timeout = '1s'",
+    )
+    .await
+    .unwrap();
+    let cross = "SELECT count(*) FROM t a, t b, t c, t d";
+    let bounded = Duration::from_secs(120);
+    let e = tokio::time::timeout(bounded, c.simple_query(cross)).await.expect("the query stops").expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    c.batch_execute("BEGIN").await.unwrap();
+    let e = tokio::time::timeout(bounded, c.query(cross, &[])).await.expect("the query stops").expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    c.batch_execute("ROLLBACK; SET statement_timeout = 0").await.unwrap();
+    assert_eq!(c.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 500);
+    server.stop().await;
+}

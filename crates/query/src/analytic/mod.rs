@@ -17,8 +17,11 @@
 
 pub mod arrow;
 pub mod catalog;
+mod limits;
+pub mod memory;
 pub mod provider;
 mod rewrite;
+mod stop;
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +33,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionState;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
@@ -52,6 +58,8 @@ pub struct Analytics {
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
     rewriter: rewrite::Rewriter,
+    /// The server's memory ceiling, and where each statement's budget comes from.
+    memory: Arc<memory::ServerMemory>,
 }
 
 /// An analytic statement planned by DataFusion: reused by prepared statements until DDL runs.
@@ -70,7 +78,7 @@ pub struct SessionInfo {
 }
 
 impl Analytics {
-    pub fn new(db: Weak<Database>) -> Result<Analytics> {
+    pub fn new(db: Weak<Database>, memory: Arc<memory::ServerMemory>) -> Result<Analytics> {
         let config = SessionConfig::new()
             .with_default_catalog_and_schema(CATALOG, "public")
             .with_information_schema(false)
@@ -89,6 +97,9 @@ impl Analytics {
             .register_schema("information_schema", Arc::new(GeneratedSchema::information_schema(db.clone(), weak_list.clone())))
             .map_err(map_err)?;
         catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
+        for udf in limits::checked_udfs() {
+            ctx.register_udf(udf);
+        }
         for udf in catalog::catalog_udfs(db) {
             ctx.register_udf(udf);
         }
@@ -100,13 +111,33 @@ impl Analytics {
             .enable_all()
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
-        Ok(Analytics { ctx, runtime: Some(runtime), rewriter: rewrite::Rewriter::new() })
+        Ok(Analytics { ctx, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory })
     }
 
     /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
-    /// and this session's settings.
-    fn state(&self, read: ReadCtx, info: &SessionInfo) -> Result<SessionState> {
-        let mut state = self.ctx.state();
+    /// and this session's settings, with a memory pool of its own ([`memory`]). Run under `watch`, its
+    /// operators stop once it is set ([`stop`]); EXPLAIN's plans are shown without that wrapping.
+    fn state(&self, read: ReadCtx, info: &SessionInfo, watch: Option<stop::Watch>) -> Result<SessionState> {
+        let shared = self.ctx.runtime_env();
+        let runtime = RuntimeEnv {
+            memory_pool: Arc::new(self.memory.statement_pool()),
+            disk_manager: shared.disk_manager.clone(),
+            cache_manager: shared.cache_manager.clone(),
+            object_store_registry: shared.object_store_registry.clone(),
+        };
+        let mut builder = SessionStateBuilder::new_from_existing(self.ctx.state()).with_runtime_env(Arc::new(runtime));
+        if let Some(watch) = watch {
+            builder = builder.with_physical_optimizer_rule(Arc::new(stop::StopRule(watch)));
+        }
+        let mut state = builder.build();
+        // Each sort keeps this much back to merge its spilled runs (DataFusion's default is 10 MiB): a
+        // sixteenth of a small budget, so that the sorts of a statement fit in it with room to work.
+        let options = state.config_mut().options_mut();
+        options.execution.sort_spill_reservation_bytes = (self.memory.statement_limit() / 16).min(10 << 20);
+        // A sort over the budget sorts its partitions together, so that it spills and merges its runs
+        // within the budget. Sorted apart, both partitions' sorters filled the budget and the merge of
+        // their outputs (which cannot spill) then failed with 53200.
+        options.optimizer.repartition_sorts = false;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
         for name in ["current_user", "session_user"] {
@@ -150,7 +181,7 @@ impl Analytics {
         }
         let stmt = self.rewriter.rewrite(stmts.remove(0));
         let interrupt = read.interrupt.clone();
-        let state = self.state(read, info)?;
+        let state = self.state(read, info, None)?;
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
@@ -180,11 +211,12 @@ impl Analytics {
     ) -> Result<AnalyticRows> {
         let logical = self.bind(plan, params)?;
         let interrupt = read.interrupt.clone();
-        let state = self.state(read, info)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let watch = stop::Watch { interrupt: interrupt.clone(), gone: stop.clone() };
+        let state = self.state(read, info, runnable(&logical).then_some(watch))?;
         let runtime =
             self.runtime.as_ref().ok_or_else(|| QueryError::Internal("the analytic engine is shut down".into()))?.handle().clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        let stop = Arc::new(AtomicBool::new(false));
         let (stopped, watched) = (stop.clone(), interrupt.clone());
         std::thread::Builder::new()
             .name("tabula-df-stream".into())
@@ -239,8 +271,23 @@ impl Analytics {
     pub fn execute(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)], read: ReadCtx, info: &SessionInfo) -> Result<Vec<SqlRow>> {
         let logical = self.bind(plan, params)?;
         let interrupt = read.interrupt.clone();
-        let state = self.state(read, info)?;
-        let batches = self.block_on(&interrupt, async move { DataFrame::new(state, logical).collect().await.map_err(map_err) })?;
+        let watch = stop::Watch { interrupt: interrupt.clone(), gone: Default::default() };
+        let state = self.state(read, info, runnable(&logical).then_some(watch))?;
+        // The rows are held until the statement ends (it runs inside a transaction): they count against
+        // its memory budget, so a huge result fails with 53200 instead of exhausting the server.
+        let pool = state.runtime_env().memory_pool.clone();
+        let batches = self.block_on(&interrupt, async move {
+            use futures::StreamExt;
+            let held = MemoryConsumer::new("result rows").register(&pool);
+            let mut stream = DataFrame::new(state, logical).execute_stream().await.map_err(map_err)?;
+            let mut batches = Vec::new();
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(map_err)?;
+                held.try_grow(batch.get_array_memory_size()).map_err(map_err)?;
+                batches.push(batch);
+            }
+            Ok(batches)
+        })?;
         let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty).collect();
         let mut rows = Vec::new();
         for b in &batches {
@@ -248,6 +295,11 @@ impl Analytics {
         }
         Ok(rows)
     }
+}
+
+/// Whether a plan runs a statement, rather than showing one (EXPLAIN).
+fn runnable(plan: &LogicalPlan) -> bool {
+    !matches!(plan, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_))
 }
 
 impl Drop for Analytics {
