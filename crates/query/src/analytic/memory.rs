@@ -197,22 +197,45 @@ mod tests {
     #[test]
     fn a_statement_is_held_to_its_budget_and_the_server_to_its_ceiling() {
         let server = Arc::new(ServerMemory::default());
-        server.set_limits(100, 150);
+        // Each statement: 70 bytes of fair pool and 10 of reserve.
+        server.set_limits(80, 100);
         let a: Arc<dyn MemoryPool> = Arc::new(server.statement_pool());
         let b: Arc<dyn MemoryPool> = Arc::new(server.statement_pool());
         let ra = MemoryConsumer::new("join").register(&a);
-        let rb = MemoryConsumer::new("sort").register(&b);
-        ra.try_grow(90).unwrap();
-        assert!(ra.try_grow(20).is_err(), "over the statement's budget");
-        rb.try_grow(50).unwrap();
-        let err = rb.try_grow(20).unwrap_err();
+        let rb = MemoryConsumer::new("join").register(&b);
+        ra.try_grow(60).unwrap();
+        let err = ra.try_grow(25).unwrap_err();
+        assert!(err.to_string().contains("statement_memory"), "{err}");
+        rb.try_grow(40).unwrap();
+        let err = rb.try_grow(1).unwrap_err();
         assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
         assert!(err.to_string().contains("memory_limit"), "{err}");
-        assert_eq!(server.used(), 140);
+        assert_eq!(server.used(), 100);
         drop(ra);
-        assert_eq!(server.used(), 50, "a dropped reservation gives its bytes back to the server");
+        assert_eq!(server.used(), 40, "a dropped reservation gives its bytes back to the server");
         rb.try_grow(20).unwrap();
         drop(rb);
         assert_eq!(server.used(), 0);
+    }
+
+    #[test]
+    fn an_operator_that_cannot_spill_takes_the_reserve_after_one_that_can() {
+        let server = Arc::new(ServerMemory::default());
+        server.set_limits(80, 1000);
+        let pool: Arc<dyn MemoryPool> = Arc::new(server.statement_pool());
+        let sort = MemoryConsumer::new("sort").with_can_spill(true).register(&pool);
+        let merge = MemoryConsumer::new("merge").register(&pool);
+        sort.try_grow(70).unwrap();
+        assert!(sort.try_grow(1).is_err(), "the sort spills past the fair pool");
+        merge.try_grow(10).unwrap();
+        assert!(merge.try_grow(1).is_err(), "the reserve is spent");
+        assert_eq!((pool.reserved(), server.used()), (80, 80));
+        merge.shrink(4);
+        sort.shrink(70);
+        assert_eq!((pool.reserved(), server.used()), (6, 6));
+        merge.try_grow(4).unwrap();
+        drop(merge);
+        drop(sort);
+        assert_eq!((pool.reserved(), server.used()), (0, 0));
     }
 }
