@@ -93,7 +93,7 @@ pub struct StatementPool {
 
 impl StatementPool {
     /// Takes `additional` bytes from the reserve for an operator that cannot spill.
-    fn from_reserve(&self, reservation: &MemoryReservation, additional: usize) -> bool {
+    fn take_reserve(&self, reservation: &MemoryReservation, additional: usize) -> bool {
         let mut reserve = self.reserve.lock();
         let taken: usize = reserve.values().sum();
         if taken + additional > self.reserve_size {
@@ -159,7 +159,7 @@ impl MemoryPool for StatementPool {
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
         let granted = self.inner.try_grow(reservation, additional).is_ok()
-            || (!reservation.consumer().can_spill() && self.from_reserve(reservation, additional));
+            || (!reservation.consumer().can_spill() && self.take_reserve(reservation, additional));
         if !granted {
             return Err(self.exhausted(reservation, additional, "statement's memory budget (statement_memory)", self.limit));
         }
