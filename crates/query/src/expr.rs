@@ -719,7 +719,12 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
                             rust_decimal::Decimal::from(10i64.checked_pow((-digits) as u32).ok_or_else(|| out_of_range(SqlType::Numeric))?);
                         (d / m).round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero) * m
                     }
-                    Round => d.round_dp_with_strategy(digits as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
+                    // The result has exactly `digits` decimals, as PostgreSQL's round(4.5, 2) is 4.50.
+                    Round => {
+                        let mut r = d.round_dp_with_strategy(digits as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+                        r.rescale(digits as u32);
+                        r
+                    }
                     Floor => d.floor(),
                     _ => d.ceil(),
                 }),

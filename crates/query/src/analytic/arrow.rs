@@ -271,8 +271,10 @@ fn dictionary_value_type(dt: &DataType) -> DataType {
 fn decimal_datum(v: i128, scale: i8) -> Datum {
     if (0..=28).contains(&scale) {
         if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale as u32) {
-            // Trailing zeros of the fixed scale are not the value's: PostgreSQL prints 2.5, not 2.5000000000.
-            return Datum::Numeric(d.normalize());
+            // Trailing zeros of the fixed scale, or of a scale arithmetic widened, are not the value's:
+            // PostgreSQL prints 2.5, not 2.5000000000. A narrower scale was asked for (`numeric(5,2)`,
+            // `round(x, 2)`) and is kept, as PostgreSQL prints 49.60.
+            return Datum::Numeric(if scale < NUMERIC_SCALE { d } else { d.normalize() });
         }
     }
     // Out of rust_decimal's range: the exact digits as text.
