@@ -85,6 +85,7 @@ pub enum Func {
     Greatest,
     Least,
     Md5,
+    GenRandomUuid,
 }
 
 impl Func {
@@ -110,6 +111,7 @@ impl Func {
             "greatest" => Greatest,
             "least" => Least,
             "md5" => Md5,
+            "gen_random_uuid" => GenRandomUuid,
             _ => return None,
         })
     }
@@ -136,6 +138,7 @@ impl Func {
             Greatest => "greatest",
             Least => "least",
             Md5 => "md5",
+            GenRandomUuid => "gen_random_uuid",
         }
     }
 }
@@ -268,6 +271,7 @@ impl Expr {
                 | Func::Md5 => Text,
                 Func::Length => Int4,
                 Func::Now => Timestamptz,
+                Func::GenRandomUuid => Uuid,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
                 Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least => {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
@@ -290,7 +294,8 @@ impl Expr {
             Expr::Literal(..) | Expr::Param { .. } => true,
             Expr::Binary { left, right, .. } => left.is_constant() && right.is_constant(),
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
-            Expr::Func { func, args } => *func != Func::Now && args.iter().all(|a| a.is_constant()),
+            // Volatile functions take a new value each time: never folded once for all rows.
+            Expr::Func { func, args } => !matches!(func, Func::Now | Func::GenRandomUuid) && args.iter().all(|a| a.is_constant()),
             _ => false,
         }
     }
@@ -668,6 +673,7 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
             best.unwrap_or(Datum::Null)
         }
         Now => Datum::Timestamp(ctx.now_us),
+        GenRandomUuid => Datum::Uuid(random_uuid()?),
         Version => Datum::Text(version_string()),
         CurrentSchema => Datum::Text("public".into()),
         CurrentDatabase => Datum::Text(ctx.database.into()),
@@ -732,6 +738,15 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
             }
         }
     })
+}
+
+/// A version 4 (random) UUID from the operating system's random source, as PostgreSQL's gen_random_uuid().
+pub(crate) fn random_uuid() -> Result<u128> {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).map_err(|e| QueryError::Internal(format!("no random bytes: {e}")))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    Ok(u128::from_be_bytes(b))
 }
 
 fn md5_digest(b: &[u8]) -> u128 {
@@ -1096,7 +1111,9 @@ impl Binder<'_, '_> {
         let arity_ok = match func {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => !args.is_empty(),
             Func::NullIf => args.len() == 2,
-            Func::Now | Func::Version | Func::CurrentSchema | Func::CurrentDatabase | Func::CurrentUser => args.is_empty(),
+            Func::Now | Func::Version | Func::CurrentSchema | Func::CurrentDatabase | Func::CurrentUser | Func::GenRandomUuid => {
+                args.is_empty()
+            }
             Func::Substr => (2..=3).contains(&args.len()),
             Func::Round => (1..=2).contains(&args.len()),
             _ => args.len() == 1,

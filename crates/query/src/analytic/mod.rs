@@ -22,6 +22,7 @@ pub mod memory;
 pub mod provider;
 mod rewrite;
 mod stop;
+mod uuid;
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,6 +98,7 @@ impl Analytics {
             .register_schema("information_schema", Arc::new(GeneratedSchema::information_schema(db.clone(), weak_list.clone())))
             .map_err(map_err)?;
         catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
+        ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
         for udf in limits::checked_udfs() {
             ctx.register_udf(udf);
         }
