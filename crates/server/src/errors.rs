@@ -4,6 +4,11 @@ use pgwire::error::{ErrorInfo, PgWireError};
 use tabula_query::QueryError;
 
 pub fn error_info(e: &QueryError) -> ErrorInfo {
+    // Errors of the machine rather than of the statement (disk full, I/O, corruption, internal) are for the
+    // operator too: PostgreSQL logs every error, Tabula these.
+    if matches!(&e.sqlstate()[..2], "53" | "58" | "XX") {
+        tracing::error!(sqlstate = e.sqlstate(), "{e}");
+    }
     let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string());
     info.detail = e.detail();
     info

@@ -47,6 +47,9 @@ pub enum StoreError {
     NotSupported(String),
     #[error("storage error: {0}")]
     Storage(String),
+    /// The disk holding the data directory is full (PostgreSQL's 53100 disk_full).
+    #[error("could not write to the data directory: {0}")]
+    DiskFull(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),
 }
@@ -74,6 +77,7 @@ impl StoreError {
             InvalidRange(_) => "22023",
             NotSupported(_) => "0A000",
             Storage(_) => "58030",
+            DiskFull(_) => "53100",
             Corrupt(_) => "XX001",
         }
     }
@@ -84,11 +88,38 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// An error of the disk or the files under the store: disk full (ENOSPC, as RocksDB and the OS word
+    /// it) is told apart, for its SQLSTATE.
+    pub fn storage(message: String) -> StoreError {
+        if message.contains("No space left on device") {
+            StoreError::DiskFull(message)
+        } else {
+            StoreError::Storage(message)
+        }
+    }
+}
+
 impl From<rocksdb::Error> for StoreError {
     fn from(e: rocksdb::Error) -> Self {
         match e.kind() {
             rocksdb::ErrorKind::Busy | rocksdb::ErrorKind::TryAgain => StoreError::Conflict,
-            _ => StoreError::Storage(e.into_string()),
+            _ => StoreError::storage(e.into_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_53100_and_other_storage_errors_58030() {
+        // RocksDB's wording, as a full tmpfs gave it.
+        let full = "IO error: No space left on device: While appending to file: /d/000004.log: No space left on device";
+        assert_eq!(StoreError::storage(full.into()).sqlstate(), "53100");
+        assert_eq!(StoreError::storage("IO error: Permission denied".into()).sqlstate(), "58030");
+        let io = std::io::Error::from_raw_os_error(28); // ENOSPC
+        assert_eq!(StoreError::storage(format!("bulk load spill file: {io}")).sqlstate(), "53100");
     }
 }

@@ -36,7 +36,7 @@ impl Drop for Run {
 }
 
 fn io(e: std::io::Error) -> StoreError {
-    StoreError::Storage(format!("bulk load spill file: {e}"))
+    StoreError::storage(format!("bulk load spill file: {e}"))
 }
 
 /// Sorts entries by key, then position (so a repeated key's first occurrence comes first).
