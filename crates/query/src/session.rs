@@ -114,10 +114,6 @@ impl Database {
         self.memory.set_limits(statement, server);
     }
 
-    pub fn memory(&self) -> &crate::analytic::memory::ServerMemory {
-        &self.memory
-    }
-
     pub fn max_statement_bytes(&self) -> usize {
         self.max_statement_bytes.load(Ordering::Relaxed)
     }

@@ -56,7 +56,8 @@ impl ServerMemory {
     }
 
     /// Bytes reserved now by all running analytic statements.
-    pub fn used(&self) -> usize {
+    #[cfg(test)]
+    fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
 
