@@ -32,11 +32,17 @@ pub struct TableOptions {
     pub max_version_offset: i64,
     /// Number of hash buckets rows are spread over (0: none). Fixed at creation.
     pub hash_prefix: u16,
+    /// Kept by the engine, whatever a caller gives: versions at or before this time (ms) stay hidden after the
+    /// ttl is raised, as the old ttl had hidden them (`i64::MIN`: none).
+    pub hidden_before: i64,
+    /// Kept by the engine, whatever a caller gives: the most versions of one column a stored row may still
+    /// hold, hidden ones included. Above `max_versions` after it was lowered, until compaction removes them.
+    pub stored_versions: u32,
 }
 
 impl Default for TableOptions {
     fn default() -> Self {
-        TableOptions { ttl: -1, max_versions: 1, max_version_offset: 86400, hash_prefix: 0 }
+        TableOptions { ttl: -1, max_versions: 1, max_version_offset: 86400, hash_prefix: 0, hidden_before: i64::MIN, stored_versions: 1 }
     }
 }
 
@@ -64,7 +70,7 @@ impl TableOptions {
     }
 
     pub fn rules(&self) -> VersionRules {
-        VersionRules { ttl_seconds: self.ttl, max_versions: self.max_versions }
+        VersionRules { ttl_seconds: self.ttl, max_versions: self.max_versions, hidden_before: self.hidden_before }
     }
 }
 
@@ -130,6 +136,9 @@ impl TableDef {
         w.i64(self.options.max_version_offset);
         w.u32(self.options.hash_prefix as u32);
         w.bytes(&self.user_meta);
+        // Added after the first release: a record without them has hidden nothing.
+        w.i64(self.options.hidden_before);
+        w.u32(self.options.stored_versions);
         w.buf
     }
 
@@ -150,8 +159,10 @@ impl TableDef {
             primary_key.push(PkColumn { name, ty, auto_increment: r.u8()? != 0 });
         }
         let partition_key_len = r.u8()? as usize;
-        let options = TableOptions { ttl: r.i64()?, max_versions: r.u32()?, max_version_offset: r.i64()?, hash_prefix: r.u32()? as u16 };
+        let (ttl, max_versions, max_version_offset, hash_prefix) = (r.i64()?, r.u32()?, r.i64()?, r.u32()? as u16);
         let user_meta = r.bytes()?.to_vec();
+        let (hidden_before, stored_versions) = if r.remaining() > 0 { (r.i64()?, r.u32()?) } else { (i64::MIN, max_versions) };
+        let options = TableOptions { ttl, max_versions, max_version_offset, hash_prefix, hidden_before, stored_versions };
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta }))
     }
 }

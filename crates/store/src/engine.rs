@@ -145,6 +145,7 @@ impl Table {
         if o.ttl >= 0 {
             start = start.max(now.saturating_sub(o.ttl.saturating_mul(1000)).saturating_add(1));
         }
+        start = start.max(o.hidden_before.saturating_add(1));
         let end = now.saturating_add(o.max_version_offset.saturating_mul(1000));
         if version < start || version >= end {
             return Err(StoreError::VersionOutOfWindow { column: column.to_string(), version, start, end });
@@ -166,7 +167,7 @@ impl Table {
     /// The stored form of a newly written row.
     fn new_row(&self, cells: &[CellWrite], now: i64) -> Result<StoredRow> {
         let max_versions = self.def.read().options.max_versions;
-        let mut row = StoredRow { marker: now, columns: Vec::new() };
+        let mut row = StoredRow { marker: row_marker(cells, now), columns: Vec::new() };
         for c in cells {
             self.check_cell(&c.column, &c.value)?;
             if let Some(v) = c.version {
@@ -193,7 +194,7 @@ impl Table {
             }
         }
         let columns = order.iter().map(|&i| (cells[i].column.as_str(), cells[i].version.unwrap_or(now), &cells[i].value));
-        Ok(StoredRow::encode_one_cell_each(now, columns))
+        Ok(StoredRow::encode_one_cell_each(row_marker(cells, now), columns))
     }
 
     /// What a write of this key serialises on: the row, or for a generated key the partition key's
@@ -289,6 +290,13 @@ impl Drop for Store {
         let _ = self.inner.persist_partitions();
         let _ = self.inner.kv.sync_wal();
     }
+}
+
+/// The marker of a newly written row: the newest version written, so that a row whose cells were written
+/// with explicit (older) versions expires with them; the write's time when it has no cells, so that a row
+/// of key columns only lives a ttl from its write.
+fn row_marker(cells: &[CellWrite], now: i64) -> i64 {
+    cells.iter().map(|c| c.version.unwrap_or(now)).max().unwrap_or(now)
 }
 
 /// The compaction filter: drops versions beyond `max_versions`, expired versions, and rows nothing of which
@@ -416,15 +424,15 @@ impl Store {
     }
 
     /// Changes options; effective on the next read. `hash_prefix` is fixed at creation.
+    ///
+    /// What a read could not see stays unseen, whatever the new options: hidden data does not come back when
+    /// the ttl or max_versions is raised, though it is only removed from disk by some later compaction (an
+    /// answer must not depend on when that runs). A raised ttl keeps hiding what the old one had expired
+    /// (`hidden_before`). A raised max_versions first compacts the table under the old count, when versions
+    /// beyond it may still be stored (`stored_versions`): that costs a rewrite of the table once, and only
+    /// after max_versions was lowered.
     pub fn set_options(&self, name: &str, options: TableOptions) -> Result<()> {
-        self.inner.alter(name, |def| {
-            if options.hash_prefix != def.options.hash_prefix {
-                return Err(StoreError::InvalidOption("hash_prefix cannot change after a table is created".into()));
-            }
-            options.validate()?;
-            def.options = options;
-            Ok(())
-        })
+        self.inner.set_options(name, options)
     }
 
     /// Replaces the SQL layer's metadata of a table.
@@ -1212,8 +1220,10 @@ impl Inner {
         self.tables.write().insert(def.name.clone(), Arc::new(table));
     }
 
-    fn create_table(&self, def: TableDef) -> Result<()> {
+    fn create_table(&self, mut def: TableDef) -> Result<()> {
         def.validate()?;
+        def.options.hidden_before = i64::MIN;
+        def.options.stored_versions = def.options.max_versions;
         let _ddl = self.ddl.lock();
         if self.tables.read().contains_key(&def.name) {
             return Err(StoreError::TableExists(def.name));
@@ -1263,12 +1273,47 @@ impl Inner {
     fn alter(&self, name: &str, f: impl FnOnce(&mut TableDef) -> Result<()>) -> Result<()> {
         let _ddl = self.ddl.lock();
         let t = self.table(name)?;
+        self.alter_locked(&t, f)
+    }
+
+    /// `alter` with the DDL lock held.
+    fn alter_locked(&self, t: &Table, f: impl FnOnce(&mut TableDef) -> Result<()>) -> Result<()> {
         let mut def = t.def.read().clone();
         f(&mut def)?;
-        self.kv.meta_write(&[(catalog::table_key(name), Some(def.encode(t.id)))], &[])?;
+        self.kv.meta_write(&[(catalog::table_key(&def.name), Some(def.encode(t.id)))], &[])?;
         self.rules.write().insert(t.id, def.options.rules());
         *t.def.write() = def;
         Ok(())
+    }
+
+    fn set_options(&self, name: &str, options: TableOptions) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self.table(name)?;
+        let old = t.def.read().options;
+        if options.hash_prefix != old.hash_prefix {
+            return Err(StoreError::InvalidOption("hash_prefix cannot change after a table is created".into()));
+        }
+        options.validate()?;
+        let mut new = TableOptions { hidden_before: old.hidden_before, stored_versions: old.stored_versions, ..options };
+        if old.ttl >= 0 && new.ttl != old.ttl {
+            let expired_now = self.config.clock.now_ms().saturating_sub(old.ttl.saturating_mul(1000));
+            new.hidden_before = new.hidden_before.max(expired_now);
+        }
+        if new.max_versions > old.max_versions && old.stored_versions > old.max_versions {
+            // Writes keep at most the old count while the table is compacted under it; only then is more shown.
+            let interim = TableOptions { max_versions: old.max_versions, stored_versions: old.stored_versions, ..new };
+            self.alter_locked(&t, |def| {
+                def.options = interim;
+                Ok(())
+            })?;
+            self.kv.compact_range(&keys::table_prefix(t.id), &keys::table_end(t.id))?;
+            new.stored_versions = old.max_versions;
+        }
+        new.stored_versions = new.stored_versions.max(new.max_versions);
+        self.alter_locked(&t, |def| {
+            def.options = new;
+            Ok(())
+        })
     }
 
     /// Runs `f` in a fresh transaction and commits it, retrying when a concurrent transaction conflicts.
@@ -1827,13 +1872,11 @@ impl WriteCtx<'_> {
         let (raw, visible) = self.read_for_write(t, &key)?;
         self.check_condition(cond, visible.as_ref())?;
         let existed = visible.is_some();
-        // Start from what is stored (not only what is visible): hidden versions stay for compaction.
-        let mut row = match &raw {
-            Some(v) => StoredRow::decode(v)?,
-            None => StoredRow::default(),
-        };
-        row.marker = self.now;
+        // Start from what is visible: versions a read could not see are dropped now, so that deleting a
+        // version never brings back one that max_versions or the ttl had hidden.
+        let mut row = visible.clone().unwrap_or_default();
         let assigned = row.next_version(self.now);
+        let mut newest_written: Option<i64> = None;
         let mut increments = Vec::new();
         for (column, op) in ops {
             match op {
@@ -1842,7 +1885,9 @@ impl WriteCtx<'_> {
                     if let Some(v) = version {
                         t.check_version(column, *v, self.now)?;
                     }
-                    row.put_cell(column, version.unwrap_or(assigned), value.clone(), max_versions);
+                    let version = version.unwrap_or(assigned);
+                    row.put_cell(column, version, value.clone(), max_versions);
+                    newest_written = newest_written.max(Some(version));
                 }
                 UpdateOp::DeleteVersion(v) => {
                     validate_name(column)?;
@@ -1867,10 +1912,13 @@ impl WriteCtx<'_> {
                     };
                     let next = current.checked_add(*delta).ok_or_else(|| StoreError::IncrementOverflow(column.clone()))?;
                     row.put_cell(column, assigned, Value::Integer(next), max_versions);
+                    newest_written = newest_written.max(Some(assigned));
                     increments.push((column.clone(), next));
                 }
             }
         }
+        // The row lives as long as the newest version written, or from now when no cell was written.
+        row.marker = row.marker.max(newest_written.unwrap_or(self.now));
         row.remove_empty_columns();
         self.finish(t, key, raw, Some(row))?;
         Ok(WriteOutcome { pk: pk.to_vec(), existed, increments, version: assigned })
@@ -1928,7 +1976,7 @@ mod tests {
         let mut f = CompactionFilter { rules: HashMap::new(), now_ms: 10, buf: Vec::new() };
         assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Keep));
         let mut rules = HashMap::new();
-        rules.insert(7u32, VersionRules { ttl_seconds: 0, max_versions: 1 });
+        rules.insert(7u32, VersionRules::new(0, 1));
         let mut f = CompactionFilter { rules, now_ms: 10_000, buf: Vec::new() };
         assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Remove));
     }

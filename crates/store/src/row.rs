@@ -35,13 +35,21 @@ pub struct StoredRow {
 pub struct VersionRules {
     pub ttl_seconds: i64,
     pub max_versions: u32,
+    /// Versions at or before this time (ms) are expired whatever the ttl: what an earlier, shorter ttl hid
+    /// stays hidden when the ttl is raised (`i64::MIN`: none).
+    pub hidden_before: i64,
 }
 
 impl VersionRules {
+    pub fn new(ttl_seconds: i64, max_versions: u32) -> VersionRules {
+        VersionRules { ttl_seconds, max_versions, hidden_before: i64::MIN }
+    }
+
     /// A version is expired when `version/1000 + ttl` is not in the future (seed 003's example: version
-    /// 1468944000000 with ttl 86400 expires at exactly 2016-07-21 00:00:00 UTC).
+    /// 1468944000000 with ttl 86400 expires at exactly 2016-07-21 00:00:00 UTC), or when an earlier ttl had
+    /// already expired it. Either way, the older a version, the sooner it expires.
     pub fn expired(&self, version: i64, now_ms: i64) -> bool {
-        self.ttl_seconds >= 0 && version.saturating_add(self.ttl_seconds.saturating_mul(1000)) <= now_ms
+        version <= self.hidden_before || (self.ttl_seconds >= 0 && version.saturating_add(self.ttl_seconds.saturating_mul(1000)) <= now_ms)
     }
 }
 
@@ -393,10 +401,10 @@ mod tests {
     #[test]
     fn seed_003_ttl_example() {
         // ttl 86400, version 2016-07-20 00:00:00 UTC: expired exactly at 2016-07-21 00:00:00 UTC.
-        let rules = VersionRules { ttl_seconds: 86400, max_versions: 1 };
+        let rules = VersionRules::new(86400, 1);
         assert!(!rules.expired(1468944000000, 1469030399999));
         assert!(rules.expired(1468944000000, 1469030400000));
-        let forever = VersionRules { ttl_seconds: -1, max_versions: 1 };
+        let forever = VersionRules::new(-1, 1);
         assert!(!forever.expired(0, i64::MAX));
     }
 
@@ -416,7 +424,7 @@ mod tests {
                 for cols in [None, Some(&names[..]), Some(&names[2..]), Some(&reversed[..])] {
                     for read_max in [1, 2, 5] {
                         for tr in [None, Some(TimeRange::Range { start: 20, end: 61 })] {
-                            let rules = VersionRules { ttl_seconds: if ttl_ms < 0 { -1 } else { 1 }, max_versions: table_max };
+                            let rules = VersionRules::new(if ttl_ms < 0 { -1 } else { 1 }, table_max);
                             let now = 1000 + ttl_ms;
                             let expected = StoredRow::decode(&raw).unwrap().visible(rules, now).map(|mut r| {
                                 r.select(cols, Some(read_max), tr);
@@ -466,9 +474,9 @@ mod tests {
         assert_eq!(decoded, row);
         assert_eq!(row.column("b").unwrap().iter().map(|c| c.version).collect::<Vec<_>>(), vec![7, 6, 5]);
         assert_eq!(row.column("a").unwrap().len(), 1);
-        let vis = row.clone().visible(VersionRules { ttl_seconds: 1, max_versions: 2 }, 1006).unwrap();
+        let vis = row.clone().visible(VersionRules::new(1, 2), 1006).unwrap();
         assert_eq!(vis.column("b").unwrap().iter().map(|c| c.version).collect::<Vec<_>>(), vec![7]);
         assert!(vis.column("a").is_some());
-        assert!(row.visible(VersionRules { ttl_seconds: 0, max_versions: 2 }, 100).is_none());
+        assert!(row.visible(VersionRules::new(0, 2), 100).is_none());
     }
 }

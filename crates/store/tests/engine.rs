@@ -143,11 +143,89 @@ fn versions_and_max_versions() {
     // Lowering max_versions hides versions at once.
     store.set_options("t", TableOptions { max_versions: 1, ..TableOptions::default() }).unwrap();
     assert_eq!(store.get_row("t", &pk, &spec).unwrap().unwrap().cells("v").unwrap().len(), 1);
-    // Deleting one version.
+    // Deleting the visible version does not bring back the ones max_versions hid, nor does raising it again.
     store.update_row("t", &pk, &[("v".into(), UpdateOp::DeleteVersion(NOW + 3))], &Condition::ignore()).unwrap();
+    assert_eq!(store.get_row("t", &pk, &spec).unwrap().unwrap().cells("v"), None);
     store.set_options("t", TableOptions { max_versions: 5, ..TableOptions::default() }).unwrap();
-    let got: Vec<i64> = store.get_row("t", &pk, &spec).unwrap().unwrap().cells("v").unwrap().iter().map(|c| c.version).collect();
-    assert_eq!(got, vec![NOW + 2, NOW - 1000]);
+    assert_eq!(store.get_row("t", &pk, &spec).unwrap().unwrap().cells("v"), None);
+}
+
+#[test]
+fn hidden_data_stays_hidden_when_ttl_or_max_versions_is_raised() {
+    let (_d, clock, store) = setup(TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() });
+    let versions = |pk: &[PkValue]| -> Vec<i64> {
+        let spec = ReadSpec { max_versions: Some(10), ..ReadSpec::default() };
+        store.get_row("t", pk, &spec).unwrap().map_or(vec![], |r| r.cells("v").map_or(vec![], |c| c.iter().map(|c| c.version).collect()))
+    };
+    let (a, b) = ([s("a"), int(1)], [s("b"), int(1)]);
+    for i in 0..3 {
+        clock.advance(1000);
+        for pk in [&a, &b] {
+            store
+                .update_row("t", pk, &[("v".into(), UpdateOp::Put { value: Value::Integer(i), version: None })], &Condition::ignore())
+                .unwrap();
+        }
+    }
+    // Lowered then raised max_versions: still one version, before and after a compaction.
+    store.set_options("t", TableOptions { ttl: 10, max_versions: 1, ..TableOptions::default() }).unwrap();
+    assert_eq!(versions(&a), vec![NOW + 3000]);
+    assert_eq!(store.raw_row("t", &a).unwrap().unwrap().column("v").unwrap().len(), 3, "hidden, still stored");
+    store.set_options("t", TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() }).unwrap();
+    assert_eq!(versions(&a), vec![NOW + 3000]);
+    store.compact().unwrap();
+    assert_eq!(versions(&a), vec![NOW + 3000]);
+    clock.advance(1);
+    store.update_row("t", &a, &[("v".into(), UpdateOp::Put { value: Value::Integer(7), version: None })], &Condition::ignore()).unwrap();
+    assert_eq!(versions(&a), vec![NOW + 3001, NOW + 3000], "versions written since are kept up to the new count");
+
+    // Expired under ttl 10, then the ttl raised to an hour: still expired, and so is the row of b.
+    clock.advance(10_000);
+    assert_eq!(versions(&a), vec![]);
+    assert!(store.get_row("t", &b, &all()).unwrap().is_none());
+    store.set_options("t", TableOptions { ttl: 3600, max_versions: 3, ..TableOptions::default() }).unwrap();
+    assert!(store.get_row("t", &b, &all()).unwrap().is_none());
+    assert!(store.raw_row("t", &b).unwrap().is_some(), "hidden, still stored");
+    // A version the old ttl had expired cannot be written either.
+    let old = [CellWrite { column: "v".into(), value: Value::Integer(1), version: Some(NOW + 3000) }];
+    assert!(matches!(
+        store.put_row("t", &[Some(s("c")), Some(int(1))], &old, &Condition::ignore()),
+        Err(StoreError::VersionOutOfWindow { .. })
+    ));
+    store.compact().unwrap();
+    assert!(store.raw_row("t", &b).unwrap().is_none(), "compaction removed it");
+    // ... while what is written now lives an hour.
+    store.update_row("t", &b, &[("v".into(), UpdateOp::Put { value: Value::Integer(1), version: None })], &Condition::ignore()).unwrap();
+    clock.advance(60_000);
+    assert_eq!(versions(&b).len(), 1);
+    let def = store.table("t").unwrap();
+    assert_eq!((def.options.hidden_before, def.options.stored_versions), (NOW + 3001, 3));
+}
+
+#[test]
+fn a_row_written_with_explicit_versions_expires_with_them() {
+    let (_d, clock, store) = setup(TableOptions { ttl: 10, max_version_offset: 60, ..TableOptions::default() });
+    let cells = [CellWrite { column: "v".into(), value: Value::Integer(1), version: Some(NOW - 8000) }];
+    store.put_row("t", &[Some(s("a")), Some(int(1))], &cells, &Condition::ignore()).unwrap();
+    store
+        .update_row(
+            "t",
+            &[s("b"), int(1)],
+            &[("v".into(), UpdateOp::Put { value: Value::Integer(1), version: Some(NOW - 8000) })],
+            &Condition::ignore(),
+        )
+        .unwrap();
+    // A row of key columns only lives a ttl from its write.
+    store.put_row("t", &[Some(s("c")), Some(int(1))], &[], &Condition::ignore()).unwrap();
+    clock.advance(1999);
+    for k in ["a", "b", "c"] {
+        assert!(store.get_row("t", &[s(k), int(1)], &all()).unwrap().is_some(), "{k}");
+    }
+    clock.advance(1);
+    assert!(store.get_row("t", &[s("a"), int(1)], &all()).unwrap().is_none(), "its only cell expired: so did the row");
+    assert!(store.get_row("t", &[s("b"), int(1)], &all()).unwrap().is_none());
+    assert!(store.get_row("t", &[s("c"), int(1)], &all()).unwrap().is_some());
+    clock.advance(8000);
+    assert!(store.get_row("t", &[s("c"), int(1)], &all()).unwrap().is_none());
 }
 
 #[test]
@@ -436,12 +514,15 @@ fn catalog_survives_reopen() {
         def.user_meta = b"meta".to_vec();
         store.create_table(def).unwrap();
         store.put_row("r", &[Some(int(1))], &[CellWrite::new("v", Value::Integer(1))], &Condition::ignore()).unwrap();
+        // What the engine keeps of earlier options: what the ttl of 100 s hid, and the 4 versions rows may hold.
+        store.set_options("r", TableOptions { ttl: 200, max_versions: 2, ..TableOptions::default() }).unwrap();
         store.create_table(table("gone", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
         store.drop_table("gone").unwrap();
     }
     let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
     let def = store.table("r").unwrap();
-    assert_eq!(def.options.max_versions, 4);
+    assert_eq!((def.options.ttl, def.options.max_versions), (200, 2));
+    assert_eq!((def.options.hidden_before, def.options.stored_versions), (NOW - 100_000, 4));
     assert_eq!(def.user_meta, b"meta");
     assert_eq!(store.table_names(), vec!["r".to_string()]);
     assert!(store.get_row("r", &[int(1)], &all()).unwrap().is_some());

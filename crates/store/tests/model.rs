@@ -12,11 +12,28 @@ use tabula_store::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Put { k: i64, cells: Vec<(u8, i64, Option<i64>)>, cond: u8 },
-    Update { k: i64, ops: Vec<(u8, UOp)>, cond: u8, col_cond: Option<(u8, i64)> },
-    Delete { k: i64, cond: u8 },
-    Options { ttl: i64, max_versions: u32 },
+    Put {
+        k: i64,
+        cells: Vec<(u8, i64, Option<i64>)>,
+        cond: u8,
+    },
+    Update {
+        k: i64,
+        ops: Vec<(u8, UOp)>,
+        cond: u8,
+        col_cond: Option<(u8, i64)>,
+    },
+    Delete {
+        k: i64,
+        cond: u8,
+    },
+    Options {
+        ttl: i64,
+        max_versions: u32,
+    },
     Advance(i64),
+    /// A compaction at this moment: it must change no answer, now or later.
+    Compact,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +63,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0i64..6, 0u8..3).prop_map(|(k, cond)| Op::Delete { k, cond }),
         (prop_oneof![Just(-1i64), 1i64..8], 1u32..4).prop_map(|(ttl, max_versions)| Op::Options { ttl, max_versions }),
         (0i64..4000).prop_map(Op::Advance),
+        Just(Op::Compact),
     ]
 }
 
@@ -61,11 +79,13 @@ struct Model {
     ttl: i64,
     max_versions: u32,
     offset: i64,
+    /// What an earlier ttl had expired stays expired after the ttl is raised.
+    hidden_before: i64,
 }
 
 impl Model {
     fn expired(&self, v: i64, now: i64) -> bool {
-        self.ttl >= 0 && v + self.ttl * 1000 <= now
+        v <= self.hidden_before || (self.ttl >= 0 && v + self.ttl * 1000 <= now)
     }
 
     fn visible(&self, k: i64, now: i64) -> Option<BTreeMap<String, Vec<(i64, Value)>>> {
@@ -99,6 +119,7 @@ impl Model {
         if self.ttl >= 0 {
             start = start.max(now - self.ttl * 1000 + 1);
         }
+        start = start.max(self.hidden_before.saturating_add(1));
         v >= start && v < now + self.offset * 1000
     }
 
@@ -136,12 +157,26 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
     let now = clock.now_ms();
     match op {
         Op::Advance(ms) => clock.advance(*ms),
+        Op::Compact => store.compact().unwrap(),
         Op::Options { ttl, max_versions } => {
+            // Hidden data never comes back: a raised ttl keeps hiding what the old one had expired, and a raised
+            // max_versions shows only versions written since (the surplus is gone from every row).
+            if model.ttl >= 0 && *ttl != model.ttl {
+                model.hidden_before = model.hidden_before.max(now - model.ttl * 1000);
+            }
+            if *max_versions > model.max_versions {
+                let old = model.max_versions as usize;
+                for row in model.rows.values_mut() {
+                    for cells in row.cols.values_mut() {
+                        cells.truncate(old);
+                    }
+                }
+            }
             model.ttl = *ttl;
             model.max_versions = *max_versions;
-            store
-                .set_options("m", TableOptions { ttl: *ttl, max_versions: *max_versions, max_version_offset: model.offset, hash_prefix: 0 })
-                .unwrap();
+            let options =
+                TableOptions { ttl: *ttl, max_versions: *max_versions, max_version_offset: model.offset, ..TableOptions::default() };
+            store.set_options("m", options).unwrap();
         }
         Op::Put { k, cells, cond } => {
             let writes: Vec<CellWrite> = cells
@@ -150,7 +185,9 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                 .collect();
             let got = store.put_row("m", &[Some(int(*k))], &writes, &cond_of(*cond));
             let expected = (|| {
-                let mut row = MRow { marker: now, cols: BTreeMap::new() };
+                // A row lives as long as the newest version written, or a ttl from now without cells.
+                let marker = writes.iter().map(|w| w.version.unwrap_or(now)).max().unwrap_or(now);
+                let mut row = MRow { marker, cols: BTreeMap::new() };
                 for w in &writes {
                     if let Some(v) = w.version {
                         if !model.check_version(v, now) {
@@ -211,8 +248,12 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                         return Err("ConditionFailed");
                     }
                 }
-                let mut row = model.rows.get(k).cloned().unwrap_or_default();
-                row.marker = now;
+                // An update builds on what is visible: hidden versions are dropped, never shown again.
+                let mut row = match &visible {
+                    Some(cols) => MRow { marker: model.rows[k].marker, cols: cols.clone() },
+                    None => MRow::default(),
+                };
+                let mut newest_written: Option<i64> = None;
                 // Versions the server assigns come after every version the row holds.
                 let newest = row.cols.values().filter_map(|c| c.first().map(|(v, _)| *v)).max();
                 let assigned = newest.map_or(now, |v| now.max(v + 1));
@@ -225,7 +266,9 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                                     return Err("VersionOutOfWindow");
                                 }
                             }
-                            model.put_cell(&mut row, name, version.unwrap_or(assigned), value.clone());
+                            let version = version.unwrap_or(assigned);
+                            model.put_cell(&mut row, name, version, value.clone());
+                            newest_written = newest_written.max(Some(version));
                         }
                         UpdateOp::DeleteVersion(v) => {
                             if let Some(cells) = row.cols.get_mut(name) {
@@ -246,10 +289,12 @@ fn apply(model: &mut Model, store: &Store, clock: &ManualClock, op: &Op) -> Resu
                             };
                             let next = cur + d;
                             model.put_cell(&mut row, name, assigned, Value::Integer(next));
+                            newest_written = newest_written.max(Some(assigned));
                             incs.push((name.clone(), next));
                         }
                     }
                 }
+                row.marker = row.marker.max(newest_written.unwrap_or(now));
                 row.cols.retain(|_, c| !c.is_empty());
                 Ok(row)
             })();
@@ -336,8 +381,8 @@ proptest! {
         let clock = Arc::new(ManualClock::new(NOW));
         let store = open(dir.path(), clock.clone());
         let offset = 3;
-        store.create_table(table("m", &[("k", PkType::Integer)], TableOptions { ttl: -1, max_versions: 2, max_version_offset: offset, hash_prefix: 0 })).unwrap();
-        let mut model = Model { rows: BTreeMap::new(), ttl: -1, max_versions: 2, offset };
+        store.create_table(table("m", &[("k", PkType::Integer)], TableOptions { ttl: -1, max_versions: 2, max_version_offset: offset, ..TableOptions::default() })).unwrap();
+        let mut model = Model { rows: BTreeMap::new(), ttl: -1, max_versions: 2, offset, hidden_before: i64::MIN };
         for op in &ops {
             apply(&mut model, &store, &clock, op)?;
             check_reads(&model, &store, &clock)?;
