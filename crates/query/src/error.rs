@@ -20,6 +20,11 @@ pub enum QueryError {
     AmbiguousColumn(String),
     #[error("function {0} does not exist")]
     UndefinedFunction(String),
+    /// The operator and its operand types, e.g. `date * integer`.
+    #[error("operator does not exist: {0}")]
+    UndefinedOperator(String),
+    #[error("date out of range")]
+    DateOutOfRange,
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("{0}")]
@@ -92,7 +97,8 @@ impl QueryError {
             UndefinedTable(_) | UndefinedTableReference(_) => "42P01",
             UndefinedColumn(_) => "42703",
             AmbiguousColumn(_) => "42702",
-            UndefinedFunction(_) => "42883",
+            UndefinedFunction(_) | UndefinedOperator(_) => "42883",
+            DateOutOfRange => "22008",
             DuplicateTable(_) => "42P07",
             InvalidTableDefinition(_) => "42P16",
             InvalidName(_) => "42602",
@@ -145,6 +151,17 @@ impl QueryError {
             QueryError::WithContext { inner, .. } => inner.root(),
             other => other,
         }
+    }
+
+    /// The key-value planner does not know something DataFusion may: the statement is tried there.
+    pub fn is_analytic_retry(&self) -> bool {
+        matches!(
+            self.root(),
+            QueryError::UndefinedFunction(_)
+                | QueryError::UndefinedOperator(_)
+                | QueryError::UndefinedTable(_)
+                | QueryError::NotSupported(_)
+        )
     }
 
     pub fn is_retryable(&self) -> bool {

@@ -73,6 +73,8 @@ pub enum Func {
     Coalesce,
     NullIf,
     Now,
+    /// The date of `now()` (UTC, the only time zone sessions have).
+    CurrentDate,
     Version,
     CurrentSchema,
     CurrentDatabase,
@@ -99,6 +101,7 @@ impl Func {
             "coalesce" => Coalesce,
             "nullif" => NullIf,
             "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" => Now,
+            "current_date" => CurrentDate,
             "version" => Version,
             "current_schema" => CurrentSchema,
             "current_database" | "current_catalog" => CurrentDatabase,
@@ -126,6 +129,7 @@ impl Func {
             Coalesce => "coalesce",
             NullIf => "nullif",
             Now => "now",
+            CurrentDate => "current_date",
             Version => "version",
             CurrentSchema => "current_schema",
             CurrentDatabase => "current_database",
@@ -251,6 +255,8 @@ impl Expr {
                     Bool
                 } else if *op == BinOp::Concat {
                     Text
+                } else if *op == BinOp::Sub && left.ty() == Date && right.ty() == Date {
+                    Int4
                 } else {
                     numeric_result(left.ty(), right.ty())
                 }
@@ -271,6 +277,7 @@ impl Expr {
                 | Func::Md5 => Text,
                 Func::Length => Int4,
                 Func::Now => Timestamptz,
+                Func::CurrentDate => Date,
                 Func::GenRandomUuid => Uuid,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
                 Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least => {
@@ -295,7 +302,9 @@ impl Expr {
             Expr::Binary { left, right, .. } => left.is_constant() && right.is_constant(),
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             // Volatile functions take a new value each time: never folded once for all rows.
-            Expr::Func { func, args } => !matches!(func, Func::Now | Func::GenRandomUuid) && args.iter().all(|a| a.is_constant()),
+            Expr::Func { func, args } => {
+                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid) && args.iter().all(|a| a.is_constant())
+            }
             _ => false,
         }
     }
@@ -348,7 +357,7 @@ impl Expr {
                 Datum::Int(i) => Datum::Int(i.checked_neg().ok_or_else(|| out_of_range(e.ty()))?),
                 Datum::Float(f) => Datum::Float(-f),
                 Datum::Numeric(d) => Datum::Numeric(-d),
-                d => return Err(QueryError::UndefinedFunction(format!("operator does not exist: - {}", d.natural_type()))),
+                d => return Err(QueryError::UndefinedOperator(format!("- {}", d.natural_type()))),
             },
             Expr::IsNull { expr, negated } => Datum::Bool(expr.eval(row, ctx)?.is_null() != *negated),
             Expr::IsBool { expr, value, negated } => {
@@ -512,6 +521,11 @@ fn numeric_result(l: SqlType, r: SqlType) -> SqlType {
     }
 }
 
+/// PostgreSQL's dates run from 4714-11-24 BC to 5874897-12-31 AD: days from 1970-01-01.
+fn date_in_range(days: i64) -> bool {
+    (-2_440_588..=2_145_042_906).contains(&days)
+}
+
 pub fn truth(d: &Datum) -> Result<Option<bool>> {
     match d {
         Datum::Null => Ok(None),
@@ -546,9 +560,9 @@ fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
         return Ok(Datum::Null);
     }
     if op.is_comparison() {
-        let ord = l.sql_cmp(&r).ok_or_else(|| {
-            QueryError::UndefinedFunction(format!("operator does not exist: {} {} {}", l.natural_type(), op.symbol(), r.natural_type()))
-        })?;
+        let ord = l
+            .sql_cmp(&r)
+            .ok_or_else(|| QueryError::UndefinedOperator(format!("{} {} {}", l.natural_type(), op.symbol(), r.natural_type())))?;
         return Ok(Datum::Bool(match op {
             Eq => ord.is_eq(),
             NotEq => ord.is_ne(),
@@ -569,8 +583,20 @@ fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
         };
         return Ok(Datum::Text(text(l)? + &text(r)?));
     }
-    let mismatch =
-        || QueryError::UndefinedFunction(format!("operator does not exist: {} {} {}", l.natural_type(), op.symbol(), r.natural_type()));
+    // date ± integer is a date, date - date the days between (PostgreSQL's date operators).
+    match (op, &l, &r) {
+        (Add | Sub, Datum::Date(d), Datum::Int(n)) | (Add, Datum::Int(n), Datum::Date(d)) => {
+            let n = if op == Sub { n.checked_neg() } else { Some(*n) };
+            return n
+                .and_then(|n| i64::from(*d).checked_add(n))
+                .filter(|d| date_in_range(*d))
+                .map(|d| Datum::Date(d as i32))
+                .ok_or(QueryError::DateOutOfRange);
+        }
+        (Sub, Datum::Date(a), Datum::Date(b)) => return Ok(Datum::Int(i64::from(*a) - i64::from(*b))),
+        _ => {}
+    }
+    let mismatch = || QueryError::UndefinedOperator(format!("{} {} {}", l.natural_type(), op.symbol(), r.natural_type()));
     match result_ty {
         t if t.is_integer() => {
             let (Datum::Int(a), Datum::Int(b)) = (&l, &r) else {
@@ -673,6 +699,7 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
             best.unwrap_or(Datum::Null)
         }
         Now => Datum::Timestamp(ctx.now_us),
+        CurrentDate => Datum::Date(ctx.now_us.div_euclid(86_400_000_000) as i32),
         GenRandomUuid => Datum::Uuid(random_uuid()?),
         Version => Datum::Text(version_string()),
         CurrentSchema => Datum::Text("public".into()),
@@ -1028,7 +1055,7 @@ impl Binder<'_, '_> {
                     && matches!(rt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date))
                 || (matches!(lt, SqlType::Json | SqlType::Jsonb) && rt.is_text());
             if !comparable {
-                return Err(QueryError::UndefinedFunction(format!("operator does not exist: {lt} {} {rt}", op.symbol())));
+                return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
             }
         }
         Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r) })
@@ -1111,9 +1138,13 @@ impl Binder<'_, '_> {
         let arity_ok = match func {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => !args.is_empty(),
             Func::NullIf => args.len() == 2,
-            Func::Now | Func::Version | Func::CurrentSchema | Func::CurrentDatabase | Func::CurrentUser | Func::GenRandomUuid => {
-                args.is_empty()
-            }
+            Func::Now
+            | Func::CurrentDate
+            | Func::Version
+            | Func::CurrentSchema
+            | Func::CurrentDatabase
+            | Func::CurrentUser
+            | Func::GenRandomUuid => args.is_empty(),
             Func::Substr => (2..=3).contains(&args.len()),
             Func::Round => (1..=2).contains(&args.len()),
             _ => args.len() == 1,

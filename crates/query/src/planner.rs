@@ -528,38 +528,30 @@ impl<'a> Planner<'a> {
             }
         }
         let source = i.source.as_ref().ok_or_else(|| QueryError::NotSupported("INSERT without VALUES".into()))?;
-        let values = match source.body.as_ref() {
+        let mut values = match source.body.as_ref() {
             SetExpr::Values(values) => Some(values),
             _ => None,
+        };
+        let mut rows = match values {
+            Some(v) => match self.values_rows(&table, &targets, v) {
+                Ok(rows) => rows,
+                // Functions only DataFusion has (`repeat`, `decode`, ...): the VALUES list runs there as the
+                // query of an INSERT ... SELECT. The DEFAULT keyword has no meaning in a bare VALUES query.
+                Err(e) if e.is_analytic_retry() => {
+                    if v.rows.iter().flat_map(|r| r.iter()).any(is_default_keyword) {
+                        return Err(QueryError::NotSupported(format!("DEFAULT in a VALUES list that needs the analytic engine ({e})")));
+                    }
+                    values = None;
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            },
+            None => Vec::new(),
         };
         if values.is_none() {
             if let Some(&t) = targets.iter().find(|&&t| table.columns.get(t).is_some_and(|c| c.always)) {
                 return Err(generated_always(table.column_name(t)));
             }
-        }
-        let scope = Scope::empty();
-        let mut rows = Vec::new();
-        for row in values.iter().flat_map(|v| v.rows.iter()) {
-            if row.len() > targets.len() {
-                return Err(QueryError::Syntax("INSERT has more expressions than target columns".into()));
-            }
-            if row.len() < targets.len() {
-                return Err(QueryError::Syntax("INSERT has more target columns than expressions".into()));
-            }
-            let mut out = Vec::new();
-            for (e, &t) in row.iter().zip(&targets) {
-                let ty = table.column_type(t);
-                if is_default_keyword(e) {
-                    out.push(self.column_default(&table, t)?.unwrap_or(Expr::Literal(Datum::Null, ty)));
-                    continue;
-                }
-                if table.columns.get(t).is_some_and(|c| c.always) {
-                    return Err(generated_always(table.column_name(t)));
-                }
-                let b = self.binder(&scope).bind(e)?;
-                out.push(self.assign(b, ty, table.column_name(t))?);
-            }
-            rows.push(out);
         }
         // Columns left out take their DEFAULT, as written values: every insert path sees whole rows.
         let defaults = self.omitted_defaults(&table, &targets)?;
@@ -610,6 +602,35 @@ impl<'a> Planner<'a> {
             Some(_) => Ok(Plan::Insert(insert)),
             None => Ok(Plan::InsertSelect { insert, query: source.clone(), defaults: defaults.into_iter().map(|(_, e)| e).collect() }),
         }
+    }
+
+    /// The rows of `INSERT ... VALUES`, bound and typed as the target columns take them.
+    fn values_rows(&mut self, table: &TableSchema, targets: &[usize], values: &ast::Values) -> Result<Vec<Vec<Expr>>> {
+        let scope = Scope::empty();
+        let mut rows = Vec::new();
+        for row in &values.rows {
+            if row.len() > targets.len() {
+                return Err(QueryError::Syntax("INSERT has more expressions than target columns".into()));
+            }
+            if row.len() < targets.len() {
+                return Err(QueryError::Syntax("INSERT has more target columns than expressions".into()));
+            }
+            let mut out = Vec::new();
+            for (e, &t) in row.iter().zip(targets) {
+                let ty = table.column_type(t);
+                if is_default_keyword(e) {
+                    out.push(self.column_default(table, t)?.unwrap_or(Expr::Literal(Datum::Null, ty)));
+                    continue;
+                }
+                if table.columns.get(t).is_some_and(|c| c.always) {
+                    return Err(generated_always(table.column_name(t)));
+                }
+                let b = self.binder(&scope).bind(e)?;
+                out.push(self.assign(b, ty, table.column_name(t))?);
+            }
+            rows.push(out);
+        }
+        Ok(rows)
     }
 
     /// A column's DEFAULT, bound and typed as a value assigned to it; `None` without one.

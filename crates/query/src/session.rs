@@ -1008,8 +1008,7 @@ impl Session {
             _ => false,
         };
         let deferred = matches!(refusal.root(), QueryError::Analytic(_));
-        let retry =
-            matches!(refusal.root(), QueryError::UndefinedFunction(_) | QueryError::UndefinedTable(_) | QueryError::NotSupported(_));
+        let retry = refusal.is_analytic_retry();
         // DataFusion would run a locking read without its locks: the planner's refusal stands.
         let locking = match stmt.as_ref() {
             Statement::Query(q) => !q.locks.is_empty(),
@@ -1966,6 +1965,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
     match plan {
         Plan::Select(s) => s.columns.clone(),
         Plan::Insert(InsertPlan { returning: Some(r), .. })
+        | Plan::InsertSelect { insert: InsertPlan { returning: Some(r), .. }, .. }
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),

@@ -454,6 +454,10 @@ fn classify_plan_error(m: &str) -> QueryError {
         let name = rest.0.rsplit('.').next().unwrap_or(rest.0);
         return QueryError::UndefinedTable(name.to_string());
     }
+    // "Invalid function 'f'.\nDid you mean 'g'?": worded as PostgreSQL words it.
+    if let Some((name, _)) = m.strip_prefix("Invalid function '").and_then(|r| r.split_once('\'')) {
+        return QueryError::UndefinedFunction(name.to_string());
+    }
     if l.contains("invalid function") || (l.contains("function") && l.contains("not found")) {
         return QueryError::Engine { sqlstate: "42883", message: m.to_string() };
     }
