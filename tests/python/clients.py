@@ -61,6 +61,43 @@ def psycopg3_prepared_then_rollback():
         check("psycopg3 prepared again", conn.execute("SELECT count(*) FROM py3prep").fetchone()[0], 8)
 
 
+def server_side_cursors():
+    """Named (server-side) cursors: psycopg 3 and psycopg2 DECLARE a cursor and FETCH from it in batches,
+    and SQLAlchemy's stream_results goes through them; psycopg 3 also describes the cursor's portal."""
+    import psycopg
+    import psycopg2
+    import sqlalchemy as sa
+
+    with psycopg.connect(DSN) as conn:
+        conn.execute("CREATE TABLE py3cur (k bigint PRIMARY KEY, v text)")
+        conn.execute("INSERT INTO py3cur SELECT g, 'v' || g FROM generate_series(1, 250) g")
+        conn.commit()
+        with conn.cursor(name="py3_named") as cur:
+            cur.itersize = 40
+            cur.execute("SELECT k, v FROM py3cur WHERE k > %s ORDER BY k", (10,))
+            check("named cursor columns", [c.name for c in cur.description], ["k", "v"])
+            check("named cursor first", cur.fetchone(), (11, "v11"))
+            check("named cursor many", [r[0] for r in cur.fetchmany(3)], [12, 13, 14])
+            cur.scroll(2)
+            check("named cursor rest", [r[0] for r in cur], list(range(17, 251)))
+        conn.commit()
+        with conn.cursor(name="py3_held", withhold=True) as cur:
+            cur.execute("SELECT count(*) FROM py3cur")
+            conn.commit()
+            check("held cursor after commit", cur.fetchone()[0], 250)
+    conn2 = psycopg2.connect(DSN)
+    with conn2.cursor(name="py2_named") as cur:
+        cur.itersize = 64
+        cur.execute("SELECT k FROM py3cur ORDER BY k")
+        check("psycopg2 named cursor", sum(r[0] for r in cur), 250 * 251 // 2)
+    conn2.commit()
+    conn2.close()
+    engine = sa.create_engine(f"postgresql+psycopg://tabula@127.0.0.1:{PORT}/tabula")
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, max_row_buffer=50).execute(sa.text("SELECT k FROM py3cur ORDER BY k"))
+        check("sqlalchemy stream_results", [r[0] for r in result][-3:], [248, 249, 250])
+
+
 def psycopg2_and_pandas():
     import pandas
     import psycopg2
@@ -142,6 +179,7 @@ def sqlalchemy_inspect(driver):
 
 psycopg3()
 psycopg3_prepared_then_rollback()
+server_side_cursors()
 psycopg2_and_pandas()
 sqlalchemy_inspect("psycopg2")
 sqlalchemy_inspect("psycopg")

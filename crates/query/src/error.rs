@@ -81,6 +81,13 @@ pub enum QueryError {
     TooComplex(String),
     #[error("savepoint \"{0}\" does not exist")]
     UndefinedSavepoint(String),
+    #[error("cursor \"{0}\" does not exist")]
+    UndefinedCursor(String),
+    #[error("cursor \"{0}\" already exists")]
+    DuplicateCursor(String),
+    /// A backward move of a cursor, which only reads forward (PostgreSQL's NO SCROLL cursors).
+    #[error("cursor can only scan forward")]
+    ForwardOnly,
     #[error("{0} can only be used in transaction blocks")]
     NoTransaction(&'static str),
     #[error("internal error: {0}")]
@@ -124,6 +131,9 @@ impl QueryError {
             ProgramLimitExceeded(_) => "54000",
             TooComplex(_) => "54001",
             UndefinedSavepoint(_) => "3B001",
+            UndefinedCursor(_) => "34000",
+            DuplicateCursor(_) => "42P03",
+            ForwardOnly => "55000",
             NoTransaction(_) => "25P01",
             Internal(_) => "XX000",
         }

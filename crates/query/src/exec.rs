@@ -47,7 +47,9 @@ pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f
 #[derive(Default, Clone)]
 pub struct Interrupt {
     pub cancelled: Arc<AtomicBool>,
-    pub deadline: Option<Instant>,
+    /// Shared with the streams the statement opens: a result read after its statement returned keeps the
+    /// statement's deadline, and a cursor's stream is given each FETCH's.
+    pub deadline: Arc<Deadline>,
 }
 
 impl Interrupt {
@@ -55,10 +57,32 @@ impl Interrupt {
         if self.cancelled.load(Ordering::Relaxed) {
             return Err(QueryError::Cancelled);
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.deadline.passed() {
             return Err(QueryError::StatementTimeout);
         }
         Ok(())
+    }
+}
+
+/// When a statement times out (`None`: never).
+#[derive(Default, Debug)]
+pub struct Deadline(parking_lot::Mutex<Option<Instant>>);
+
+impl Deadline {
+    pub fn at(when: Option<Instant>) -> Deadline {
+        Deadline(parking_lot::Mutex::new(when))
+    }
+
+    pub fn get(&self) -> Option<Instant> {
+        *self.0.lock()
+    }
+
+    pub fn set(&self, when: Option<Instant>) {
+        *self.0.lock() = when;
+    }
+
+    fn passed(&self) -> bool {
+        self.get().is_some_and(|d| Instant::now() >= d)
     }
 }
 

@@ -13,11 +13,13 @@
 //!    full key of constants and increments), or in a fresh transaction retried on write conflicts.
 //! 5. The [`exec`] module turns plans into engine calls — `get_row`, `batch_get`, `get_range` pages — and
 //!    engine rows into SQL rows; writes become conditional `put_row`/`update_row`/`delete_row` calls.
-//! 6. Results come back as [`Output`]: rows with typed columns, or a command tag.
+//! 6. Results come back as [`Output`]: rows with typed columns, or a command tag. A query under
+//!    `DECLARE ... CURSOR` keeps its stream in the session's [`cursors`], which FETCH reads from.
 
 pub mod analytic;
 pub mod copy;
 pub mod cursor;
+pub mod cursors;
 pub mod depth;
 pub mod error;
 pub mod exec;

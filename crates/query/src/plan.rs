@@ -173,6 +173,22 @@ pub enum Plan {
     Commit,
     /// `DEALLOCATE name | ALL`: the named statements live in the protocol layer, which drops them.
     Deallocate(Option<String>),
+    /// `DECLARE name [NO SCROLL] CURSOR [WITH[OUT] HOLD] FOR query`: the query runs when it is declared.
+    DeclareCursor {
+        name: String,
+        hold: bool,
+        query: Box<sqlparser::ast::Query>,
+    },
+    /// `FETCH` (or `MOVE`, which returns no rows) from a declared cursor.
+    Fetch {
+        name: String,
+        direction: FetchDirection,
+        move_only: bool,
+        /// The cursor's columns when the statement was prepared.
+        columns: Vec<OutputColumn>,
+    },
+    /// `CLOSE name | ALL`.
+    CloseCursor(Option<String>),
     Rollback,
     Savepoint(String),
     ReleaseSavepoint(String),
@@ -202,6 +218,19 @@ pub enum Plan {
         select: SelectPlan,
         format: crate::copy::CopyFormat,
     },
+}
+
+/// Where FETCH and MOVE go; cursors only move forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchDirection {
+    /// The next `n` rows, or all that are left (`None`).
+    Forward(Option<u64>),
+    /// The one row at this position from the start (`ABSOLUTE n`, `FIRST`).
+    Absolute(i64),
+    /// The one row this far ahead (`RELATIVE n`).
+    Relative(i64),
+    /// `BACKWARD`, `PRIOR`, `LAST`, a negative count: refused (55000).
+    Backward,
 }
 
 impl Plan {
@@ -387,6 +416,9 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::DropColumn { .. } => "DropColumn",
         Plan::Begin => "Begin",
         Plan::Deallocate(_) => "Deallocate",
+        Plan::DeclareCursor { .. } => "DeclareCursor",
+        Plan::Fetch { .. } => "Fetch",
+        Plan::CloseCursor(_) => "CloseCursor",
         Plan::Commit => "Commit",
         Plan::Rollback => "Rollback",
         Plan::SetVariable { .. } => "Set",

@@ -95,6 +95,9 @@ impl<'a> Planner<'a> {
                 let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
                 Ok(Plan::Deallocate((!all).then(|| ident_name(name))))
             }
+            Statement::Declare { stmts } => self.declare(stmts),
+            Statement::Close { cursor: ast::CloseCursor::All } => Ok(Plan::CloseCursor(None)),
+            Statement::Close { cursor: ast::CloseCursor::Specific { name } } => Ok(Plan::CloseCursor(Some(ident_name(name)))),
             Statement::Rollback { savepoint: None, .. } => Ok(Plan::Rollback),
             Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackToSavepoint(ident_name(name))),
             Statement::Savepoint { name } => Ok(Plan::Savepoint(ident_name(name))),
@@ -631,6 +634,25 @@ impl<'a> Planner<'a> {
             rows.push(out);
         }
         Ok(rows)
+    }
+
+    /// `DECLARE name CURSOR FOR query`: forward-only cursors over text rows, as psql, psycopg and
+    /// SQLAlchemy declare them.
+    fn declare(&mut self, stmts: &[ast::Declare]) -> Result<Plan> {
+        let [d] = stmts else { return Err(QueryError::NotSupported("DECLARE of several names".into())) };
+        let (Some(ast::DeclareType::Cursor), [name], Some(query)) = (&d.declare_type, d.names.as_slice(), &d.for_query) else {
+            return Err(QueryError::NotSupported("DECLARE other than of a cursor".into()));
+        };
+        if d.binary == Some(true) {
+            return Err(QueryError::NotSupported("BINARY cursors".into()));
+        }
+        if d.scroll == Some(true) {
+            return Err(QueryError::NotSupported("SCROLL cursors: cursors only move forward".into()));
+        }
+        if !query.locks.is_empty() {
+            return Err(QueryError::NotSupported("DECLARE CURSOR with FOR UPDATE or FOR SHARE".into()));
+        }
+        Ok(Plan::DeclareCursor { name: ident_name(name), hold: d.hold == Some(true), query: query.clone() })
     }
 
     /// A column's DEFAULT, bound and typed as a value assigned to it; `None` without one.

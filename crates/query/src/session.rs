@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use tabula_store::{Access, Condition, PkColumn, Store, StoreError, TableDef, TableOptions, Txn, UpdateOp};
 
 use crate::analytic::{AnalyticPlan, ReadCtx, SessionInfo};
 use crate::error::{QueryError, Result};
-use crate::exec::{increment_of, Executor, Interrupt, SqlRow};
+use crate::exec::{increment_of, Deadline, Executor, Interrupt, SqlRow};
 use crate::expr::{version_string, EvalCtx, Expr, SERVER_VERSION};
 use crate::plan::*;
 use crate::planner::{apply_option_text, Catalog, Planner};
@@ -93,6 +94,7 @@ impl Database {
             savepoints: Vec::new(),
             last_plan: None,
             stream_failed: Default::default(),
+            cursors: Default::default(),
         }
     }
 
@@ -788,6 +790,8 @@ pub struct Session {
     last_plan: Option<Arc<Plan>>,
     /// Set by a streamed result that ended in an error (see [`RowStream`]).
     stream_failed: Arc<std::sync::atomic::AtomicBool>,
+    /// Cursors open in SQL (`DECLARE`).
+    cursors: crate::cursors::Cursors,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -796,6 +800,12 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
     crate::depth::check(&tokens)?;
+    let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
+    if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
+        if let Some(f) = crate::cursors::parse_fetch(sql) {
+            return Ok(vec![ParsedStatement::Fetch(f?)]);
+        }
+    }
     match Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements() {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
@@ -809,6 +819,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
 pub enum ParsedStatement {
     Ast(Box<Statement>),
     Reset { table: String, options: Vec<String> },
+    Fetch(crate::cursors::FetchStatement),
 }
 
 /// `ALTER TABLE name RESET (opt [, opt ...]) [;]`, from the tokens.
@@ -984,9 +995,19 @@ impl Session {
         let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
+            ParsedStatement::Fetch(f) => {
+                let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
+                (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
+            }
             ParsedStatement::Ast(s) => {
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
                 match planner.plan(&s) {
+                    // The parameters are those of the cursor's query, whichever engine runs it.
+                    Ok(plan @ Plan::DeclareCursor { .. }) => {
+                        let Plan::DeclareCursor { query, .. } = &plan else { unreachable!() };
+                        let inner = self.prepare_query(query, param_types)?;
+                        (plan, inner.param_types, Some(s))
+                    }
                     Ok(plan) => (plan, planner.params, Some(s)),
                     Err(e) => return self.prepare_analytic(sql, s, e, &given, version),
                 }
@@ -1127,8 +1148,18 @@ impl Session {
     }
 
     fn execute_here(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        if p.is_empty() {
+            return Ok(Output::Empty);
+        }
+        self.run_bound(p, params, |s, params| s.execute_bound(p, params))
+    }
+
+    /// Runs a prepared statement whose parameters are bound to its types, under the running statement's
+    /// timeout (a cursor's query runs under its DECLARE's).
+    fn execute_bound(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
         if let Some(a) = &p.analytic {
-            return self.execute_analytic(p, a.clone(), params);
+            self.last_plan = None;
+            return self.run_analytic(p, &a.clone(), params);
         }
         let Some(plan) = &p.plan else { return Ok(Output::Empty) };
         let plan = if p.catalog_version == self.db.catalog_version() || p.stmt.is_none() {
@@ -1144,7 +1175,7 @@ impl Session {
             fresh
         };
         self.last_plan = Some(plan.clone());
-        self.run_bound(p, params, |s, params| s.run(&plan, params))
+        self.run(&plan, params)
     }
 
     /// Binds parameters to a prepared statement's types and runs it under the statement timeout; an error
@@ -1159,20 +1190,51 @@ impl Session {
         }
         let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
         let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
-        self.interrupt.deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+        // A cell of this statement's own: the streams it opens keep it after it returns.
+        self.interrupt.deadline = Arc::new(Deadline::at((timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout))));
         let r = f(self, &params);
-        self.interrupt.deadline = None;
+        self.interrupt.deadline = Arc::default();
         if r.is_err() {
             self.note_error();
         }
         r
     }
 
+    /// A query inside another statement, planned by whichever engine takes it.
+    fn prepare_query(&self, query: &sqlparser::ast::Query, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        let stmt = Statement::Query(Box::new(query.clone()));
+        self.prepare_parsed(&stmt.to_string(), Some(ParsedStatement::Ast(Box::new(stmt))), param_types)
+    }
+
+    /// `DECLARE`: runs the query and keeps its stream for FETCH. Without `WITH HOLD` a cursor only lives
+    /// inside a transaction block, as in PostgreSQL.
+    fn declare_cursor(&mut self, name: &str, hold: bool, query: &sqlparser::ast::Query, params: &[Datum]) -> Result<Output> {
+        if self.txn.is_none() && !hold {
+            return Err(QueryError::NoTransaction("DECLARE CURSOR"));
+        }
+        self.cursors.columns(name).err().ok_or_else(|| QueryError::DuplicateCursor(name.to_string()))?;
+        let given: Vec<Option<SqlType>> = vec![None; params.len()];
+        let p = self.prepare_query(query, &given)?;
+        let (columns, rows): (_, crate::cursors::CursorRows) = match self.execute_bound(&p, params)? {
+            Output::Stream { columns, cursor } => (columns, Box::new(cursor)),
+            Output::Rows { columns, rows, .. } => (columns, Box::new(rows.into_iter().map(Ok))),
+            _ => return Err(QueryError::Syntax("DECLARE CURSOR needs a query that returns rows".into())),
+        };
+        // The stream keeps this statement's deadline cell: each FETCH sets its own deadline there.
+        let deadline = self.interrupt.deadline.clone();
+        deadline.set(None);
+        self.cursors.declare(name, columns, rows, deadline, hold, self.txn.is_some())?;
+        Ok(Output::Command { tag: "DECLARE CURSOR".into() })
+    }
+
+    /// The columns of an open cursor (a client may Describe the portal the cursor is).
+    pub fn cursor_columns(&self, name: &str) -> Option<Vec<OutputColumn>> {
+        self.cursors.columns(name).ok()
+    }
+
     /// All rows of a query, planned by whichever engine takes it (the source of INSERT ... SELECT).
     fn query_rows(&mut self, query: &sqlparser::ast::Query, params: &[Datum]) -> Result<Vec<SqlRow>> {
-        let stmt = Statement::Query(Box::new(query.clone()));
-        let given: Vec<Option<SqlType>> = vec![None; params.len()];
-        let p = self.prepare_parsed(&stmt.to_string(), Some(ParsedStatement::Ast(Box::new(stmt))), &given)?;
+        let p = self.prepare_query(query, &vec![None; params.len()])?;
         let params = &params[..p.param_types.len().min(params.len())];
         let out = match (&p.analytic, &p.plan) {
             (Some(a), _) => self.run_analytic(&p, &a.clone(), params)?,
@@ -1184,11 +1246,6 @@ impl Session {
             Output::Stream { cursor, .. } => cursor.collect(),
             _ => Ok(vec![]),
         }
-    }
-
-    fn execute_analytic(&mut self, p: &Prepared, a: Arc<AnalyticPlan>, params: &[Datum]) -> Result<Output> {
-        self.last_plan = None;
-        self.run_bound(p, params, |s, params| s.run_analytic(p, &a, params))
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
@@ -1226,6 +1283,18 @@ impl Session {
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
             Plan::Deallocate(name) => Ok(Output::Deallocate(name.clone())),
+            Plan::DeclareCursor { name, hold, query } => self.declare_cursor(name, *hold, query, params),
+            Plan::Fetch { name, direction, move_only, .. } => {
+                let (rows, n) = self.cursors.fetch(name, *direction, !move_only, self.interrupt.deadline.get())?;
+                if *move_only {
+                    return Ok(Output::Command { tag: format!("MOVE {n}") });
+                }
+                Ok(Output::Rows { columns: self.cursors.columns(name)?, rows, tag: format!("FETCH {n}") })
+            }
+            Plan::CloseCursor(name) => {
+                self.cursors.close(name.as_deref())?;
+                Ok(Output::Command { tag: if name.is_some() { "CLOSE CURSOR" } else { "CLOSE CURSOR ALL" }.into() })
+            }
             Plan::Begin => {
                 if self.txn.is_none() {
                     self.txn = Some(self.db.store.begin_with_view());
@@ -1237,6 +1306,7 @@ impl Session {
             Plan::Commit => {
                 let failed = std::mem::take(&mut self.failed);
                 self.savepoints.clear();
+                self.cursors.end_transaction(!failed);
                 match self.txn.take() {
                     Some(t) if failed => {
                         t.rollback()?;
@@ -1256,6 +1326,7 @@ impl Session {
             Plan::Rollback => {
                 self.failed = false;
                 self.savepoints.clear();
+                self.cursors.end_transaction(false);
                 if let Some(t) = self.txn.take() {
                     t.rollback()?;
                 }
@@ -1285,6 +1356,7 @@ impl Session {
                     return Err(QueryError::InvalidTransactionState("DISCARD ALL cannot run inside a transaction block".into()));
                 }
                 self.settings = self.db.defaults.read().clone();
+                self.cursors.close(None)?;
                 Ok(Output::Command { tag: "DISCARD ALL".into() })
             }
             Plan::CreateTable(c) => self.create_table(c),
@@ -1969,6 +2041,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
+        Plan::Fetch { columns, .. } => columns.clone(),
         Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
         Plan::ShowVariable { name } => text(name),
         _ => vec![],

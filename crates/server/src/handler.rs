@@ -12,8 +12,8 @@ use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startu
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{CopyResponse, DescribePortalResponse, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
@@ -23,7 +23,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
-use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse};
+use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tabula_query::session::{display_setting_name, REPORTED_SETTINGS};
@@ -483,6 +483,16 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // A cursor DECLAREd in SQL is a portal too: psycopg describes it by name to learn its columns.
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
+            let name = message.name.as_deref().unwrap_or_default();
+            if !name.is_empty() && client.portal_store().get_portal(name).is_none() {
+                if let Some(columns) = self.conn.with_session(client, |s| s.cursor_columns(name)) {
+                    let described = DescribePortalResponse::new(wire::fields(&columns, None));
+                    return send_describe_response(&mut Deferred::new(client), &described).await;
+                }
+            }
+        }
         self._on_describe(&mut Deferred::new(client), message).await
     }
 

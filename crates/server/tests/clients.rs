@@ -230,6 +230,10 @@ async fn psql_runs_scripts() {
     let (ok, _, err) = psql(&["-c", "SELECT * FROM nothing_here"]);
     assert!(!ok);
     assert!(err.contains("relation \"nothing_here\" does not exist"), "{err}");
+    // With FETCH_COUNT psql reads a result through a cursor, FETCH_COUNT rows at a time.
+    let (ok, out, err) = psql(&["-At", "-v", "FETCH_COUNT=2", "-c", "SELECT k, n FROM p ORDER BY k", "-c", "SELECT k FROM p WHERE n > 5"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "a|1\nb|2\n");
     server.stop().await;
 }
 
