@@ -83,6 +83,10 @@ pub enum QueryError {
     UndefinedSavepoint(String),
     #[error("cursor \"{0}\" does not exist")]
     UndefinedCursor(String),
+    #[error("prepared statement \"{0}\" does not exist")]
+    UndefinedPreparedStatement(String),
+    #[error("prepared statement \"{0}\" already exists")]
+    DuplicatePreparedStatement(String),
     #[error("cursor \"{0}\" already exists")]
     DuplicateCursor(String),
     /// A backward move of a cursor, which only reads forward (PostgreSQL's NO SCROLL cursors).
@@ -132,6 +136,8 @@ impl QueryError {
             TooComplex(_) => "54001",
             UndefinedSavepoint(_) => "3B001",
             UndefinedCursor(_) => "34000",
+            UndefinedPreparedStatement(_) => "26000",
+            DuplicatePreparedStatement(_) => "42P05",
             DuplicateCursor(_) => "42P03",
             ForwardOnly => "55000",
             NoTransaction(_) => "25P01",

@@ -189,6 +189,19 @@ pub enum Plan {
     },
     /// `CLOSE name | ALL`.
     CloseCursor(Option<String>),
+    /// `PREPARE name [(types)] AS statement`: kept in the session under its name.
+    PrepareStatement {
+        name: String,
+        param_types: Vec<SqlType>,
+        statement: Box<sqlparser::ast::Statement>,
+    },
+    /// `EXECUTE name [(args)]`: the arguments are constants (or the outer statement's parameters).
+    ExecutePrepared {
+        name: String,
+        args: Vec<Expr>,
+        /// The prepared statement's columns when this one was prepared.
+        columns: Vec<OutputColumn>,
+    },
     Rollback,
     Savepoint(String),
     ReleaseSavepoint(String),
@@ -419,6 +432,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::DeclareCursor { .. } => "DeclareCursor",
         Plan::Fetch { .. } => "Fetch",
         Plan::CloseCursor(_) => "CloseCursor",
+        Plan::PrepareStatement { .. } => "Prepare",
+        Plan::ExecutePrepared { .. } => "Execute",
         Plan::Commit => "Commit",
         Plan::Rollback => "Rollback",
         Plan::SetVariable { .. } => "Set",

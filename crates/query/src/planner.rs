@@ -96,6 +96,18 @@ impl<'a> Planner<'a> {
                 Ok(Plan::Deallocate((!all).then(|| ident_name(name))))
             }
             Statement::Declare { stmts } => self.declare(stmts),
+            Statement::Prepare { name, data_types, statement } => Ok(Plan::PrepareStatement {
+                name: ident_name(name),
+                param_types: data_types.iter().map(crate::expr::sql_type).collect::<Result<_>>()?,
+                statement: statement.clone(),
+            }),
+            Statement::Execute { name: Some(name), parameters, immediate: false, into, using, output: false, default: false, .. }
+                if into.is_empty() && using.is_empty() =>
+            {
+                let scope = Scope::empty();
+                let args = parameters.iter().map(|e| self.binder(&scope).bind(e)).collect::<Result<_>>()?;
+                Ok(Plan::ExecutePrepared { name: object_name(name), args, columns: vec![] })
+            }
             Statement::Close { cursor: ast::CloseCursor::All } => Ok(Plan::CloseCursor(None)),
             Statement::Close { cursor: ast::CloseCursor::Specific { name } } => Ok(Plan::CloseCursor(Some(ident_name(name)))),
             Statement::Rollback { savepoint: None, .. } => Ok(Plan::Rollback),

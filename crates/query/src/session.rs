@@ -95,6 +95,7 @@ impl Database {
             last_plan: None,
             stream_failed: Default::default(),
             cursors: Default::default(),
+            statements: HashMap::new(),
         }
     }
 
@@ -792,6 +793,8 @@ pub struct Session {
     stream_failed: Arc<std::sync::atomic::AtomicBool>,
     /// Cursors open in SQL (`DECLARE`).
     cursors: crate::cursors::Cursors,
+    /// Statements prepared in SQL (`PREPARE`), by name.
+    statements: HashMap<String, Arc<Prepared>>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
@@ -1007,6 +1010,11 @@ impl Session {
                         let Plan::DeclareCursor { query, .. } = &plan else { unreachable!() };
                         let inner = self.prepare_query(query, param_types)?;
                         (plan, inner.param_types, Some(s))
+                    }
+                    Ok(Plan::ExecutePrepared { name, args, .. }) => {
+                        let columns =
+                            self.statements.get(&name).ok_or_else(|| QueryError::UndefinedPreparedStatement(name.clone()))?.columns.clone();
+                        (Plan::ExecutePrepared { name, args, columns }, planner.params, Some(s))
                     }
                     Ok(plan) => (plan, planner.params, Some(s)),
                     Err(e) => return self.prepare_analytic(sql, s, e, &given, version),
@@ -1227,6 +1235,19 @@ impl Session {
         Ok(Output::Command { tag: "DECLARE CURSOR".into() })
     }
 
+    /// `EXECUTE name (args)`: the arguments, constants, become the statement's parameters.
+    fn execute_prepared(&mut self, name: &str, args: &[Expr], params: &[Datum]) -> Result<Output> {
+        let p = self.statements.get(name).cloned().ok_or_else(|| QueryError::UndefinedPreparedStatement(name.to_string()))?;
+        if args.len() != p.param_types.len() {
+            let wrong = QueryError::Syntax(format!("wrong number of parameters for prepared statement \"{name}\""));
+            return Err(wrong.with_message(format!("Expected {} parameters but got {}.", p.param_types.len(), args.len())));
+        }
+        let now_us = self.db.store.clock().now_ms() * 1000;
+        let ctx = self.ctx(params, now_us);
+        let values = args.iter().zip(&p.param_types).map(|(e, t)| e.eval(&[], &ctx)?.cast(*t)).collect::<Result<Vec<_>>>()?;
+        self.execute_bound(&p, &values)
+    }
+
     /// The columns of an open cursor (a client may Describe the portal the cursor is).
     pub fn cursor_columns(&self, name: &str) -> Option<Vec<OutputColumn>> {
         self.cursors.columns(name).ok()
@@ -1282,7 +1303,24 @@ impl Session {
                 self.failed = false;
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
-            Plan::Deallocate(name) => Ok(Output::Deallocate(name.clone())),
+            // Statements prepared in SQL and those of the protocol share one namespace, as in PostgreSQL.
+            Plan::Deallocate(Some(name)) if self.statements.remove(name).is_some() => Ok(Output::Command { tag: "DEALLOCATE".into() }),
+            Plan::Deallocate(name) => {
+                if name.is_none() {
+                    self.statements.clear();
+                }
+                Ok(Output::Deallocate(name.clone()))
+            }
+            Plan::PrepareStatement { name, param_types, statement } => {
+                if self.statements.contains_key(name) {
+                    return Err(QueryError::DuplicatePreparedStatement(name.clone()));
+                }
+                let given: Vec<Option<SqlType>> = param_types.iter().copied().map(Some).collect();
+                let p = self.prepare_parsed(&statement.to_string(), Some(ParsedStatement::Ast(statement.clone())), &given)?;
+                self.statements.insert(name.clone(), Arc::new(p));
+                Ok(Output::Command { tag: "PREPARE".into() })
+            }
+            Plan::ExecutePrepared { name, args, .. } => self.execute_prepared(name, args, params),
             Plan::DeclareCursor { name, hold, query } => self.declare_cursor(name, *hold, query, params),
             Plan::Fetch { name, direction, move_only, .. } => {
                 let (rows, n) = self.cursors.fetch(name, *direction, !move_only, self.interrupt.deadline.get())?;
@@ -1357,6 +1395,7 @@ impl Session {
                 }
                 self.settings = self.db.defaults.read().clone();
                 self.cursors.close(None)?;
+                self.statements.clear();
                 Ok(Output::Command { tag: "DISCARD ALL".into() })
             }
             Plan::CreateTable(c) => self.create_table(c),
@@ -2041,7 +2080,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
-        Plan::Fetch { columns, .. } => columns.clone(),
+        Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } => columns.clone(),
         Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
         Plan::ShowVariable { name } => text(name),
         _ => vec![],
