@@ -189,6 +189,13 @@ pub enum Plan {
     },
     /// `CLOSE name | ALL`.
     CloseCursor(Option<String>),
+    /// `SELECT set_config(name, value, false)`: SET, answering the new value. With `if_exists`, a setting
+    /// that does not exist is no error and no row (pg_dump's form over pg_settings).
+    SetConfig {
+        name: String,
+        value: String,
+        if_exists: bool,
+    },
     /// `PREPARE name [(types)] AS statement`: kept in the session under its name.
     PrepareStatement {
         name: String,
@@ -433,6 +440,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::Fetch { .. } => "Fetch",
         Plan::CloseCursor(_) => "CloseCursor",
         Plan::PrepareStatement { .. } => "Prepare",
+        Plan::SetConfig { .. } => "SetConfig",
         Plan::ExecutePrepared { .. } => "Execute",
         Plan::Commit => "Commit",
         Plan::Rollback => "Rollback",

@@ -79,7 +79,10 @@ impl<'a> Planner<'a> {
 
     pub fn plan(&mut self, stmt: &Statement) -> Result<Plan> {
         match stmt {
-            Statement::Query(q) => Ok(Plan::Select(self.select(q)?)),
+            Statement::Query(q) => match set_config_call(q) {
+                Some((args, of_setting)) => self.set_config(&args, of_setting),
+                None => Ok(Plan::Select(self.select(q)?)),
+            },
             Statement::Insert(i) => self.insert(i),
             Statement::Update(u) => self.update(u),
             Statement::Delete(d) => self.delete(d),
@@ -648,6 +651,36 @@ impl<'a> Planner<'a> {
         Ok(rows)
     }
 
+    /// `SELECT set_config(name, value, is_local)`: a SET that returns the new value (pg_dump's first
+    /// statement). Only a session-wide change (`is_local` false) is taken. `of_setting`: the name of
+    /// pg_dump's `FROM pg_settings WHERE name = '...'` form, which sets it only if it exists.
+    fn set_config(&mut self, args: &[&ast::Expr], of_setting: Option<String>) -> Result<Plan> {
+        let scope = Scope::empty();
+        let ctx = crate::expr::EvalCtx { params: &[], now_us: 0, user: "", database: "" };
+        let mut values = Vec::new();
+        for a in args.iter().skip(usize::from(of_setting.is_some())) {
+            let e = self.binder(&scope).bind(a)?;
+            if !e.is_constant() {
+                return Err(QueryError::NotSupported("set_config() of other than constants".into()));
+            }
+            values.push(e.eval(&[], &ctx)?);
+        }
+        let text = |d: &Datum| match d.clone().cast(SqlType::Text) {
+            Ok(Datum::Text(t)) => Some(t),
+            _ => None,
+        };
+        if let Some(name) = &of_setting {
+            values.insert(0, Datum::Text(name.clone()));
+        }
+        let (Some(name), Some(value)) = (text(&values[0]), text(&values[1])) else {
+            return Err(QueryError::InvalidParameterValue("set_config() needs a name and a value".into()));
+        };
+        if crate::expr::truth(&values[2])? != Some(false) {
+            return Err(QueryError::NotSupported("set_config() local to the transaction".into()));
+        }
+        Ok(Plan::SetConfig { name: name.to_lowercase(), value, if_exists: of_setting.is_some() })
+    }
+
     /// `DECLARE name CURSOR FOR query`: forward-only cursors over text rows, as psql, psycopg and
     /// SQLAlchemy declare them.
     fn declare(&mut self, stmts: &[ast::Declare]) -> Result<Plan> {
@@ -1182,6 +1215,48 @@ fn generated_always(column: &str) -> QueryError {
 }
 
 /// The `DEFAULT` keyword in a VALUES row or a SET (sqlparser reads it as a name).
+/// The three arguments of `SELECT [pg_catalog.]set_config(a, b, c)` alone, with no FROM; or of
+/// `SELECT set_config(name, b, c) FROM pg_settings WHERE name = 'x'` (pg_dump's), with `x`.
+fn set_config_call(q: &ast::Query) -> Option<(Vec<&ast::Expr>, Option<String>)> {
+    let SetExpr::Select(s) = q.body.as_ref() else { return None };
+    if s.projection.len() != 1 || q.order_by.is_some() || q.limit_clause.is_some() {
+        return None;
+    }
+    let of_setting = match (s.from.as_slice(), &s.selection) {
+        ([], None) => None,
+        ([t], Some(ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right })) if t.joins.is_empty() => {
+            let ast::TableFactor::Table { name, .. } = &t.relation else { return None };
+            let from_settings = name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| i.value == "pg_settings");
+            match (left.as_ref(), right.as_ref()) {
+                (ast::Expr::Identifier(c), ast::Expr::Value(v)) if from_settings && c.value == "name" => match &v.value {
+                    ast::Value::SingleQuotedString(x) => Some(x.clone()),
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let ast::SelectItem::UnnamedExpr(ast::Expr::Function(f)) = &s.projection[0] else { return None };
+    let name = f.name.0.last()?.as_ident()?;
+    if !name.value.eq_ignore_ascii_case("set_config") || f.name.0.len() > 2 {
+        return None;
+    }
+    let ast::FunctionArguments::List(list) = &f.args else { return None };
+    let args: Vec<&ast::Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    if of_setting.is_some() && !matches!(args.first(), Some(ast::Expr::Identifier(c)) if c.value == "name") {
+        return None;
+    }
+    (args.len() == 3).then_some((args, of_setting))
+}
+
 fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none())
 }

@@ -1371,6 +1371,14 @@ impl Session {
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
             Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::SetConfig { name, value, if_exists } => {
+                if *if_exists && self.setting(name).is_none() {
+                    return Ok(Output::Rows { columns: plan_columns(plan), rows: vec![], tag: "SELECT 0".into() });
+                }
+                self.set(name, Some(value))?;
+                let now = self.setting(name).unwrap_or_default().to_string();
+                Ok(Output::Rows { columns: plan_columns(plan), rows: vec![vec![Datum::Text(now)]], tag: "SELECT 1".into() })
+            }
             Plan::ShowVariable { name } if name == "all" => {
                 let text = |s: &str| Datum::Text(s.to_string());
                 let rows =
@@ -2080,6 +2088,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Update(UpdatePlan { returning: Some(r), .. })
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
+        Plan::SetConfig { .. } => text("set_config"),
         Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } => columns.clone(),
         Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
         Plan::ShowVariable { name } => text(name),

@@ -1651,7 +1651,9 @@ struct ConstUdf {
 
 impl ConstUdf {
     fn udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
-        ScalarUDF::new_from_impl(ConstUdf { name, value, signature: Signature::variadic_any(Volatility::Stable) })
+        // Nullary too: `pg_is_in_recovery()` takes no argument, and variadic_any wants one.
+        let signature = Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::VariadicAny], Volatility::Stable);
+        ScalarUDF::new_from_impl(ConstUdf { name, value, signature })
     }
 }
 
