@@ -591,18 +591,24 @@ impl<'a> Executor<'a> {
                         )));
                     }
                     OnConflict::DoNothing => {}
-                    OnConflict::DoUpdate { assignments, filter } => {
+                    OnConflict::DoUpdate { assignments, filter, version } => {
                         let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
                         let Some(existing) = self.get(t, &pk)? else { continue };
-                        // Row layout: existing columns, existing _version, then `excluded`'s columns.
+                        // Row layout: existing columns, existing _version, then `excluded`'s columns and the
+                        // version the insert would have written at.
                         let mut combined = existing.clone();
                         combined.extend(prepared.row.iter().take(n).cloned());
+                        combined.push(Datum::Int(prepared.version.unwrap_or(self.ctx.now_us / 1000)));
                         if let Some(f) = filter {
                             if !f.eval_predicate(&combined, &self.ctx)? {
                                 continue;
                             }
                         }
-                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, None)?;
+                        let version = match version {
+                            Some(e) => e.eval(&combined, &self.ctx)?.cast(SqlType::Int8)?.as_int(),
+                            None => None,
+                        };
+                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version)?;
                         count += 1;
                         self.returning(&p.returning, &updated, &mut returned)?;
                     }

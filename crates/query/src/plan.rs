@@ -86,7 +86,12 @@ pub struct SelectPlan {
 pub enum OnConflict {
     Error,
     DoNothing,
-    DoUpdate { assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
+    /// `version`: `SET _version = v`, the version the updated cells are written at.
+    DoUpdate {
+        assignments: Vec<(usize, Expr)>,
+        filter: Option<Expr>,
+        version: Option<Expr>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

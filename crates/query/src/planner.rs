@@ -603,12 +603,11 @@ impl<'a> Planner<'a> {
                         // Existing row's columns first, then `excluded`'s.
                         let offset = table.columns.len() + 1;
                         let scope = Scope { tables: vec![(&table, table.name.clone(), 0), (&table, "excluded".to_string(), offset)] };
-                        let assignments = self.assignments(&scope, &table, &du.assignments)?;
-                        if assignments.iter().any(|(c, _)| *c == table.columns.len()) {
-                            return Err(QueryError::NotSupported("SET _version in ON CONFLICT DO UPDATE".into()));
-                        }
+                        let (version, assignments): (Vec<_>, Vec<_>) =
+                            self.assignments(&scope, &table, &du.assignments)?.into_iter().partition(|(c, _)| *c == table.columns.len());
+                        let version = version.into_iter().next().map(|(_, e)| e);
                         let filter = du.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
-                        OnConflict::DoUpdate { assignments, filter }
+                        OnConflict::DoUpdate { assignments, filter, version }
                     }
                 }
             }

@@ -1910,7 +1910,7 @@ impl Session {
     /// and updates.
     fn fast_upsert(&self, plan: &Plan, params: &[Datum], now_us: i64) -> Result<Option<Output>> {
         let Plan::Insert(i) = plan else { return Ok(None) };
-        let OnConflict::DoUpdate { assignments, filter: None } = &i.on_conflict else { return Ok(None) };
+        let OnConflict::DoUpdate { assignments, filter: None, version: None } = &i.on_conflict else { return Ok(None) };
         if i.rows.len() != 1 || i.returning.is_some() {
             return Ok(None);
         }
