@@ -47,6 +47,8 @@ pub enum QueryError {
     NumericOutOfRange(String),
     #[error("division by zero")]
     DivisionByZero,
+    #[error("{0}")]
+    CardinalityViolation(String),
     #[error("{message}")]
     VersionOutOfWindow { message: String, detail: String },
     #[error("{0}")]
@@ -121,6 +123,7 @@ impl QueryError {
             DatatypeMismatch(_) => "42804",
             NumericOutOfRange(_) => "22003",
             DivisionByZero => "22012",
+            CardinalityViolation(_) => "21000",
             VersionOutOfWindow { .. } => "22008",
             NotSupported(_) | Analytic(_) => "0A000",
             Engine { sqlstate, .. } => sqlstate,

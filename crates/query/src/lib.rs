@@ -28,6 +28,7 @@ pub mod plan;
 pub mod planner;
 pub mod schema;
 pub mod session;
+pub mod subqueries;
 pub mod system;
 pub mod types;
 

@@ -194,6 +194,14 @@ pub enum Plan {
     },
     /// `CLOSE name | ALL`.
     CloseCursor(Option<String>),
+    /// An UPDATE or DELETE with subqueries: they run first, at each execution, and the statement is planned
+    /// with their results in place ([`crate::subqueries`]).
+    WithSubqueries {
+        statement: Box<sqlparser::ast::Statement>,
+        param_types: Vec<SqlType>,
+        /// What the statement returns (RETURNING), typed when it was prepared.
+        columns: Vec<OutputColumn>,
+    },
     /// `SELECT set_config(name, value, false)`: SET, answering the new value. With `if_exists`, a setting
     /// that does not exist is no error and no row (pg_dump's form over pg_settings).
     SetConfig {
@@ -446,6 +454,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::CloseCursor(_) => "CloseCursor",
         Plan::PrepareStatement { .. } => "Prepare",
         Plan::SetConfig { .. } => "SetConfig",
+        Plan::WithSubqueries { .. } => "WithSubqueries",
         Plan::ExecutePrepared { .. } => "Execute",
         Plan::Commit => "Commit",
         Plan::Rollback => "Rollback",

@@ -1002,6 +1002,15 @@ impl Session {
                 let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
             }
+            ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
+                // Typed with NULLs where the subqueries' results will be.
+                let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                let typed = planner.plan(&crate::subqueries::placeholder(&s))?;
+                let param_types: Vec<SqlType> =
+                    planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
+                let plan = Plan::WithSubqueries { statement: s.clone(), param_types: param_types.clone(), columns: plan_columns(&typed) };
+                (plan, param_types, Some(s))
+            }
             ParsedStatement::Ast(s) => {
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
                 match planner.plan(&s) {
@@ -1255,18 +1264,24 @@ impl Session {
 
     /// All rows of a query, planned by whichever engine takes it (the source of INSERT ... SELECT).
     fn query_rows(&mut self, query: &sqlparser::ast::Query, params: &[Datum]) -> Result<Vec<SqlRow>> {
+        Ok(self.subquery_rows(query, params)?.1)
+    }
+
+    /// A query's columns and all its rows (a subquery's, see [`crate::subqueries`]).
+    fn subquery_rows(&mut self, query: &sqlparser::ast::Query, params: &[Datum]) -> Result<(Vec<OutputColumn>, Vec<SqlRow>)> {
         let p = self.prepare_query(query, &vec![None; params.len()])?;
         let params = &params[..p.param_types.len().min(params.len())];
         let out = match (&p.analytic, &p.plan) {
             (Some(a), _) => self.run_analytic(&p, &a.clone(), params)?,
             (None, Some(plan)) => self.run(&plan.clone(), params)?,
-            (None, None) => return Ok(vec![]),
+            (None, None) => return Ok((p.columns, vec![])),
         };
-        match out {
-            Output::Rows { rows, .. } => Ok(rows),
-            Output::Stream { cursor, .. } => cursor.collect(),
-            _ => Ok(vec![]),
-        }
+        let rows = match out {
+            Output::Rows { rows, .. } => rows,
+            Output::Stream { cursor, .. } => cursor.collect::<Result<_>>()?,
+            _ => vec![],
+        };
+        Ok((p.columns, rows))
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
@@ -1371,6 +1386,11 @@ impl Session {
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
             Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::WithSubqueries { statement, param_types, .. } => {
+                let stmt = crate::subqueries::substitute(statement, |q| self.subquery_rows(q, params))?;
+                let plan = Planner::new(self.db.as_ref(), param_types.clone()).plan(&stmt)?;
+                self.run(&plan, params)
+            }
             Plan::SetConfig { name, value, if_exists } => {
                 if *if_exists && self.setting(name).is_none() {
                     return Ok(Output::Rows { columns: plan_columns(plan), rows: vec![], tag: "SELECT 0".into() });
@@ -2089,7 +2109,7 @@ pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
         | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
         Plan::Explain { .. } => text("QUERY PLAN"),
         Plan::SetConfig { .. } => text("set_config"),
-        Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } => columns.clone(),
+        Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
         Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
         Plan::ShowVariable { name } => text(name),
         _ => vec![],
