@@ -24,6 +24,7 @@ pub mod depth;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod json;
 pub mod plan;
 pub mod planner;
 pub mod schema;

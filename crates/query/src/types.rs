@@ -293,7 +293,11 @@ impl Datum {
                 Datum::Numeric(d)
             }
             Text | Varchar | Unknown | TextArray => Datum::Text(s.to_string()),
-            Json | Jsonb => Datum::Text(s.to_string()),
+            Json => {
+                crate::json::check(s)?;
+                Datum::Text(s.to_string())
+            }
+            Jsonb => Datum::Text(crate::json::to_jsonb(s)?),
             Bytea => Datum::Bytes(parse_bytea(s).ok_or_else(|| invalid(ty, s))?),
             Timestamp | Timestamptz => Datum::Timestamp(parse_timestamp(s, ty == Timestamptz).ok_or_else(|| invalid(ty, s))?),
             Date => {
@@ -338,7 +342,7 @@ impl Datum {
         Ok(match (self, ty) {
             (Datum::Null, _) => Datum::Null,
             (d, Unknown) => d,
-            (Datum::Text(s), t) if !t.is_text() && t != Json && t != Jsonb => Datum::parse(t, &s)?,
+            (Datum::Text(s), t) if !t.is_text() => Datum::parse(t, &s)?,
             (Datum::Text(s), _) => Datum::Text(s),
             (Datum::Int(i), t) if t.is_integer() => Datum::Int(int_range(t, i)?),
             (Datum::Int(i), Float4 | Float8) => Datum::Float(i as f64),
