@@ -25,6 +25,11 @@ pub enum BinOp {
     And,
     Or,
     Concat,
+    /// jsonb `->`, `->>`, `@>`, `<@`.
+    JsonGet,
+    JsonGetText,
+    JsonContains,
+    JsonContainedBy,
 }
 
 impl BinOp {
@@ -45,6 +50,10 @@ impl BinOp {
             And => "AND",
             Or => "OR",
             Concat => "||",
+            JsonGet => "->",
+            JsonGetText => "->>",
+            JsonContains => "@>",
+            JsonContainedBy => "<@",
         }
     }
 
@@ -253,8 +262,12 @@ impl Expr {
             Expr::Binary { op, left, right } => {
                 if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
                     Bool
-                } else if *op == BinOp::Concat {
+                } else if matches!(op, BinOp::Concat | BinOp::JsonGetText) {
                     Text
+                } else if *op == BinOp::JsonGet {
+                    Jsonb
+                } else if matches!(op, BinOp::JsonContains | BinOp::JsonContainedBy) {
+                    Bool
                 } else if *op == BinOp::Sub && left.ty() == Date && right.ty() == Date {
                     Int4
                 } else {
@@ -521,6 +534,36 @@ fn numeric_result(l: SqlType, r: SqlType) -> SqlType {
     }
 }
 
+/// The type the right operand of a jsonb operator takes (`None`: not one): `->` and `->>` take a key
+/// (text) or an index (integer), `@>` and `<@` a jsonb.
+fn json_operand(op: BinOp, rt: SqlType) -> Option<SqlType> {
+    match op {
+        BinOp::JsonGet | BinOp::JsonGetText if rt.is_integer() => Some(rt),
+        BinOp::JsonGet | BinOp::JsonGetText => Some(SqlType::Text),
+        BinOp::JsonContains | BinOp::JsonContainedBy => Some(SqlType::Jsonb),
+        _ => None,
+    }
+}
+
+/// A jsonb operator's value (`None`: `op` is not one).
+fn json_binary(op: BinOp, l: &Datum, r: &Datum) -> Result<Option<Datum>> {
+    use crate::json::{self, Step};
+    let (Datum::Text(doc), true) = (l, json_operand(op, SqlType::Unknown).is_some()) else { return Ok(None) };
+    let step = match r {
+        Datum::Int(i) => Step::Index(*i),
+        Datum::Text(k) => Step::Key(k),
+        _ => Step::Key(""),
+    };
+    let text = |t: Option<String>| t.map(Datum::Text).unwrap_or(Datum::Null);
+    Ok(Some(match (op, r) {
+        (BinOp::JsonGet, _) => text(json::get(doc, step)?),
+        (BinOp::JsonGetText, _) => text(json::get_text(doc, step)?),
+        (BinOp::JsonContains, Datum::Text(b)) => Datum::Bool(json::contains(doc, b)?),
+        (BinOp::JsonContainedBy, Datum::Text(b)) => Datum::Bool(json::contains(b, doc)?),
+        _ => return Ok(None),
+    }))
+}
+
 /// PostgreSQL's dates run from 4714-11-24 BC to 5874897-12-31 AD: days from 1970-01-01.
 fn date_in_range(days: i64) -> bool {
     (-2_440_588..=2_145_042_906).contains(&days)
@@ -582,6 +625,9 @@ fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
             })
         };
         return Ok(Datum::Text(text(l)? + &text(r)?));
+    }
+    if let Some(d) = json_binary(op, &l, &r)? {
+        return Ok(d);
     }
     // date ± integer is a date, date - date the days between (PostgreSQL's date operators).
     match (op, &l, &r) {
@@ -924,6 +970,10 @@ impl Binder<'_, '_> {
                     ast::BinaryOperator::And => BinOp::And,
                     ast::BinaryOperator::Or => BinOp::Or,
                     ast::BinaryOperator::StringConcat => BinOp::Concat,
+                    ast::BinaryOperator::Arrow => BinOp::JsonGet,
+                    ast::BinaryOperator::LongArrow => BinOp::JsonGetText,
+                    ast::BinaryOperator::AtArrow => BinOp::JsonContains,
+                    ast::BinaryOperator::ArrowAt => BinOp::JsonContainedBy,
                     other => return Err(QueryError::NotSupported(format!("operator {other} is not supported"))),
                 };
                 // Row comparisons `(a, b) > (x, y)` expand to their lexicographic meaning.
@@ -1039,6 +1089,15 @@ impl Binder<'_, '_> {
             (self.coerce(l, SqlType::Bool)?, self.coerce(r, SqlType::Bool)?)
         } else if op == BinOp::Concat {
             (self.coerce(l, SqlType::Text)?, self.coerce(r, SqlType::Text)?)
+        } else if let Some(r_ty) = json_operand(op, rt) {
+            // jsonb operators: `json` (kept as written) has no field access here, as its text is not normalized.
+            if lt == SqlType::Json {
+                return Err(QueryError::NotSupported(format!("the operator {} on json (it is on jsonb)", op.symbol())));
+            }
+            if lt != SqlType::Jsonb && lt != SqlType::Unknown {
+                return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
+            }
+            (self.coerce(l, SqlType::Jsonb)?, self.coerce(r, r_ty)?)
         } else {
             let l = self.coerce(l, rt)?;
             let r = self.coerce(r, lt)?;

@@ -31,6 +31,75 @@ pub fn to_jsonb(text: &str) -> Result<String> {
     Ok(out)
 }
 
+/// `jsonb -> key` (an object's field) or `jsonb -> n` (an array's element, negative from the end): the
+/// value as jsonb text, `None` when there is none.
+pub fn get(jsonb: &str, key: Step<'_>) -> Result<Option<String>> {
+    Ok(step(parse(jsonb)?, key).map(|v| {
+        let mut out = String::new();
+        write(&v, &mut out);
+        out
+    }))
+}
+
+/// `jsonb ->> key`: as `get`, but a string as its text and a json null as SQL NULL.
+pub fn get_text(jsonb: &str, key: Step<'_>) -> Result<Option<String>> {
+    Ok(match step(parse(jsonb)?, key) {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) => Some(s),
+        Some(v) => {
+            let mut out = String::new();
+            write(&v, &mut out);
+            Some(out)
+        }
+    })
+}
+
+/// What `->` and `->>` step into.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index(i64),
+}
+
+fn step(v: Json, key: Step<'_>) -> Option<Json> {
+    match (v, key) {
+        // Of duplicate keys the last counts, as jsonb keeps it.
+        (Json::Object(items), Step::Key(k)) => items.into_iter().rev().find(|(name, _)| name == k).map(|(_, v)| v),
+        (Json::Array(mut items), Step::Index(i)) => {
+            let i = if i < 0 { i + items.len() as i64 } else { i };
+            (0..items.len() as i64).contains(&i).then(|| items.swap_remove(i as usize))
+        }
+        _ => None,
+    }
+}
+
+/// `a @> b`: whether jsonb `a` contains `b` (PostgreSQL's containment: every field of an object and every
+/// element of an array in `b` is contained in `a`; a top-level array contains a scalar it holds).
+pub fn contains(a: &str, b: &str) -> Result<bool> {
+    let (a, b) = (parse(a)?, parse(b)?);
+    Ok(match (&a, &b) {
+        (Json::Array(items), scalar) if !matches!(scalar, Json::Array(_) | Json::Object(_)) => items.iter().any(|x| contained(x, scalar)),
+        _ => contained(&a, &b),
+    })
+}
+
+fn contained(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            y.iter().all(|(k, vb)| x.iter().rev().find(|(name, _)| name == k).is_some_and(|(_, va)| contained(va, vb)))
+        }
+        (Json::Array(x), Json::Array(y)) => y.iter().all(|vb| x.iter().any(|va| contained(va, vb))),
+        (Json::Number(x), Json::Number(y)) => match (Decimal::from_str(x), Decimal::from_str(y)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => x == y,
+        },
+        (Json::String(x), Json::String(y)) => x == y,
+        (Json::Bool(x), Json::Bool(y)) => x == y,
+        (Json::Null, Json::Null) => true,
+        _ => false,
+    }
+}
+
 fn parse(text: &str) -> Result<Json> {
     let mut p = JsonParser { s: text.as_bytes(), i: 0, depth: 0 };
     let v = p.value()?;
@@ -327,5 +396,25 @@ mod tests {
             assert_eq!(e.sqlstate(), "22P02", "{bad}");
         }
         assert_eq!(to_jsonb(r#""\u0000""#).unwrap_err().sqlstate(), "22P05");
+    }
+
+    #[test]
+    fn operators_as_postgresql_answers_them() {
+        // Each checked against PostgreSQL 15.
+        let doc = r#"{"a": [1, "x", {"b": null}], "n": 1.50, "s": "t\"q"}"#;
+        assert_eq!(get(doc, Step::Key("a")).unwrap().as_deref(), Some(r#"[1, "x", {"b": null}]"#));
+        assert_eq!(get_text(doc, Step::Key("s")).unwrap().as_deref(), Some("t\"q"));
+        assert_eq!(get_text(doc, Step::Key("n")).unwrap().as_deref(), Some("1.50"));
+        assert_eq!(get(doc, Step::Key("zz")).unwrap(), None);
+        assert_eq!(get(r#"[1, 2, 3]"#, Step::Index(-1)).unwrap().as_deref(), Some("3"));
+        assert_eq!(get(r#"[1, 2, 3]"#, Step::Index(3)).unwrap(), None);
+        assert_eq!(get(r#"[1, 2, 3]"#, Step::Key("a")).unwrap(), None);
+        assert_eq!(get_text(r#"{"b": null}"#, Step::Key("b")).unwrap(), None);
+        assert!(contains(doc, r#"{"a": [{"b": null}], "n": 1.5}"#).unwrap());
+        assert!(!contains(doc, r#"{"a": [2]}"#).unwrap());
+        assert!(contains(r#"[1, [2, 3]]"#, r#"[[3]]"#).unwrap());
+        assert!(contains(r#"[1, 2]"#, "1").unwrap());
+        assert!(!contains(r#"{"a": 1}"#, "1").unwrap());
+        assert!(contains(r#"{"a": 1}"#, "{}").unwrap());
     }
 }
