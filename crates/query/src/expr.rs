@@ -414,6 +414,11 @@ impl Expr {
                     Datum::Bool(m != *negated)
                 }
             },
+            // A real's text has a real's digits (the value travels as an f64).
+            Expr::Cast { expr, ty } if ty.is_text() && expr.ty() == SqlType::Float4 => match expr.eval(row, ctx)? {
+                d @ Datum::Float(_) => d.to_pg_text(SqlType::Float4).map_or(Datum::Null, Datum::Text),
+                d => d.cast(*ty)?,
+            },
             Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast(*ty)?,
             // As in PostgreSQL, the arguments after the first that is not NULL are not evaluated, so they
             // cannot fail (`coalesce(a, 1 / b)` with `a` set and `b` zero is `a`).

@@ -1596,6 +1596,7 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         }),
         oid_to_name("regclass_name", db_for_regclass),
         int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
+        pg_text(),
         relation_bytes("pg_table_size", db_for_sizes.clone()),
         relation_bytes("pg_relation_size", db_for_sizes.clone()),
         relation_bytes("pg_total_relation_size", db_for_sizes),
@@ -1750,5 +1751,49 @@ fn identity_kind(c: &crate::schema::ColumnDef) -> &'static str {
         (true, true) => "a",
         (true, false) => "d",
         _ => "",
+    }
+}
+
+/// `x::text` (see the rewrite's `float_text_cast`): floats as PostgreSQL prints them, anything else as
+/// Arrow casts it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgText {
+    signature: Signature,
+}
+
+fn pg_text() -> ScalarUDF {
+    ScalarUDF::new_from_impl(PgText { signature: Signature::any(1, Volatility::Immutable) })
+}
+
+impl ScalarUDFImpl for PgText {
+    fn name(&self) -> &str {
+        "pg_text"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let a = &arrays[0];
+        let out: ArrayRef = match a.data_type() {
+            DataType::Float64 | DataType::Float32 => {
+                let ty = if *a.data_type() == DataType::Float32 { SqlType::Float4 } else { SqlType::Float8 };
+                let f = datafusion::arrow::compute::cast(a, &DataType::Float64)?;
+                let text: StringArray = f
+                    .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                    .iter()
+                    .map(|v| v.and_then(|v| crate::types::Datum::Float(v).to_pg_text(ty)))
+                    .collect();
+                Arc::new(text)
+            }
+            _ => datafusion::arrow::compute::cast(a, &DataType::Utf8)?,
+        };
+        Ok(ColumnarValue::Array(out))
     }
 }

@@ -74,6 +74,7 @@ impl Rewriter {
             oid_literal_arguments(e);
             to_char_pattern(e);
             like_escape(e);
+            float_text_cast(e);
             generate_subscripts(e);
             user_keyword(e);
             if let Some(q) = array_subquery(e) {
@@ -679,6 +680,17 @@ fn user_keyword(e: &mut Expr) {
     if bare {
         *e = call("current_user", vec![], vec![]);
     }
+}
+
+/// `x::text` as PostgreSQL spells floats (`1000`, `1e+20`), where Arrow's cast prints `1000.0` and
+/// `1e20`: `pg_text(x)`, which casts every other type as Arrow does. Literals and parameters keep their
+/// cast, which types them.
+fn float_text_cast(e: &mut Expr) {
+    let Expr::Cast { expr, data_type, .. } = e else { return };
+    if !matches!(data_type, datafusion::sql::sqlparser::ast::DataType::Text) || matches!(expr.as_ref(), Expr::Value(_)) {
+        return;
+    }
+    *e = call("pg_text", vec![expr.as_ref().clone()], vec![]);
 }
 
 struct OidDisplayCasts;
