@@ -48,18 +48,28 @@ use crate::panics;
 /// How long a client may take from connecting to being authenticated (pgwire's own limit).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves one accepted connection until the client leaves, busy polling for up to `busy_poll` before each
-/// read sleeps (see [`Spin`]; zero: never). No message may be longer than `max_message` bytes; `sasl`: the
-/// client authenticates with SCRAM. To end it from outside, shut the socket down (through a clone): nothing
-/// else wakes a thread asleep in `recv`.
+/// What the server asks of every connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// How long a thread busy-polls its socket before each read sleeps (see [`Spin`]; zero: never).
+    pub busy_poll: Duration,
+    /// No message may be longer than this (bytes).
+    pub max_message: usize,
+    /// The client authenticates with SCRAM (its first message is checked by SCRAM's layout).
+    pub sasl: bool,
+    /// A client that did not negotiate TLS is refused at its startup message (as pg_hba's `hostssl`).
+    pub require_tls: bool,
+}
+
+/// Serves one accepted connection until the client leaves. To end it from outside, shut the socket down
+/// (through a clone): nothing else wakes a thread asleep in `recv`.
 pub async fn serve(
     socket: tokio::net::TcpStream,
     tls: Option<TlsAcceptor>,
     handlers: impl PgWireServerHandlers,
-    busy_poll: Duration,
-    max_message: usize,
-    sasl: bool,
+    policy: &Policy,
 ) -> io::Result<()> {
+    let Policy { busy_poll, max_message, sasl, require_tls } = *policy;
     let handlers = HandlerSet {
         startup: handlers.startup_handler(),
         simple: handlers.simple_query_handler(),
@@ -76,6 +86,7 @@ pub async fn serve(
     };
     // A client that asked for TLS directly on a server without it.
     let Some(framed) = negotiated else { return Ok(()) };
+    let plain = matches!(framed.get_ref(), MaybeTls::Plain(_));
     // What pgwire read while negotiating is checked with the rest.
     let parts = framed.into_parts();
     let checked = Checked::new(parts.io, parts.read_buf, true, max_message, sasl);
@@ -85,6 +96,17 @@ pub async fn serve(
             _ = &mut startup => return Ok(()),
             msg = framed.next() => msg,
         };
+        if let (true, true, Some(Ok(PgWireFrontendMessage::Startup(startup)))) = (require_tls, plain, &msg) {
+            let user = startup.parameters.get("user").map_or("", String::as_str);
+            let info = ErrorInfo::new(
+                "FATAL".into(),
+                "28000".into(),
+                format!("connection of user \"{user}\" without TLS refused: this server requires TLS (sslmode=require)"),
+            );
+            warn!(peer = %framed.socket_addr(), user, "connection without TLS refused");
+            let _ = framed.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+            return Ok(());
+        }
         if !handlers.handle(&mut framed, msg).await? {
             return Ok(());
         }

@@ -67,6 +67,9 @@ struct Cli {
     /// TLS private key (PEM)
     #[arg(long, env = "TABULA_TLS_KEY")]
     tls_key: Option<PathBuf>,
+    /// Refuse every client that does not use TLS (28000), as pg_hba's hostssl; needs --tls-cert and --tls-key
+    #[arg(long, env = "TABULA_REQUIRE_TLS")]
+    require_tls: bool,
     /// A TOML file with any of the settings above (flags and environment win)
     #[arg(long, env = "TABULA_CONFIG")]
     config: Option<PathBuf>,
@@ -93,6 +96,7 @@ struct FileConfig {
     users: Option<std::collections::HashMap<String, String>>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    require_tls: Option<bool>,
 }
 
 /// A setting given in MiB, in bytes.
@@ -186,6 +190,7 @@ async fn run() -> anyhow::Result<()> {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both --tls-cert and --tls-key"),
         },
+        require_tls: cli.require_tls || file.require_tls.unwrap_or(false),
         split_bytes: defaults.split_bytes,
         busy_poll: cli.busy_poll_us.or(file.busy_poll_us).map_or(defaults.busy_poll, Duration::from_micros),
         wal_prefill_bytes: match cli.wal_prefill_mb.or(file.wal_prefill_mb) {

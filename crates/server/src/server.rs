@@ -51,6 +51,8 @@ pub struct ServerConfig {
     pub users: HashMap<String, String>,
     /// PEM certificate chain and private key: clients may then ask for TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Refuse clients that do not use TLS (needs `tls`).
+    pub require_tls: bool,
     /// Partition size that triggers a split (bytes).
     pub split_bytes: i64,
     /// Longest statement text accepted (bytes); longer ones are refused with 54000.
@@ -77,6 +79,7 @@ impl Default for ServerConfig {
             allow_trust_remote: false,
             users: HashMap::new(),
             tls: None,
+            require_tls: false,
             split_bytes: StoreConfig::default().split_bytes,
             max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
             busy_poll: Duration::from_micros(100),
@@ -104,6 +107,9 @@ impl RunningServer {
 pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     panics::install_hook();
     let tls = config.tls.as_ref().map(|(cert, key)| crate::auth::tls_acceptor(cert, key)).transpose()?;
+    if config.require_tls && tls.is_none() {
+        return Err(anyhow!("requiring TLS needs a certificate and key: give --tls-cert and --tls-key"));
+    }
     if config.auth != AuthMethod::Trust && config.users.is_empty() {
         return Err(anyhow!(
             "authentication method {:?} needs users: give them in the configuration file's [users] table or TABULA_USERS",
@@ -197,7 +203,6 @@ async fn serve(
                 let handlers = Handlers::new(shared.clone());
                 let id = handlers.conn.id;
                 let tls = tls.clone();
-                let busy_poll = config.busy_poll;
                 let (done, finished) = tokio::sync::oneshot::channel::<()>();
                 let mut aborted = abort.subscribe();
                 // The closer shuts the socket down when the grace period ends: the connection's thread may be
@@ -209,8 +214,12 @@ async fn serve(
                         continue;
                     }
                 };
-                let max_message = shared.db.max_statement_bytes().saturating_add(MESSAGE_OVERHEAD);
-                let sasl = config.auth == AuthMethod::ScramSha256;
+                let policy = connection::Policy {
+                    busy_poll: config.busy_poll,
+                    max_message: shared.db.max_statement_bytes().saturating_add(MESSAGE_OVERHEAD),
+                    sasl: config.auth == AuthMethod::ScramSha256,
+                    require_tls: config.require_tls,
+                };
                 // One thread per connection, each with its own single-threaded runtime, as PostgreSQL has
                 // one process per connection: the kernel wakes exactly the thread whose socket became
                 // readable, with no hand-off between scheduler workers on the way.
@@ -235,7 +244,7 @@ async fn serve(
                                     Ok(s) => s,
                                     Err(e) => return warn!(error = %e, "cannot register a connection socket"),
                                 };
-                                if let Err(e) = connection::serve(socket, tls, handlers, busy_poll, max_message, sasl).await {
+                                if let Err(e) = connection::serve(socket, tls, handlers, &policy).await {
                                     tracing::debug!(error = %e, "connection ended with an error");
                                 }
                             })
