@@ -26,7 +26,7 @@ fn show(out: Vec<tabula_query::Result<Output>>) {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::new(Arc::new(Store::open(dir.path(), StoreConfig::default()).unwrap()));
+    let db = Database::new(Arc::new(Store::open(dir.path(), StoreConfig::default()).unwrap())).unwrap();
     let mut s = db.session("tabula", "tabula");
     show(s.execute_sql("CREATE TABLE m (id text PRIMARY KEY, v bigint) WITH (max_versions = 5, ttl = 2, max_version_offset = 60)"));
     for v in 1..=3 {

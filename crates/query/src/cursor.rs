@@ -64,6 +64,7 @@ pub struct Cursor {
     params: Vec<Datum>,
     now_us: i64,
     user: String,
+    session_user: String,
     database: String,
     interrupt: Interrupt,
 }
@@ -76,15 +77,15 @@ impl Cursor {
         plan: &SelectPlan,
         params: &[Datum],
         now_us: i64,
-        user: &str,
-        database: &str,
+        // current_user, session_user, database
+        [user, session_user, database]: [&str; 3],
         interrupt: &Interrupt,
     ) -> Result<Option<Cursor>> {
         let Some(scan) = &plan.scan else { return Ok(None) };
         if !plan.sort.is_empty() || scan.versions != Versions::Latest {
             return Ok(None);
         }
-        let ctx = EvalCtx { params, now_us, user, database };
+        let ctx = EvalCtx { params, now_us, user, session_user, database };
         let (start, end, direction) = match &scan.access {
             AccessPath::RangeScan { start, end, direction } => {
                 let bound = |b: &[KeyBound]| -> Result<Option<Vec<PkBound>>> {
@@ -123,7 +124,7 @@ impl Cursor {
             }
             _ => return Ok(None),
         };
-        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, database }, interrupt);
+        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database }, interrupt);
         let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
         let skip = eval_u64(&plan.offset)?.unwrap_or(0);
         let remaining = eval_u64(&plan.limit)?;
@@ -244,6 +245,7 @@ impl Cursor {
             params: params.to_vec(),
             now_us,
             user: user.to_string(),
+            session_user: session_user.to_string(),
             database: database.to_string(),
             interrupt: interrupt.clone(),
         }))
@@ -276,7 +278,13 @@ impl Cursor {
             self.next = page.next_start.take().map(|n| n.into_iter().map(PkBound::Value).collect());
             page
         };
-        let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
+        let ctx = EvalCtx {
+            params: &self.params,
+            now_us: self.now_us,
+            user: &self.user,
+            session_user: &self.session_user,
+            database: &self.database,
+        };
         let (buf, filter) = (&mut self.buf, &self.scan.filter);
         latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
             if let Some(f) = filter {
@@ -439,7 +447,13 @@ impl Iterator for Cursor {
                         .map(|&i| r.get_mut(i).map(|d| std::mem::replace(d, Datum::Null)).unwrap_or(Datum::Null))
                         .collect()));
                 }
-                let ctx = EvalCtx { params: &self.params, now_us: self.now_us, user: &self.user, database: &self.database };
+                let ctx = EvalCtx {
+                    params: &self.params,
+                    now_us: self.now_us,
+                    user: &self.user,
+                    session_user: &self.session_user,
+                    database: &self.database,
+                };
                 return Some(self.projection.iter().map(|e| e.eval(&r, &ctx)).collect());
             }
             if !self.more() {

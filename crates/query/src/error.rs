@@ -96,6 +96,16 @@ pub enum QueryError {
     ForwardOnly,
     #[error("{0} can only be used in transaction blocks")]
     NoTransaction(&'static str),
+    /// `permission denied for table t`, `must be owner of table t`, ...
+    #[error("{0}")]
+    InsufficientPrivilege(String),
+    #[error("role \"{0}\" does not exist")]
+    UndefinedRole(String),
+    #[error("role \"{0}\" already exists")]
+    DuplicateRole(String),
+    /// A role that still owns tables or holds privileges cannot be dropped.
+    #[error("{0}")]
+    DependentObjects(String),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("{inner}")]
@@ -144,6 +154,10 @@ impl QueryError {
             DuplicateCursor(_) => "42P03",
             ForwardOnly => "55000",
             NoTransaction(_) => "25P01",
+            InsufficientPrivilege(_) => "42501",
+            UndefinedRole(_) => "42704",
+            DuplicateRole(_) => "42710",
+            DependentObjects(_) => "2BP01",
             Internal(_) => "XX000",
         }
     }

@@ -590,7 +590,7 @@ impl<'a> Executor<'a> {
                             vals.join(", ")
                         )));
                     }
-                    OnConflict::DoNothing => {}
+                    OnConflict::DoNothing { .. } => {}
                     OnConflict::DoUpdate { assignments, filter, version } => {
                         let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
                         let Some(existing) = self.get(t, &pk)? else { continue };

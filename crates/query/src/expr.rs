@@ -88,6 +88,7 @@ pub enum Func {
     CurrentSchema,
     CurrentDatabase,
     CurrentUser,
+    SessionUser,
     Concat,
     Substr,
     Round,
@@ -114,7 +115,8 @@ impl Func {
             "version" => Version,
             "current_schema" => CurrentSchema,
             "current_database" | "current_catalog" => CurrentDatabase,
-            "current_user" | "session_user" | "user" | "current_role" => CurrentUser,
+            "current_user" | "user" | "current_role" => CurrentUser,
+            "session_user" => SessionUser,
             "concat" => Concat,
             "substr" | "substring" => Substr,
             "round" => Round,
@@ -143,6 +145,7 @@ impl Func {
             CurrentSchema => "current_schema",
             CurrentDatabase => "current_database",
             CurrentUser => "current_user",
+            SessionUser => "session_user",
             Concat => "concat",
             Substr => "substr",
             Round => "round",
@@ -235,7 +238,10 @@ pub struct EvalCtx<'a> {
     pub params: &'a [Datum],
     /// Statement start, µs since the epoch.
     pub now_us: i64,
+    /// `current_user`: the role whose privileges the statement has (SET ROLE).
     pub user: &'a str,
+    /// `session_user`: who logged in.
+    pub session_user: &'a str,
     pub database: &'a str,
 }
 
@@ -287,6 +293,7 @@ impl Expr {
                 | Func::CurrentSchema
                 | Func::CurrentDatabase
                 | Func::CurrentUser
+                | Func::SessionUser
                 | Func::Md5 => Text,
                 Func::Length => Int4,
                 Func::Now => Timestamptz,
@@ -756,6 +763,7 @@ fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Da
         CurrentSchema => Datum::Text("public".into()),
         CurrentDatabase => Datum::Text(ctx.database.into()),
         CurrentUser => Datum::Text(ctx.user.into()),
+        SessionUser => Datum::Text(ctx.session_user.into()),
         Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.to_pg_text(a.ty())).collect()),
         _ if null_in => Datum::Null,
         Lower => Datum::Text(text(0).unwrap_or_default().to_lowercase()),
@@ -948,6 +956,10 @@ impl Binder<'_, '_> {
     fn bind_here(&mut self, e: &ast::Expr) -> Result<Expr> {
         use ast::Expr as E;
         Ok(match e {
+            // Keywords in PostgreSQL, never columns when unquoted; sqlparser reads them as names.
+            E::Identifier(id) if id.quote_style.is_none() && ["current_role", "user"].iter().any(|k| id.value.eq_ignore_ascii_case(k)) => {
+                Expr::Func { func: Func::CurrentUser, args: vec![] }
+            }
             E::Identifier(id) => self.scope.resolve(None, &ident_name(id))?,
             E::CompoundIdentifier(ids) => {
                 let names: Vec<String> = ids.iter().map(ident_name).collect();
@@ -1208,6 +1220,7 @@ impl Binder<'_, '_> {
             | Func::CurrentSchema
             | Func::CurrentDatabase
             | Func::CurrentUser
+            | Func::SessionUser
             | Func::GenRandomUuid => args.is_empty(),
             Func::Substr => (2..=3).contains(&args.len()),
             Func::Round => (1..=2).contains(&args.len()),

@@ -27,6 +27,7 @@ pub mod expr;
 pub mod json;
 pub mod plan;
 pub mod planner;
+pub mod roles;
 pub mod schema;
 pub mod session;
 pub mod subqueries;

@@ -85,7 +85,10 @@ pub struct SelectPlan {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnConflict {
     Error,
-    DoNothing,
+    /// `arbiter`: the conflict's columns were named (`ON CONFLICT (k)`), so they are read.
+    DoNothing {
+        arbiter: bool,
+    },
     /// `version`: `SET _version = v`, the version the updated cells are written at.
     DoUpdate {
         assignments: Vec<(usize, Expr)>,
@@ -234,6 +237,8 @@ pub enum Plan {
         name: String,
     },
     Discard,
+    /// Roles and privileges: CREATE/ALTER/DROP ROLE, GRANT, REVOKE, SET ROLE.
+    Access(crate::roles::AccessStatement),
     Explain {
         plan: Box<Plan>,
         analyze: bool,
@@ -415,7 +420,7 @@ impl Plan {
             Plan::Insert(i) => {
                 let conflict = match &i.on_conflict {
                     OnConflict::Error => "",
-                    OnConflict::DoNothing => " on conflict do nothing",
+                    OnConflict::DoNothing { .. } => " on conflict do nothing",
                     OnConflict::DoUpdate { .. } => " on conflict do update",
                 };
                 writeln!(f, "{pad}Insert into {} ({} rows{conflict})", i.table.name, i.rows.len())

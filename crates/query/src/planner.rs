@@ -14,6 +14,7 @@ use tabula_store::{Direction, TableOptions};
 use crate::error::{QueryError, Result};
 use crate::expr::{ident_name, sql_type, BinOp, Binder, Expr, Scope};
 use crate::plan::*;
+use crate::schema::table_name as object_name;
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::{Datum, SqlType};
 
@@ -39,19 +40,6 @@ fn select_alias(s: &ast::Select) -> Option<String> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-/// A table's name as the catalog knows it. `public.t` and `t` are the same table: Tabula's tables live in one
-/// schema. A name in any other schema is kept whole (`s2.t`), so that it is found only where that schema
-/// is (pg_catalog's, information_schema's, tabula's views), and is otherwise "relation does not exist".
-fn object_name(n: &ast::ObjectName) -> String {
-    let parts: Vec<String> = n.0.iter().map(|p| p.as_ident().map(ident_name).unwrap_or_default()).collect();
-    match parts.as_slice() {
-        [.., schema, table] if schema == "public" => table.clone(),
-        [table] => table.clone(),
-        [.., schema, table] => format!("{schema}.{table}"),
-        [] => String::new(),
     }
 }
 
@@ -118,6 +106,14 @@ impl<'a> Planner<'a> {
             Statement::Savepoint { name } => Ok(Plan::Savepoint(ident_name(name))),
             Statement::ReleaseSavepoint { name } => Ok(Plan::ReleaseSavepoint(ident_name(name))),
             Statement::Explain { statement, analyze, .. } => Ok(Plan::Explain { plan: Box::new(self.plan(statement)?), analyze: *analyze }),
+            Statement::Set(ast::Set::SetRole { .. })
+            | Statement::CreateRole(_)
+            | Statement::AlterRole { .. }
+            | Statement::Grant(_)
+            | Statement::Revoke(_) => Ok(Plan::Access(crate::roles::parse::access_statement(stmt)?.expect("an access statement"))),
+            Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. } => {
+                Ok(Plan::Access(crate::roles::parse::access_statement(stmt)?.expect("an access statement")))
+            }
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {
                 // sqlparser keeps the words of `SHOW` and drops what is between them: the words are one of
@@ -136,6 +132,9 @@ impl<'a> Planner<'a> {
             Statement::Copy { source, to, target, options, legacy_options, .. } => self.copy(source, *to, target, options, legacy_options),
             Statement::Reset(r) => match &r.reset {
                 ast::Reset::ALL => Ok(Plan::Discard),
+                ast::Reset::ConfigurationParameter(name) if name.to_string().eq_ignore_ascii_case("role") => {
+                    Ok(Plan::Access(crate::roles::AccessStatement::ResetRole))
+                }
                 ast::Reset::ConfigurationParameter(name) => Ok(Plan::SetVariable { name: name.to_string().to_lowercase(), value: None }),
                 ast::Reset::SessionAuthorization => Ok(Plan::SetVariable { name: "session_authorization".into(), value: None }),
             },
@@ -160,7 +159,14 @@ impl<'a> Planner<'a> {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let value = if value.eq_ignore_ascii_case("default") { None } else { Some(value) };
-                Ok(Plan::SetVariable { name, value })
+                match name.as_str() {
+                    // `SET role = r` is SET ROLE; `none` (or DEFAULT) goes back to the session's user.
+                    "role" => Ok(Plan::Access(crate::roles::AccessStatement::SetRole(value.filter(|v| !v.eq_ignore_ascii_case("none"))))),
+                    "session_authorization" => {
+                        Err(QueryError::NotSupported("SET SESSION AUTHORIZATION is not supported: use SET ROLE".into()))
+                    }
+                    _ => Ok(Plan::SetVariable { name, value }),
+                }
             }
             ast::Set::SetTimeZone { value, .. } => Ok(Plan::SetVariable {
                 name: "timezone".into(),
@@ -593,7 +599,7 @@ impl<'a> Planner<'a> {
                     }
                 }
                 match &oc.action {
-                    ast::OnConflictAction::DoNothing => OnConflict::DoNothing,
+                    ast::OnConflictAction::DoNothing => OnConflict::DoNothing { arbiter: oc.conflict_target.is_some() },
                     ast::OnConflictAction::DoUpdate(du) => {
                         if oc.conflict_target.is_none() {
                             return Err(QueryError::Syntax(
@@ -655,7 +661,7 @@ impl<'a> Planner<'a> {
     /// pg_dump's `FROM pg_settings WHERE name = '...'` form, which sets it only if it exists.
     fn set_config(&mut self, args: &[&ast::Expr], of_setting: Option<String>) -> Result<Plan> {
         let scope = Scope::empty();
-        let ctx = crate::expr::EvalCtx { params: &[], now_us: 0, user: "", database: "" };
+        let ctx = crate::expr::EvalCtx { params: &[], now_us: 0, user: "", session_user: "", database: "" };
         let mut values = Vec::new();
         for a in args.iter().skip(usize::from(of_setting.is_some())) {
             let e = self.binder(&scope).bind(a)?;

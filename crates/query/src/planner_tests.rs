@@ -33,6 +33,8 @@ fn catalog() -> Tables {
         partition_key_len: 1,
         options: TableOptions::default(),
         dropped: vec![],
+        owner: "tabula".into(),
+        acl: None,
     })])
 }
 

@@ -3,11 +3,16 @@
 //! The engine stores only primary-key types; the declared columns live in the table's `user_meta` as
 //! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default` (identity: 0 none, 1 by default, 2 always),
 //! in declaration order, then one line
-//! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken).
+//! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken), a line
+//! `!owner<TAB>role` (none: the bootstrap superuser owns it, as every table made before roles existed), and
+//! once privileges were granted or revoked a line `!acl<TAB>grantee<TAB>letters<TAB>grantee<TAB>letters...`
+//! (grantee empty: PUBLIC; letters as in PostgreSQL's aclitem, `arwdDxt`).
 
+use sqlparser::ast;
 use tabula_store::{TableDef, TableOptions};
 
 use crate::error::{QueryError, Result};
+use crate::roles::{Acl, Privileges, BOOTSTRAP};
 use crate::types::SqlType;
 
 /// Name of the pseudo-column holding a cell's version (ms since the epoch).
@@ -36,6 +41,10 @@ pub struct TableSchema {
     pub options: TableOptions,
     /// Names of dropped columns whose cells are still stored: they cannot be added again.
     pub dropped: Vec<String>,
+    /// The role that made it.
+    pub owner: String,
+    /// Who holds which privileges; `None` until some were granted or revoked: the owner holds them all.
+    pub acl: Option<Acl>,
 }
 
 impl TableSchema {
@@ -43,11 +52,27 @@ impl TableSchema {
         let text = std::str::from_utf8(&def.user_meta).map_err(|_| QueryError::Internal("bad table metadata".into()))?;
         let mut columns = Vec::new();
         let mut dropped = Vec::new();
+        let mut owner = BOOTSTRAP.to_string();
+        let mut acl = None;
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
-            if f[0] == "!dropped" && f.len() == 2 {
-                dropped.push(f[1].to_string());
-                continue;
+            match f[0] {
+                "!dropped" if f.len() == 2 => {
+                    dropped.push(f[1].to_string());
+                    continue;
+                }
+                "!owner" if f.len() == 2 => {
+                    owner = f[1].to_string();
+                    continue;
+                }
+                "!acl" => {
+                    acl = Some(Acl(f[1..]
+                        .chunks(2)
+                        .map(|p| (p[0].to_string(), Privileges::from_letters(p.get(1).unwrap_or(&""))))
+                        .collect()));
+                    continue;
+                }
+                _ => {}
             }
             if f.len() < 4 {
                 return Err(QueryError::Internal(format!("bad column metadata of table {}", def.name)));
@@ -71,13 +96,35 @@ impl TableSchema {
                     .ok_or_else(|| QueryError::Internal(format!("primary key column {} is not declared", k.name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(TableSchema { name: def.name.clone(), columns, pk, partition_key_len: def.partition_key_len, options: def.options, dropped })
+        Ok(TableSchema {
+            name: def.name.clone(),
+            columns,
+            pk,
+            partition_key_len: def.partition_key_len,
+            options: def.options,
+            dropped,
+            owner,
+            acl,
+        })
     }
 
-    pub fn encode_columns(columns: &[ColumnDef], dropped: &[String]) -> Vec<u8> {
+    /// The metadata to store for this table.
+    pub fn encode(&self) -> Vec<u8> {
+        Self::encode_meta(&self.columns, &self.dropped, &self.owner, self.acl.as_ref())
+    }
+
+    pub fn encode_meta(columns: &[ColumnDef], dropped: &[String], owner: &str, acl: Option<&Acl>) -> Vec<u8> {
         let mut s = String::new();
         for d in dropped {
             s.push_str(&format!("!dropped\t{d}\n"));
+        }
+        s.push_str(&format!("!owner\t{owner}\n"));
+        if let Some(acl) = acl {
+            s.push_str("!acl");
+            for (grantee, privileges) in &acl.0 {
+                s.push_str(&format!("\t{grantee}\t{}", privileges.letters()));
+            }
+            s.push('\n');
         }
         for c in columns {
             let default = c.default.as_deref().unwrap_or("").replace('\n', "\\n").replace('\t', "\\t");
@@ -116,5 +163,18 @@ impl TableSchema {
     /// Attribute (non-key) column indices.
     pub fn attributes(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.columns.len()).filter(|i| !self.pk.contains(i))
+    }
+}
+
+/// A table's name as the catalog knows it. `public.t` and `t` are the same table: Tabula's tables live in one
+/// schema. A name in any other schema is kept whole (`s2.t`), so that it is found only where that schema
+/// is (pg_catalog's, information_schema's, tabula's views), and is otherwise "relation does not exist".
+pub fn table_name(n: &ast::ObjectName) -> String {
+    let parts: Vec<String> = n.0.iter().map(|p| p.as_ident().map(crate::expr::ident_name).unwrap_or_default()).collect();
+    match parts.as_slice() {
+        [.., schema, table] if schema == "public" => table.clone(),
+        [table] => table.clone(),
+        [.., schema, table] => format!("{schema}.{table}"),
+        [] => String::new(),
     }
 }

@@ -23,6 +23,8 @@ use crate::planner::{apply_option_text, Catalog, Planner};
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::{Datum, DatumRef, SqlType};
 
+mod access;
+
 /// Statement texts longer than this are refused unless configured otherwise.
 pub const DEFAULT_MAX_STATEMENT_BYTES: usize = 16 << 20;
 
@@ -33,7 +35,7 @@ const MAX_RETRIES: usize = 20;
 pub struct Database {
     store: Arc<Store>,
     max_statement_bytes: std::sync::atomic::AtomicUsize,
-    roles: RwLock<Vec<String>>,
+    roles: crate::roles::Registry,
     /// DataFusion, started by the first statement that needs it.
     analytics: std::sync::OnceLock<Arc<crate::analytic::Analytics>>,
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
@@ -46,18 +48,18 @@ pub struct Database {
 }
 
 impl Database {
-    pub fn new(store: Arc<Store>) -> Arc<Database> {
+    pub fn new(store: Arc<Store>) -> Result<Arc<Database>> {
         let store_durability = store.durability();
-        Arc::new(Database {
+        Ok(Arc::new(Database {
+            roles: crate::roles::Registry::load(&store)?,
             store,
             analytics: std::sync::OnceLock::new(),
             max_statement_bytes: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_STATEMENT_BYTES),
-            roles: RwLock::new(Vec::new()),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
             defaults: RwLock::new(Arc::new(default_settings(store_durability))),
             memory: Default::default(),
-        })
+        }))
     }
 
     /// Publishes one of the server's own settings ([`SERVER_SETTINGS`]): `SHOW` gives it, `SET` refuses it.
@@ -96,16 +98,14 @@ impl Database {
             stream_failed: Default::default(),
             cursors: Default::default(),
             statements: HashMap::new(),
+            role: None,
+            unlisted: self.roles.get(user).is_none(),
         }
     }
 
-    /// The users authentication knows besides the superuser (pg_roles lists them).
-    pub fn set_roles(&self, names: Vec<String>) {
-        *self.roles.write() = names;
-    }
-
-    pub fn roles(&self) -> Vec<String> {
-        self.roles.read().clone()
+    /// Every role: the configuration's users (set here by the server, superusers) and those made in SQL.
+    pub fn roles(&self) -> &crate::roles::Registry {
+        &self.roles
     }
 
     pub fn set_max_statement_bytes(&self, n: usize) {
@@ -795,14 +795,20 @@ pub struct Session {
     cursors: crate::cursors::Cursors,
     /// Statements prepared in SQL (`PREPARE`), by name.
     statements: HashMap<String, Arc<Prepared>>,
+    /// `SET ROLE`: whose privileges the session has (`current_user`); `None`: its own user's.
+    role: Option<String>,
+    /// The session's user was no role when it logged in (trust takes any name): it is a superuser.
+    unlisted: bool,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
 /// does not know, comes back as a ready plan.
 pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
+    let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
     crate::depth::check(&tokens)?;
+    crate::roles::parse::user_as_role(&mut tokens);
+    let membership = crate::roles::parse::is_membership_grant(&tokens);
     let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
     if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
         if let Some(f) = crate::cursors::parse_fetch(sql) {
@@ -813,6 +819,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
+            None if membership => Err(QueryError::NotSupported("role membership (GRANT role TO role) is not supported".into())),
             None => Err(e.into()),
         },
     }
@@ -862,6 +869,11 @@ fn parse_reset(sql: &str) -> Option<ParsedStatement> {
 }
 
 impl Session {
+    /// Whose privileges the session has: the role SET ROLE chose, else its user.
+    pub fn current_user(&self) -> &str {
+        self.role.as_deref().unwrap_or(&self.user)
+    }
+
     pub fn database(&self) -> &Arc<Database> {
         &self.db
     }
@@ -1101,7 +1113,8 @@ impl Session {
             txn,
             view: None,
             now_us: self.db.store.clock().now_ms() * 1000,
-            user: self.user.clone(),
+            user: self.current_user().to_string(),
+            session_user: self.user.clone(),
             database: self.database.clone(),
             interrupt: self.interrupt.clone(),
             settings: self.settings.clone(),
@@ -1109,7 +1122,7 @@ impl Session {
     }
 
     fn session_info(&self) -> SessionInfo {
-        SessionInfo { settings: self.settings.clone(), user: self.user.clone() }
+        SessionInfo { settings: self.settings.clone(), user: self.current_user().to_string(), session_user: self.user.clone() }
     }
 
     /// Runs a DataFusion statement, lending it the open transaction for its reads.
@@ -1125,6 +1138,7 @@ impl Session {
             fresh = analytics.plan(&p.sql, self.read_ctx(None), &self.session_info())?;
             &fresh
         };
+        self.check_tables(&plan.tables)?;
         let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
         let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
         // Outside a transaction, or in one that has not written (its reads are its snapshot's), rows stream.
@@ -1285,13 +1299,14 @@ impl Session {
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
-        EvalCtx { params, now_us, user: &self.user, database: &self.database }
+        EvalCtx { params, now_us, user: self.current_user(), session_user: &self.user, database: &self.database }
     }
 
     fn run(&mut self, plan: &Plan, params: &[Datum]) -> Result<Output> {
         if self.failed && !matches!(plan, Plan::Rollback | Plan::Commit | Plan::RollbackToSavepoint(_)) {
             return Err(QueryError::InFailedTransaction);
         }
+        self.check_access(plan)?;
         match plan {
             Plan::Savepoint(name) => {
                 let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("SAVEPOINT"))?;
@@ -1386,6 +1401,7 @@ impl Session {
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
             Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::Access(statement) => self.run_access(statement),
             Plan::WithSubqueries { statement, param_types, .. } => {
                 let stmt = crate::subqueries::substitute(statement, |q| self.subquery_rows(q, params))?;
                 let plan = Planner::new(self.db.as_ref(), param_types.clone()).plan(&stmt)?;
@@ -1408,6 +1424,7 @@ impl Session {
             Plan::ShowVariable { name } => {
                 let value = match name.as_str() {
                     "session_authorization" => Some(self.user.clone()),
+                    "role" => Some(self.role.clone().unwrap_or_else(|| "none".into())),
                     _ => self.setting(name).map(|s| s.to_string()),
                 }
                 .ok_or_else(|| QueryError::UndefinedParameter(name.clone()))?;
@@ -1490,9 +1507,9 @@ impl Session {
                         column.name
                     )));
                 }
-                let mut cols = schema.columns.clone();
-                cols.push(column.clone());
-                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols, &schema.dropped))?;
+                let mut altered = (*schema).clone();
+                altered.columns.push(column.clone());
+                self.db.store.set_user_meta(table, altered.encode())?;
                 self.db.invalidate();
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
@@ -1507,11 +1524,10 @@ impl Session {
                 if schema.is_pk(i) {
                     return Err(QueryError::NotSupported(format!("cannot drop primary key column \"{column}\"")));
                 }
-                let mut cols = schema.columns.clone();
-                cols.remove(i);
-                let mut dropped = schema.dropped.clone();
-                dropped.push(column.clone());
-                self.db.store.set_user_meta(table, TableSchema::encode_columns(&cols, &dropped))?;
+                let mut altered = (*schema).clone();
+                altered.columns.remove(i);
+                altered.dropped.push(column.clone());
+                self.db.store.set_user_meta(table, altered.encode())?;
                 self.db.invalidate();
                 Ok(Output::Command { tag: "ALTER TABLE".into() })
             }
@@ -1666,8 +1682,13 @@ impl Session {
                 return;
             }
         };
-        let defaults_ctx =
-            EvalCtx { params: &[], now_us: self.db.store.clock().now_ms() * 1000, user: &self.user, database: &self.database };
+        let defaults_ctx = EvalCtx {
+            params: &[],
+            now_us: self.db.store.clock().now_ms() * 1000,
+            user: self.role.as_deref().unwrap_or(&self.user),
+            session_user: &self.user,
+            database: &self.database,
+        };
         for chunk in records.chunks(COPY_BATCH) {
             let mut batch = Vec::with_capacity(chunk.len());
             for fields in chunk {
@@ -1774,7 +1795,7 @@ impl Session {
                 .collect(),
             partition_key_len: c.partition_key_len,
             options: c.options,
-            user_meta: TableSchema::encode_columns(&c.columns, &[]),
+            user_meta: TableSchema::encode_meta(&c.columns, &[], self.current_user(), None),
         };
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
@@ -1852,7 +1873,14 @@ impl Session {
                 Some(txn) => txn.read_view().map(|v| v as crate::cursor::Reader),
             };
             if let Some(reader) = reader {
-                let cursor = crate::cursor::Cursor::try_new(reader, s, params, now_us, &self.user, &self.database, &self.interrupt)?;
+                let cursor = crate::cursor::Cursor::try_new(
+                    reader,
+                    s,
+                    params,
+                    now_us,
+                    [self.current_user(), &self.user, &self.database],
+                    &self.interrupt,
+                )?;
                 if let Some(cursor) = cursor {
                     return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream::new(cursor) }, None));
                 }
@@ -2047,7 +2075,7 @@ fn single_call(plan: &Plan) -> bool {
         // A plain multi-row INSERT is one atomic engine call too.
         Plan::Insert(i) => match i.on_conflict {
             OnConflict::Error => true,
-            OnConflict::DoNothing => i.rows.len() == 1,
+            OnConflict::DoNothing { .. } => i.rows.len() == 1,
             OnConflict::DoUpdate { .. } => false,
         },
         _ => false,

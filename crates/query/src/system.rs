@@ -64,6 +64,9 @@ impl SystemView {
             partition_key_len: 0,
             options: TableOptions::default(),
             dropped: vec![],
+            owner: crate::roles::BOOTSTRAP.into(),
+            // Everybody reads them, as PostgreSQL's statistics views.
+            acl: Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))])),
         })
     }
 

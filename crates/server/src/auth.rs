@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::Sink;
 use pgwire::api::auth::cleartext::CleartextPasswordAuthStartupHandler;
 use pgwire::api::auth::md5pass::{hash_md5_password, Md5PasswordAuthStartupHandler};
-use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
+use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth, ScramSecret};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
 use pgwire::api::{ClientInfo, PidSecretKeyGenerator};
@@ -20,6 +20,9 @@ use pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
 use pgwire::tokio::tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use pgwire::tokio::tokio_rustls::rustls::ServerConfig as TlsConfig;
 use pgwire::tokio::TlsAcceptor;
+
+use tabula_query::roles::{Role, Secret};
+use tabula_query::Database;
 
 use crate::handler::{Connection, Params};
 
@@ -48,46 +51,95 @@ impl std::str::FromStr for AuthMethod {
 
 const SCRAM_ITERATIONS: usize = 4096;
 
-/// Users and their passwords, from configuration.
-#[derive(Debug, Clone)]
+/// Who may log in: the users of the configuration, with their passwords, and the roles made in SQL with
+/// LOGIN and a password, whose secrets the catalog keeps (a SCRAM verifier and an MD5 hash, never the
+/// password).
+#[derive(Clone)]
 pub struct Users {
     passwords: Arc<HashMap<String, String>>,
     method: AuthMethod,
+    db: Arc<Database>,
+}
+
+impl Debug for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Users").field("configured", &self.passwords.len()).field("method", &self.method).finish()
+    }
+}
+
+/// Where a login's password is checked against.
+enum Known<'a> {
+    Configured(&'a str),
+    Made(Secret),
+    /// No such user, or one without LOGIN or a password: no password matches.
+    Nobody,
 }
 
 impl Users {
-    pub fn new(passwords: HashMap<String, String>, method: AuthMethod) -> Self {
-        Users { passwords: Arc::new(passwords), method }
+    pub fn new(passwords: HashMap<String, String>, method: AuthMethod, db: Arc<Database>) -> Self {
+        Users { passwords: Arc::new(passwords), method, db }
+    }
+
+    fn known(&self, user: &str) -> Known<'_> {
+        if let Some(p) = self.passwords.get(user) {
+            return Known::Configured(p);
+        }
+        match self.db.roles().get(user) {
+            Some(Role { login: true, password: Some(secret), configured: false, .. }) => Known::Made(secret),
+            _ => Known::Nobody,
+        }
     }
 }
 
 #[async_trait]
 impl AuthSource for Users {
+    /// MD5 and cleartext; SCRAM asks [`AuthSource::get_scram_secret`].
     async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
         let user = login.user().ok_or(PgWireError::UserNameRequired)?;
-        let mock;
-        let secret = match self.passwords.get(user) {
-            Some(secret) => secret,
-            // An unknown user under MD5 or SCRAM gets the exchange a known one gets, with a salt and a secret
-            // no password matches, as PostgreSQL answers with a mock salt: it fails at the same step with the
-            // same error, so trying names does not tell which exist.
-            None if matches!(self.method, AuthMethod::Md5 | AuthMethod::ScramSha256) => {
-                mock = format!("{:x?}", rand_bytes::<16>());
-                &mock
-            }
-            None => return Err(PgWireError::InvalidPassword(user.to_string())),
+        let salt: [u8; 4] = rand_bytes();
+        let response = match self.known(user) {
+            Known::Configured(secret) => hash_md5_password(user, secret, &salt),
+            Known::Made(secret) => secret.md5_response(&salt),
+            // An unknown user gets the exchange a known one gets, as PostgreSQL answers with a mock salt: it
+            // fails at the same step with the same error, so trying names does not tell which exist.
+            Known::Nobody if self.method == AuthMethod::Md5 => format!("{:x?}", rand_bytes::<16>()),
+            Known::Nobody => return Err(PgWireError::InvalidPassword(user.to_string())),
         };
-        Ok(match self.method {
-            AuthMethod::Md5 => {
-                let salt: [u8; 4] = rand_bytes();
-                Password::new(Some(salt.to_vec()), hash_md5_password(user, secret, &salt).into_bytes())
-            }
-            AuthMethod::ScramSha256 => {
+        Ok(Password::new(Some(salt.to_vec()), response.into_bytes()))
+    }
+
+    async fn verify_password(&self, login: &LoginInfo, presented: &[u8]) -> PgWireResult<Option<()>> {
+        let user = login.user().ok_or(PgWireError::UserNameRequired)?;
+        let presented = std::str::from_utf8(presented).unwrap_or("");
+        let ok = match self.known(user) {
+            Known::Configured(secret) => secret == presented,
+            Known::Made(secret) => secret.matches(presented),
+            Known::Nobody => false,
+        };
+        if ok {
+            Ok(None)
+        } else {
+            Err(PgWireError::InvalidPassword(user.to_string()))
+        }
+    }
+
+    async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
+        let user = login.user().ok_or(PgWireError::UserNameRequired)?;
+        let secret = match self.known(user) {
+            Known::Configured(password) => {
                 let salt: [u8; 16] = rand_bytes();
-                Password::new(Some(salt.to_vec()), gen_salted_password(secret, &salt, SCRAM_ITERATIONS))
+                ScramSecret::SaltedPassword { salt: salt.to_vec(), salted_password: gen_salted_password(password, &salt, SCRAM_ITERATIONS) }
             }
-            _ => Password::new(None, secret.as_bytes().to_vec()),
-        })
+            Known::Made(secret) => {
+                let v = secret.verifier().map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+                ScramSecret::Verifier { salt: v.salt, iterations: v.iterations, stored_key: v.stored_key, server_key: v.server_key }
+            }
+            // A mock: a salt and keys no password matches.
+            Known::Nobody => {
+                ScramSecret::SaltedPassword { salt: rand_bytes::<16>().to_vec(), salted_password: rand_bytes::<32>().to_vec() }
+            }
+        };
+        Ok((secret, None))
     }
 }
 
@@ -142,6 +194,16 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if let (PgWireFrontendMessage::Startup(ref startup), Startup::Trust(conn)) = (&message, self) {
+            // Under trust a role without LOGIN is refused at once; under the password methods it has no
+            // password that matches, so that the refusal does not tell who exists.
+            let user = startup.parameters.get("user").map_or("", String::as_str);
+            if conn.shared.db.roles().get(user).is_some_and(|r| !r.login) {
+                let info =
+                    pgwire::error::ErrorInfo::new("FATAL".into(), "28000".into(), format!("role \"{user}\" is not permitted to log in"));
+                return Err(PgWireError::UserError(Box::new(info)));
+            }
+        }
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             // A bad setting refuses the connection, as in PostgreSQL.
             if let Err(e) = tabula_query::session::startup_settings(startup.parameters.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {

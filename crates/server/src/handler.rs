@@ -66,7 +66,7 @@ impl Shared {
 
 /// The handlers of one connection; the session lives here.
 pub struct Connection {
-    shared: Arc<Shared>,
+    pub shared: Arc<Shared>,
     /// Names of the statements the client prepared (Parse), for `DEALLOCATE ALL`.
     named: Mutex<std::collections::HashSet<String>>,
     session: Mutex<Option<Session>>,

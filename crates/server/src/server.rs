@@ -146,7 +146,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         }
         warn!(%addr, "trust authentication on an address other than loopback: anyone who reaches it logs in as any user");
     }
-    let db = Database::new(Arc::new(store));
+    let db = Database::new(Arc::new(store)).map_err(|e| anyhow!("cannot read the catalog's roles: {e}"))?;
     db.set_max_statement_bytes(config.max_statement_bytes);
     if config.statement_memory_bytes > config.memory_limit_bytes {
         return Err(anyhow!(
@@ -160,10 +160,8 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     for (name, value) in server_settings(&config) {
         db.set_server_setting(name, &value).map_err(|e| anyhow!("{e}"))?;
     }
-    let mut roles: Vec<String> = config.users.keys().cloned().collect();
-    roles.sort();
-    db.set_roles(roles);
-    let users = Users::new(config.users.clone(), config.auth);
+    db.roles().set_configured(config.users.keys().cloned().collect());
+    let users = Users::new(config.users.clone(), config.auth, db.clone());
     let shared = Shared::new(db, config.slow_statement_ms, config.auth, users);
     let (stop, stopped) = watch::channel(false);
     let task = tokio::spawn(serve(listener, shared, config, tls, stopped));

@@ -122,3 +122,73 @@ async fn required_tls_refuses_clients_without_it() {
     assert_eq!(e.code(), Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION), "{e:?}");
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_made_in_sql_log_in_under_every_password_method_and_have_only_their_privileges() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(AuthMethod::ScramSha256, None, false, dir.path()).await;
+    let port = s.addr.port();
+    let admin = login(port, "user0", "secret-0").await.unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE secrets (k bigint PRIMARY KEY, v text); INSERT INTO secrets VALUES (1, 'x');
+             CREATE USER web WITH PASSWORD 'pw-1'; CREATE ROLE quiet PASSWORD 'pw-2';",
+        )
+        .await
+        .unwrap();
+    let web = login(port, "web", "pw-1").await.unwrap();
+    assert_eq!(web.query_one("SELECT current_user", &[]).await.unwrap().get::<_, String>(0), "web");
+    let e = web.query("SELECT * FROM secrets", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    let e = web.query("SELECT count(*) FROM secrets", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    let e = web.batch_execute("CREATE ROLE sneaky SUPERUSER").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    let e = web.batch_execute("SET ROLE user0").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    admin.batch_execute("GRANT SELECT ON secrets TO web").await.unwrap();
+    assert_eq!(web.query_one("SELECT count(*) FROM secrets", &[]).await.unwrap().get::<_, i64>(0), 1);
+
+    let Err(e) = login(port, "web", "pw-2").await else { panic!("a wrong password was accepted") };
+    assert_eq!(e.code(), Some(&SqlState::INVALID_PASSWORD), "{e:?}");
+    // NOLOGIN: its password does not let it in.
+    let Err(e) = login(port, "quiet", "pw-2").await else { panic!("a role without LOGIN logged in") };
+    assert_eq!(e.code(), Some(&SqlState::INVALID_PASSWORD), "{e:?}");
+    web.batch_execute("ALTER ROLE web PASSWORD 'pw-3'").await.unwrap();
+    assert!(login(port, "web", "pw-1").await.is_err(), "the old password still works");
+    drop(login(port, "web", "pw-3").await.unwrap());
+
+    // A role dropped while its session lives keeps no privileges (it does not become a superuser).
+    admin.batch_execute("REVOKE ALL ON secrets FROM web; DROP ROLE web").await.unwrap();
+    let e = web.query("SELECT * FROM secrets", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    let e = web.batch_execute("CREATE ROLE sneaky").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{e:?}");
+    assert!(login(port, "web", "pw-3").await.is_err(), "a dropped role logged in");
+    admin.batch_execute("CREATE USER app PASSWORD 'pw-app'; GRANT SELECT ON secrets TO app").await.unwrap();
+    drop((admin, web));
+    s.shutdown().await.unwrap();
+
+    // Roles, their secrets and their privileges are in the catalog: they outlive a restart, under any method.
+    for method in [AuthMethod::Md5, AuthMethod::Password, AuthMethod::ScramSha256] {
+        let s = server(method, None, false, dir.path()).await;
+        let app = login(s.addr.port(), "app", "pw-app").await.unwrap_or_else(|e| panic!("{method:?}: {e:?}"));
+        assert_eq!(app.query_one("SELECT count(*) FROM secrets", &[]).await.unwrap().get::<_, i64>(0), 1, "{method:?}");
+        let e = app.batch_execute("DELETE FROM secrets").await.unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{method:?}: {e:?}");
+        let Err(e) = login(s.addr.port(), "app", "pw-wrong").await else { panic!("{method:?}: a wrong password was accepted") };
+        assert_eq!(e.code(), Some(&SqlState::INVALID_PASSWORD), "{method:?}: {e:?}");
+        drop(app);
+        s.shutdown().await.unwrap();
+    }
+
+    // Under trust a role without LOGIN is refused; a name that is no role is the superuser it claims to be.
+    let s = server(AuthMethod::Trust, None, false, dir.path()).await;
+    let Err(e) = login(s.addr.port(), "quiet", "").await else { panic!("a role without LOGIN logged in") };
+    assert_eq!(e.code(), Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION), "{e:?}");
+    let app = login(s.addr.port(), "app", "").await.unwrap();
+    assert!(app.query("SELECT * FROM secrets", &[]).await.is_ok());
+    assert!(app.batch_execute("DELETE FROM secrets").await.is_err());
+    drop(app);
+    s.shutdown().await.unwrap();
+}

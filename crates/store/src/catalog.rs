@@ -6,6 +6,7 @@
 //! "t" name                          table record (id, primary key, options, user metadata)
 //! "p" table_id:u32                  partitions of the table with their statistics
 //! "a" table_id:u32 partition-key    auto-increment counter: i64
+//! "r" role name                     role record: opaque to the engine (the SQL layer's roles)
 //! ```
 
 use crate::codec::{Reader, Writer};
@@ -183,6 +184,12 @@ pub(crate) fn autoinc_key(id: u32, partition_key: &[u8]) -> Vec<u8> {
     let mut k = b"a".to_vec();
     k.extend_from_slice(&id.to_be_bytes());
     k.extend_from_slice(partition_key);
+    k
+}
+
+pub(crate) fn role_key(name: &str) -> Vec<u8> {
+    let mut k = b"r".to_vec();
+    k.extend_from_slice(name.as_bytes());
     k
 }
 

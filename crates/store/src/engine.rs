@@ -443,6 +443,20 @@ impl Store {
         })
     }
 
+    /// The SQL layer's role records (name, record), by name; the engine does not read them.
+    pub fn roles(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let rows = self.inner.kv.meta_scan(b"r")?;
+        rows.into_iter()
+            .map(|(k, v)| Ok((String::from_utf8(k[1..].to_vec()).map_err(|_| StoreError::Corrupt("role name".into()))?, v)))
+            .collect()
+    }
+
+    /// Writes a role record (`None`: removes it), durably.
+    pub fn set_role(&self, name: &str, record: Option<Vec<u8>>) -> Result<()> {
+        let _ddl = self.inner.ddl.lock();
+        self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])
+    }
+
     pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
         Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
     }

@@ -796,7 +796,14 @@ impl Generated {
                         None => (-1.0, Cell::Null),
                     };
                     let has_index = r.tabula.is_some();
-                    out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options));
+                    let owned = || match &r.tabula {
+                        Some((t, _)) => {
+                            let owner = s.db.roles().get(&t.owner).map_or(OWNER, |o| o.oid as i32);
+                            (owner, t.acl.as_ref().map_or(Cell::Null, |a| Cell::Texts(a.items(&t.owner))))
+                        }
+                        None => (OWNER, Cell::Null),
+                    };
+                    out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned()));
                     if let Some((t, _)) = &r.tabula {
                         out.push(pg_class_row(
                             r.oid + 1,
@@ -808,6 +815,7 @@ impl Generated {
                             "i",
                             t.pk.len() as i64,
                             Cell::Null,
+                            (owned().0, Cell::Null),
                         ));
                     }
                 }
@@ -931,26 +939,21 @@ impl Generated {
                 ]);
             }
             Generated::PgRoles => {
-                // The superuser, then the users authentication knows.
-                let mut names = vec!["tabula".to_string()];
-                names.extend(s.db.roles().into_iter().filter(|n| n != "tabula"));
-                for (i, name) in names.into_iter().enumerate() {
-                    let superuser = i == 0;
-                    let oid = if superuser { OWNER } else { 16390 + i as i32 };
+                for r in s.db.roles().all() {
                     out.push(vec![
-                        name.into(),
-                        superuser.into(),
+                        r.name.into(),
+                        r.superuser.into(),
                         true.into(),
-                        superuser.into(),
-                        superuser.into(),
-                        true.into(),
+                        r.superuser.into(),
+                        r.superuser.into(),
+                        r.login.into(),
                         false.into(),
                         (-1).into(),
                         "********".into(),
                         Cell::Null,
-                        superuser.into(),
+                        r.superuser.into(),
                         Cell::Null,
-                        oid.into(),
+                        (r.oid as i32).into(),
                     ]);
                 }
             }
@@ -1142,8 +1145,23 @@ fn udt_name(ty: SqlType) -> &'static str {
     }
 }
 
+/// A table's owner's OID and its access control list (`relacl`), as pg_class has them.
+type Ownership = (i32, Cell);
+
 #[allow(clippy::too_many_arguments)]
-fn pg_class_row(oid: i32, name: &str, nsp: i32, am: i32, rows: f64, has_index: bool, kind: &str, natts: i64, options: Cell) -> Vec<Cell> {
+fn pg_class_row(
+    oid: i32,
+    name: &str,
+    nsp: i32,
+    am: i32,
+    rows: f64,
+    has_index: bool,
+    kind: &str,
+    natts: i64,
+    options: Cell,
+    owned: Ownership,
+) -> Vec<Cell> {
+    let (owner, acl) = owned;
     let am = if kind == "v" { 0 } else { am };
     vec![
         oid.into(),
@@ -1151,7 +1169,7 @@ fn pg_class_row(oid: i32, name: &str, nsp: i32, am: i32, rows: f64, has_index: b
         nsp.into(),
         0.into(),
         0.into(),
-        OWNER.into(),
+        owner.into(),
         am.into(),
         oid.into(),
         0.into(),
@@ -1176,7 +1194,7 @@ fn pg_class_row(oid: i32, name: &str, nsp: i32, am: i32, rows: f64, has_index: b
         0.into(),
         0.into(),
         0.into(),
-        Cell::Null,
+        acl,
         options,
         Cell::Null,
     ]
@@ -1555,7 +1573,7 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
     let db_for_names = db.clone();
     let db_for_regclass = db.clone();
     let db_for_sizes = db.clone();
-    let int_to_text = |name: &str, f: fn(i64) -> Option<String>| {
+    fn int_to_text(name: &str, f: impl Fn(i64) -> Option<String> + Send + Sync + 'static) -> ScalarUDF {
         datafusion::logical_expr::create_udf(
             name,
             vec![DataType::Int64],
@@ -1565,11 +1583,12 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
                 let arrays = ColumnarValue::values_to_arrays(args)?;
                 let ints = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
                 let out: StringArray =
-                    ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(f)).collect();
+                    ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(&f)).collect();
                 Ok(ColumnarValue::Array(Arc::new(out)))
             }),
         )
-    };
+    }
+    let db_for_users = db.clone();
     vec![
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
@@ -1600,8 +1619,10 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         relation_bytes("pg_table_size", db_for_sizes.clone()),
         relation_bytes("pg_relation_size", db_for_sizes.clone()),
         relation_bytes("pg_total_relation_size", db_for_sizes),
-        // Every object belongs to the superuser `tabula`.
-        int_to_text("pg_get_userbyid", |oid| Some(if oid == OWNER as i64 { "tabula".to_string() } else { format!("unknown (OID={oid})") })),
+        int_to_text("pg_get_userbyid", move |oid| {
+            let role = db_for_users.upgrade().and_then(|db| db.roles().all().into_iter().find(|r| r.oid as i64 == oid));
+            Some(role.map_or_else(|| format!("unknown (OID={oid})"), |r| r.name))
+        }),
         int_to_text("pg_encoding_to_char", |e| {
             Some(
                 if e == UTF8_ENCODING as i64 {

@@ -70,12 +70,36 @@ pub struct AnalyticPlan {
     pub columns: Vec<OutputColumn>,
     /// DataFusion's type for each `$n`, where it inferred one.
     pub param_types: Vec<Option<DataType>>,
+    /// The Tabula tables it reads (subqueries' included): SELECT on each is checked at every execution.
+    pub tables: Vec<String>,
+}
+
+/// The Tabula tables a plan scans, in its subqueries too.
+fn read_tables(plan: &LogicalPlan) -> Result<Vec<String>> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut tables = Vec::new();
+    plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            if let Ok(p) = datafusion::catalog::default_table_source::source_as_provider(&scan.source) {
+                if let Some(t) = p.downcast_ref::<provider::TabulaTable>() {
+                    tables.push(t.name().to_string());
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .map_err(map_err)?;
+    tables.sort();
+    tables.dedup();
+    Ok(tables)
 }
 
 /// What a statement needs from its session besides the read context.
 pub struct SessionInfo {
     pub settings: Settings,
+    /// `current_user` (SET ROLE) and `session_user`.
     pub user: String,
+    pub session_user: String,
 }
 
 impl Analytics {
@@ -142,8 +166,8 @@ impl Analytics {
         options.optimizer.repartition_sorts = false;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
-        for name in ["current_user", "session_user"] {
-            state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, info.user.clone())))).map_err(map_err)?;
+        for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
+            state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
         }
         Ok(state)
     }
@@ -200,7 +224,8 @@ impl Analytics {
         for (i, ty) in types {
             param_types[i - 1] = ty;
         }
-        Ok(AnalyticPlan { plan, columns, param_types })
+        let tables = read_tables(&plan)?;
+        Ok(AnalyticPlan { plan, columns, param_types, tables })
     }
 
     /// Starts a planned statement whose rows stream to the client (outside a transaction).

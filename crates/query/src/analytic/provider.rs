@@ -46,7 +46,9 @@ pub struct ReadCtx {
     /// may stream from after the statement has given the transaction back.
     pub view: Option<Reader>,
     pub now_us: i64,
+    /// `current_user` (SET ROLE) and `session_user`.
     pub user: String,
+    pub session_user: String,
     pub database: String,
     pub interrupt: Interrupt,
     /// The session's settings, for pg_settings.
@@ -106,6 +108,10 @@ impl TabulaTable {
     pub fn new(db: Weak<Database>, table: Arc<TableSchema>) -> Self {
         let fields: Vec<_> = table.columns.iter().enumerate().map(|(i, c)| field(&c.name, c.ty, !(c.not_null || table.is_pk(i)))).collect();
         TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.table.name
     }
 }
 
@@ -255,7 +261,7 @@ impl TabulaScanExec {
     /// Reads every row now: in the transaction, or by key lookups that do not stream.
     fn materialize(&self) -> Result<Vec<SqlRow>, QueryError> {
         let r = &self.read;
-        let ctx = EvalCtx { params: &[], now_us: r.now_us, user: &r.user, database: &r.database };
+        let ctx = EvalCtx { params: &[], now_us: r.now_us, user: &r.user, session_user: &r.session_user, database: &r.database };
         match (&r.txn, &r.view) {
             (Some(txn), _) => {
                 let guard = txn.lock();
@@ -333,7 +339,7 @@ impl ExecutionPlan for TabulaScanExec {
         }
         let r = &self.read;
         let reader: Reader = r.view.clone().unwrap_or_else(|| self.db.store().clone());
-        let cursor = Cursor::try_new(reader, &self.plan, &[], r.now_us, &r.user, &r.database, &r.interrupt)
+        let cursor = Cursor::try_new(reader, &self.plan, &[], r.now_us, [&r.user, &r.session_user, &r.database], &r.interrupt)
             .map_err(df_err)?
             .ok_or_else(|| DataFusionError::Internal("scan cannot stream".into()))?;
         // The cursor blocks on the engine: it runs on its own thread, a couple of batches ahead.

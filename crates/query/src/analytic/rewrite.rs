@@ -678,7 +678,9 @@ fn user_keyword(e: &mut Expr) {
         _ => false,
     };
     if bare {
-        *e = call("current_user", vec![], vec![]);
+        let session = matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case("session_user"))
+            || matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("session_user"));
+        *e = call(if session { "session_user" } else { "current_user" }, vec![], vec![]);
     }
 }
 
