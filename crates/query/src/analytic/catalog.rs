@@ -251,6 +251,9 @@ struct Snapshot {
     db: Arc<Database>,
     /// The reading session's settings (pg_settings shows them).
     settings: crate::session::Settings,
+    /// The reading role when it is no superuser: information_schema shows it only the tables it may use,
+    /// as PostgreSQL's does (pg_class shows every table to everybody).
+    viewer: Option<String>,
 }
 
 impl Snapshot {
@@ -260,10 +263,11 @@ impl Snapshot {
         list: &Arc<dyn CatalogProviderList>,
         relations: bool,
         settings: crate::session::Settings,
+        viewer: Option<String>,
     ) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
         let catalog = list.catalog(CATALOG).filter(|_| relations);
-        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings }) };
+        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings, viewer }) };
         let mut schemas = catalog.schema_names();
         schemas.sort();
         for s in schemas {
@@ -301,7 +305,18 @@ impl Snapshot {
                 rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
             }
         }
-        Ok(Snapshot { rels, db: db.clone(), settings })
+        Ok(Snapshot { rels, db: db.clone(), settings, viewer })
+    }
+
+    /// Whether the reader may see a relation in information_schema: it holds some privilege on it (other
+    /// than SELECT: `table_constraints`).
+    fn sees(&self, r: &Rel, beyond_select: bool) -> bool {
+        let (Some(viewer), Some((t, _))) = (&self.viewer, &r.tabula) else { return true };
+        let acl = t.acl.clone().unwrap_or_else(|| crate::roles::Acl::owner_default(&t.owner));
+        crate::roles::Privilege::ALL
+            .into_iter()
+            .filter(|p| !beyond_select || *p != crate::roles::Privilege::Select)
+            .any(|p| acl.allows(viewer, p))
     }
 
     fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
@@ -1000,7 +1015,7 @@ impl Generated {
                 }
             }
             Generated::Tables => {
-                for r in &s.rels {
+                for r in s.rels.iter().filter(|r| s.sees(r, false)) {
                     let base = r.kind == "r";
                     out.push(vec![
                         CATALOG.into(),
@@ -1019,7 +1034,7 @@ impl Generated {
                 }
             }
             Generated::Columns => {
-                for r in &s.rels {
+                for r in s.rels.iter().filter(|r| s.sees(r, false)) {
                     for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                         let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
                         let identity = col.is_some_and(|c| c.identity);
@@ -1082,7 +1097,7 @@ impl Generated {
                 }
             }
             Generated::KeyColumnUsage => {
-                for (_, t, _) in s.tabula() {
+                for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, false)) {
                     for (k, &c) in t.pk.iter().enumerate() {
                         out.push(vec![
                             CATALOG.into(),
@@ -1099,7 +1114,7 @@ impl Generated {
                 }
             }
             Generated::TableConstraints => {
-                for (_, t, _) in s.tabula() {
+                for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, true)) {
                     out.push(vec![
                         CATALOG.into(),
                         "public".into(),
@@ -1260,7 +1275,7 @@ impl GeneratedTable {
         GeneratedTable { which, schema: which.schema(), db, list }
     }
 
-    async fn batch(&self, settings: crate::session::Settings) -> DfResult<RecordBatch> {
+    async fn batch(&self, settings: crate::session::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
         if let Generated::System(v) = self.which {
             let mut rows = v.rows(db.store()).map_err(df_err)?;
@@ -1269,7 +1284,7 @@ impl GeneratedTable {
             return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
         }
         let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
-        let snapshot = Snapshot::take(&db, &list, self.which.reads_relations(), settings).await?;
+        let snapshot = Snapshot::take(&db, &list, self.which.reads_relations(), settings, viewer).await?;
         build_batch(&self.schema, &self.which.rows(&snapshot)?)
     }
 }
@@ -1291,8 +1306,10 @@ impl TableProvider for GeneratedTable {
         _filters: &[datafusion::logical_expr::Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let settings = state.config().get_extension::<super::provider::ReadCtx>().map(|r| r.settings.clone()).unwrap_or_default();
-        let batch = self.batch(settings).await?;
+        let read = state.config().get_extension::<super::provider::ReadCtx>();
+        let settings = read.as_ref().map(|r| r.settings.clone()).unwrap_or_default();
+        let viewer = read.map(|r| r.user.clone()).filter(|u| self.db.upgrade().is_some_and(|db| db.roles().is_superuser(u) == Some(false)));
+        let batch = self.batch(settings, viewer).await?;
         Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
     }
 }
