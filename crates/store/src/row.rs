@@ -95,7 +95,9 @@ impl StoredRow {
         }
         let marker = r.i64()?;
         let n = r.u32()? as usize;
-        let mut columns = Vec::with_capacity(n);
+        // Counts come from the stored bytes: room is made only for what the bytes left could hold (a column
+        // takes at least 5 bytes, a cell 9), or a damaged count would ask for gigabytes and abort the process.
+        let mut columns = Vec::with_capacity(n.min(r.remaining() / 5));
         for _ in 0..n {
             let len = r.u8()? as usize;
             let mut name = vec![0; len];
@@ -104,7 +106,7 @@ impl StoredRow {
             }
             let name = String::from_utf8(name).map_err(|_| StoreError::Corrupt("bad column name".into()))?;
             let nv = r.u32()? as usize;
-            let mut cells = Vec::with_capacity(nv);
+            let mut cells = Vec::with_capacity(nv.min(r.remaining() / 9));
             for _ in 0..nv {
                 let version = r.i64()?;
                 cells.push(Cell { version, value: decode_value(&mut r)? });
@@ -209,7 +211,7 @@ pub fn read_visible(buf: &[u8], f: &ReadFilter) -> Result<Option<Columns>> {
     }
     let marker = r.i64()?;
     let n = r.u32()? as usize;
-    let mut out = Vec::with_capacity(f.columns.map_or(n, |c| c.len().min(n)));
+    let mut out = Vec::with_capacity(f.columns.map_or(n, |c| c.len().min(n)).min(r.remaining() / 5));
     let mut alive = false;
     for _ in 0..n {
         let len = r.u8()? as usize;
