@@ -50,6 +50,8 @@ pub struct Interrupt {
     /// Shared with the streams the statement opens: a result read after its statement returned keeps the
     /// statement's deadline, and a cursor's stream is given each FETCH's.
     pub deadline: Arc<Deadline>,
+    /// The server's memory budgets, which the rows a statement holds count against (`None`: unbounded).
+    pub memory: Option<Arc<crate::analytic::memory::ServerMemory>>,
 }
 
 impl Interrupt {
@@ -107,6 +109,19 @@ pub struct Executor<'a> {
     pub ctx: EvalCtx<'a>,
     pub interrupt: &'a Interrupt,
     pub stats: std::cell::Cell<ScanStats>,
+}
+
+/// About what a row takes in memory: its values and what text and bytes hold on the heap.
+fn row_bytes(r: &SqlRow) -> usize {
+    let heap: usize = r
+        .iter()
+        .map(|d| match d {
+            Datum::Text(s) => s.len(),
+            Datum::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    std::mem::size_of::<SqlRow>() + r.len() * std::mem::size_of::<Datum>() + heap
 }
 
 /// A table row as expressions see it: declared columns in order, then `_version`.
@@ -480,12 +495,44 @@ impl<'a> Executor<'a> {
         let offset = self.eval_u64(&p.offset)?.unwrap_or(0);
         let limit = self.eval_u64(&p.limit)?;
         let mut rows: Vec<SqlRow> = Vec::new();
+        let mut held = self.interrupt.memory.clone().map(crate::analytic::memory::HeldRows::new);
+        let hold = |held: &mut Option<crate::analytic::memory::HeldRows>, r: &SqlRow| -> Result<()> {
+            match held {
+                Some(h) => h.add(row_bytes(r)).map_err(|message| QueryError::Engine { sqlstate: "53200", message }),
+                None => Ok(()),
+            }
+        };
         let mut skipped = 0u64;
-        let sorting = !p.sort.is_empty();
-        match &p.scan {
-            None => rows.push(Vec::new()),
-            Some(scan) => self.scan(scan, |r| {
-                if !sorting {
+        if !p.sort.is_empty() {
+            // Sorted with their keys. Under a LIMIT only the first offset + limit rows can be returned: the
+            // rows are cut back to those whenever twice as many are held, so that memory follows the limit,
+            // not the table. The sort is stable, so cutting early keeps the rows a full sort would.
+            let keep = limit.map(|l| l.saturating_add(offset) as usize);
+            let mut keyed: Vec<(Vec<Datum>, SqlRow)> = Vec::new();
+            let keys = |r: &SqlRow| p.sort.iter().map(|(e, _)| e.eval(r, &self.ctx)).collect::<Result<Vec<_>>>();
+            match &p.scan {
+                // A SELECT without FROM: one empty row.
+                None => keyed.push((keys(&Vec::new())?, Vec::new())),
+                Some(scan) => self.scan(scan, |r| {
+                    hold(&mut held, &r)?;
+                    keyed.push((keys(&r)?, r));
+                    if let Some(k) = keep.filter(|k| keyed.len() >= 2 * k + 1024) {
+                        self.sort_keyed(p, &mut keyed);
+                        for (_, gone) in keyed.drain(k..) {
+                            if let Some(h) = &mut held {
+                                h.release(row_bytes(&gone));
+                            }
+                        }
+                    }
+                    Ok(true)
+                })?,
+            }
+            self.sort_keyed(p, &mut keyed);
+            rows = keyed.into_iter().map(|(_, r)| r).skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+        } else {
+            match &p.scan {
+                None => rows.push(Vec::new()),
+                Some(scan) => self.scan(scan, |r| {
                     if skipped < offset {
                         skipped += 1;
                         return Ok(true);
@@ -493,29 +540,14 @@ impl<'a> Executor<'a> {
                     if limit.is_some_and(|l| rows.len() as u64 >= l) {
                         return Ok(false);
                     }
-                }
-                rows.push(r);
-                Ok(sorting || limit.is_none_or(|l| (rows.len() as u64) < l))
-            })?,
-        }
-        if sorting {
-            let mut keyed: Vec<(Vec<Datum>, SqlRow)> = rows
-                .into_iter()
-                .map(|r| Ok((p.sort.iter().map(|(e, _)| e.eval(&r, &self.ctx)).collect::<Result<Vec<_>>>()?, r)))
-                .collect::<Result<_>>()?;
-            keyed.sort_by(|a, b| {
-                for (i, (_, asc)) in p.sort.iter().enumerate() {
-                    let o = a.0[i].sort_cmp(&b.0[i]);
-                    let o = if *asc { o } else { o.reverse() };
-                    if o.is_ne() {
-                        return o;
-                    }
-                }
-                std::cmp::Ordering::Equal
-            });
-            rows = keyed.into_iter().map(|(_, r)| r).skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
-        } else if p.scan.is_none() {
-            rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+                    hold(&mut held, &r)?;
+                    rows.push(r);
+                    Ok(limit.is_none_or(|l| (rows.len() as u64) < l))
+                })?,
+            }
+            if p.scan.is_none() {
+                rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+            }
         }
         if let (true, Some(scan)) = (p.lock, &p.scan) {
             for r in &rows {
@@ -523,6 +555,20 @@ impl<'a> Executor<'a> {
             }
         }
         rows.into_iter().map(|r| p.projection.iter().map(|e| e.eval(&r, &self.ctx)).collect()).collect()
+    }
+
+    /// Sorts rows by their ORDER BY keys (stable: equal keys keep their scan order).
+    fn sort_keyed(&self, p: &SelectPlan, keyed: &mut [(Vec<Datum>, SqlRow)]) {
+        keyed.sort_by(|a, b| {
+            for (i, (_, asc)) in p.sort.iter().enumerate() {
+                let o = a.0[i].sort_cmp(&b.0[i]);
+                let o = if *asc { o } else { o.reverse() };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
     }
 
     fn pk_of(&self, t: &TableSchema, row: &SqlRow) -> Result<Vec<PkValue>> {

@@ -91,7 +91,7 @@ impl Database {
             user: user.to_string(),
             database: database.to_string(),
             settings: self.defaults.read().clone(),
-            interrupt: Interrupt::default(),
+            interrupt: Interrupt { memory: Some(self.memory.clone()), ..Interrupt::default() },
             copy: None,
             savepoints: Vec::new(),
             last_plan: None,

@@ -433,6 +433,24 @@ async fn a_statement_over_its_memory_budget_is_53200_and_the_server_goes_on() {
         assert_eq!(e.code(), Some(&state), "{sql}: {e}");
     }
     assert_eq!(c.query_one("SELECT length(repeat('x', 100000))", &[]).await.unwrap().get::<_, i32>(0), 100_000);
+    // On the key-value route: a sort off the key holds every row (50 MB here); under a LIMIT only as many
+    // as it returns.
+    c.batch_execute("CREATE TABLE wide (k bigint PRIMARY KEY, v text); INSERT INTO wide SELECT g, repeat('x', 1000) || g FROM generate_series(1, 50000) g")
+        .await
+        .unwrap();
+    let plan: Vec<String> = c.query("EXPLAIN SELECT k, v FROM wide ORDER BY v", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(plan.iter().any(|l| l.contains("Sort")) && plan.iter().any(|l| l.contains("FullScan")), "{plan:?}");
+    let e = c.query("SELECT k, v FROM wide ORDER BY v", &[]).await.expect_err("over the budget");
+    assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+    let top: Vec<i64> =
+        c.query("SELECT k FROM wide ORDER BY v DESC LIMIT 3 OFFSET 1", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(top, vec![9998, 9997, 9996], "the top rows of a bounded sort");
+    // A transaction that has written holds its whole result, and fails with it.
+    c.batch_execute("BEGIN; INSERT INTO wide VALUES (0, 'y')").await.unwrap();
+    let e = c.query("SELECT k, v FROM wide", &[]).await.expect_err("over the budget");
+    assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(c.query_one("SELECT count(*) FROM wide", &[]).await.unwrap().get::<_, i64>(0), 50_000);
     assert_eq!(other.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0), 500);
     server.shutdown().await.unwrap();
 }

@@ -75,6 +75,57 @@ impl ServerMemory {
     }
 }
 
+/// The rows a key-value statement holds at once (to sort them, or its whole result when it does not
+/// stream), counted against the same budgets as an analytic statement's memory: over either, 53200 before
+/// more is held. Given back when dropped.
+#[derive(Debug)]
+pub struct HeldRows {
+    server: Arc<ServerMemory>,
+    limit: usize,
+    held: usize,
+}
+
+impl HeldRows {
+    pub fn new(server: Arc<ServerMemory>) -> HeldRows {
+        HeldRows { limit: server.statement_limit(), server, held: 0 }
+    }
+
+    /// Counts `bytes` more; the error says which budget they would exceed.
+    pub fn add(&mut self, bytes: usize) -> std::result::Result<(), String> {
+        if self.held + bytes > self.limit {
+            return Err(format!(
+                "out of memory: the rows this statement holds need {bytes} more bytes, over the statement's memory budget (statement_memory) of {} bytes ({} held)",
+                self.limit, self.held
+            ));
+        }
+        let server_limit = self.server.server_limit();
+        let taken = self
+            .server
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| used.checked_add(bytes).filter(|t| *t <= server_limit));
+        if taken.is_err() {
+            return Err(format!(
+                "out of memory: the rows this statement holds need {bytes} more bytes, over the server's memory limit (memory_limit) of {server_limit} bytes"
+            ));
+        }
+        self.held += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` of rows no longer held.
+    pub fn release(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.held);
+        self.held -= bytes;
+        self.server.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Drop for HeldRows {
+    fn drop(&mut self) {
+        self.server.used.fetch_sub(self.held, Ordering::Relaxed);
+    }
+}
+
 /// One statement's memory pool, each byte of it also taken from the server's ceiling.
 ///
 /// Within the statement's budget, DataFusion's fair spill pool holds all but a reserve: operators that
