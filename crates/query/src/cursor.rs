@@ -63,9 +63,8 @@ pub struct Cursor {
     remaining: Option<u64>,
     params: Vec<Datum>,
     now_us: i64,
-    user: String,
-    session_user: String,
-    database: String,
+    /// current_user, session_user, database: what the projection's expressions may ask for.
+    names: [String; 3],
     interrupt: Interrupt,
 }
 
@@ -244,9 +243,7 @@ impl Cursor {
             remaining,
             params: params.to_vec(),
             now_us,
-            user: user.to_string(),
-            session_user: session_user.to_string(),
-            database: database.to_string(),
+            names: [user.to_string(), session_user.to_string(), database.to_string()],
             interrupt: interrupt.clone(),
         }))
     }
@@ -278,13 +275,7 @@ impl Cursor {
             self.next = page.next_start.take().map(|n| n.into_iter().map(PkBound::Value).collect());
             page
         };
-        let ctx = EvalCtx {
-            params: &self.params,
-            now_us: self.now_us,
-            user: &self.user,
-            session_user: &self.session_user,
-            database: &self.database,
-        };
+        let ctx = eval_ctx(&self.params, self.now_us, &self.names);
         let (buf, filter) = (&mut self.buf, &self.scan.filter);
         latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
             if let Some(f) = filter {
@@ -447,13 +438,7 @@ impl Iterator for Cursor {
                         .map(|&i| r.get_mut(i).map(|d| std::mem::replace(d, Datum::Null)).unwrap_or(Datum::Null))
                         .collect()));
                 }
-                let ctx = EvalCtx {
-                    params: &self.params,
-                    now_us: self.now_us,
-                    user: &self.user,
-                    session_user: &self.session_user,
-                    database: &self.database,
-                };
+                let ctx = eval_ctx(&self.params, self.now_us, &self.names);
                 return Some(self.projection.iter().map(|e| e.eval(&r, &ctx)).collect());
             }
             if !self.more() {
@@ -466,6 +451,11 @@ impl Iterator for Cursor {
             }
         }
     }
+}
+
+/// An evaluation context from a cursor's fields (its rows buffer stays free to borrow).
+fn eval_ctx<'a>(params: &'a [Datum], now_us: i64, [user, session_user, database]: &'a [String; 3]) -> EvalCtx<'a> {
+    EvalCtx { params, now_us, user, session_user, database }
 }
 
 impl std::fmt::Debug for Cursor {
