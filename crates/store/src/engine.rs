@@ -51,6 +51,9 @@ pub struct StoreConfig {
     pub bulk_spill_bytes: usize,
     /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
     pub bulk_ingest_bytes: usize,
+    /// Rows of a streamed bulk load per table file: a file's filter holds a hash of each of its keys (8 bytes)
+    /// until the file is finished, so one file for a load of 100M rows would hold 800 MB of them.
+    pub bulk_file_rows: u64,
     /// Bytes of written blocks the log has at open, for durable commits to overwrite rather than append to
     /// (see `Kv::prefill_log`); 0: none. Costs about twice this much writing at each open: the log in use and
     /// the one reused after it.
@@ -71,6 +74,7 @@ impl Default for StoreConfig {
             scan_budget_bytes: 4 << 20,
             bulk_spill_bytes: 64 << 20,
             bulk_ingest_bytes: 16 << 20,
+            bulk_file_rows: 4 << 20,
             // About what a log holds when the data family's 16 MiB memtable fills and the log is switched
             // for a reused one, which then has as many blocks.
             log_prefill_bytes: 16 << 20,
@@ -798,52 +802,26 @@ pub struct BulkLoad {
     now: i64,
 }
 
-/// The rows of a load written to a table file as they arrived, each with a key above all before it.
+/// The rows of a load written to table files as they arrived, each with a key above all before it.
 struct Streamed {
-    file: crate::kv::SstFile,
-    /// Each row's position in the load and key, in key order: `position: u64 LE | key length: u32 LE | key`,
-    /// in chunks of `KEY_CHUNK` bytes or more, so that growing never copies them.
-    keys: Vec<Vec<u8>>,
-    first: Vec<u8>,
-    last: Vec<u8>,
+    /// The last is being written; one is finished every `StoreConfig::bulk_file_rows` rows.
+    files: Vec<crate::kv::SstFile>,
+    /// Each row's key and position in the load, in key order, for the checks at commit: in a run file of
+    /// their own (with empty values), not in memory.
+    keys: runs::RunWriter,
 }
 
-const KEY_CHUNK: usize = 1 << 20;
-
 impl Streamed {
-    fn push(&mut self, key: &[u8], value: &[u8], pos: usize) -> Result<()> {
-        self.file.put(key, value)?;
-        if self.keys.is_empty() {
-            self.first = key.to_vec();
-        }
-        self.last.clear();
-        self.last.extend_from_slice(key);
-        let need = 12 + key.len();
-        let chunk = match self.keys.last_mut() {
-            Some(c) if c.capacity() - c.len() >= need => c,
-            _ => {
-                self.keys.push(Vec::with_capacity(need.max(KEY_CHUNK)));
-                self.keys.last_mut().unwrap()
+    fn push(&mut self, inner: &Inner, key: &[u8], value: &[u8], pos: usize) -> Result<()> {
+        let full = self.files.last().is_none_or(|f| f.rows() >= inner.config.bulk_file_rows);
+        if full {
+            if let Some(f) = self.files.last_mut() {
+                f.finish()?;
             }
-        };
-        chunk.extend_from_slice(&(pos as u64).to_le_bytes());
-        chunk.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(key);
-        Ok(())
-    }
-
-    /// The streamed rows' keys and positions, in key order.
-    fn keys(&self) -> impl Iterator<Item = (&[u8], usize)> {
-        self.keys.iter().flat_map(|chunk| {
-            let mut rest = chunk.as_slice();
-            std::iter::from_fn(move || {
-                let (head, tail) = rest.split_at_checked(12)?;
-                let pos = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
-                let (key, tail) = tail.split_at(u32::from_le_bytes(head[8..].try_into().unwrap()) as usize);
-                rest = tail;
-                Some((key, pos))
-            })
-        })
+            self.files.push(inner.kv.sst_file()?);
+        }
+        self.files.last_mut().expect("a file being written").put(key, value)?;
+        self.keys.push(key, &[], pos)
     }
 }
 
@@ -895,8 +873,8 @@ impl BulkLoad {
         let pos = self.next_pos;
         self.next_pos += 1;
         if let Some(s) = &mut self.streamed {
-            if key > s.last {
-                return s.push(&key, &v, pos);
+            if key.as_slice() > s.keys.last() {
+                return s.push(&self.inner, &key, &v, pos);
             }
         }
         if self.rows.last().is_some_and(|last| last.0 >= key) {
@@ -907,9 +885,9 @@ impl BulkLoad {
         if self.streamed.is_none() && self.runs.is_empty() && self.rows_ascending && self.held >= self.inner.config.bulk_ingest_bytes {
             // Ascending so far, and large enough to be ingested: from here on, rows in order go straight to a
             // table file.
-            let mut s = Streamed { file: self.inner.kv.sst_file()?, keys: Vec::new(), first: Vec::new(), last: Vec::new() };
+            let mut s = Streamed { files: Vec::new(), keys: runs::RunWriter::create(self.inner.kv.temp_path("keys"))? };
             for (k, v, pos) in self.rows.drain(..) {
-                s.push(&k, &v, pos)?;
+                s.push(&self.inner, &k, &v, pos)?;
             }
             self.streamed = Some(s);
             self.held = 0;
@@ -926,7 +904,11 @@ impl BulkLoad {
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
         runs::sort(&mut self.rows);
-        let streamed = self.streamed.take();
+        // The streamed rows' table files, and the run of their keys.
+        let (streamed, streamed_run) = match self.streamed.take() {
+            Some(s) => (s.files, Some(s.keys.finish()?)),
+            None => (Vec::new(), None),
+        };
         // The load's smallest and largest keys: the ends of the runs, of the sorted rows in memory and of the
         // streamed rows.
         let ends = self
@@ -934,7 +916,7 @@ impl BulkLoad {
             .iter()
             .map(|r| (r.first.as_slice(), r.last.as_slice()))
             .chain(self.rows.first().zip(self.rows.last()).map(|(a, b)| (a.0.as_slice(), b.0.as_slice())))
-            .chain(streamed.as_ref().map(|s| (s.first.as_slice(), s.last.as_slice())));
+            .chain(streamed_run.as_ref().map(|r| (r.first.as_slice(), r.last.as_slice())));
         let Some((first, last)) =
             ends.fold(None, |span: Option<(&[u8], &[u8])>, (lo, hi)| Some(span.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi)))))
         else {
@@ -944,7 +926,8 @@ impl BulkLoad {
         // One ascending stream of (key, position) over the held rows and the streamed keys: repeats sit side
         // by side, existing rows are read in key order, and a table file needs its keys so.
         let mut merged = runs::Merge::new(&self.runs, std::mem::take(&mut self.rows))?;
-        let mut streamed_keys = streamed.iter().flat_map(|s| s.keys()).peekable();
+        let mut streamed_keys = runs::Merge::new(streamed_run.as_slice(), Vec::new())?;
+        let mut streamed_next = streamed_keys.next()?;
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
         let src = Source::Db(&self.inner.kv.db);
@@ -978,7 +961,7 @@ impl BulkLoad {
             Batch(KvBatch),
             Table(Option<crate::kv::SstFile>),
         }
-        let mut sink = if streamed.is_some() || self.bytes >= self.inner.config.bulk_ingest_bytes {
+        let mut sink = if streamed_run.is_some() || self.bytes >= self.inner.config.bulk_ingest_bytes {
             Sink::Table(None)
         } else {
             Sink::Batch(KvBatch::default())
@@ -987,16 +970,17 @@ impl BulkLoad {
         let mut prev: Option<std::borrow::Cow<[u8]>> = None;
         let mut held_next = merged.next()?;
         loop {
-            let take_streamed = match (&held_next, streamed_keys.peek()) {
+            let take_streamed = match (&held_next, &streamed_next) {
                 (None, None) => break,
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
-                (Some((k, _, pos)), Some(&(sk, spos))) => (sk, spos) < (k.as_slice(), *pos),
+                (Some((k, _, pos)), Some((sk, _, spos))) => (sk.as_slice(), *spos) < (k.as_slice(), *pos),
             };
             // The row's key, position, and its value unless already written (streamed).
             let (k, pos, value) = if take_streamed {
-                let (k, pos) = streamed_keys.next().unwrap();
-                (std::borrow::Cow::Borrowed(k), pos, None)
+                let (k, _, pos) = streamed_next.take().unwrap();
+                streamed_next = streamed_keys.next()?;
+                (std::borrow::Cow::Owned(k), pos, None)
             } else {
                 let (k, v, pos) = held_next.take().unwrap();
                 held_next = merged.next()?;
@@ -1030,12 +1014,10 @@ impl BulkLoad {
         if let Some(i) = duplicate {
             return Err(BulkError::Duplicate(i));
         }
-        // It borrows `streamed`, whose file is moved below.
-        drop(streamed_keys);
         match sink {
             Sink::Batch(b) => self.inner.kv.write_batch(b)?,
             Sink::Table(held) => {
-                let files: Vec<_> = streamed.map(|s| s.file).into_iter().chain(held).collect();
+                let files: Vec<_> = streamed.into_iter().chain(held).collect();
                 self.inner.kv.ingest(files)?;
                 self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
             }

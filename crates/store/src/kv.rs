@@ -138,7 +138,7 @@ impl Kv {
     }
 
     /// Removes the temporary files of processes that died while writing them (a COPY killed mid-way leaves its
-    /// table files and spilled runs, `bulk-<pid>-<n>.<ext>`). Nothing refers to them, and with the directory's
+    /// table files, spilled runs and key logs, `bulk-<pid>-<n>.<ext>`). Nothing refers to them, and with the directory's
     /// lock held no live process can still be writing one. Returns how many there were.
     fn remove_leftovers(&self) -> Result<usize> {
         let list = std::fs::read_dir(&self.dir).map_err(|e| StoreError::Storage(format!("cannot list {}: {e}", self.dir.display())))?;
@@ -146,7 +146,7 @@ impl Kv {
         for entry in list.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name.starts_with("bulk-") && (name.ends_with(".sst") || name.ends_with(".run")) {
+            if name.starts_with("bulk-") && [".sst", ".run", ".keys"].iter().any(|ext| name.ends_with(ext)) {
                 std::fs::remove_file(entry.path())
                     .map_err(|e| StoreError::Storage(format!("cannot remove the leftover {}: {e}", entry.path().display())))?;
                 removed += 1;
@@ -304,7 +304,7 @@ impl Kv {
         let path = self.temp_path("sst");
         // SAFETY: `open` asks for its receiver for the options' lifetime, but keeps no reference to it.
         unsafe { &*(&writer as *const rocksdb::SstFileWriter<'static>) }.open(&path)?;
-        Ok(SstFile { writer, _opts: opts, path })
+        Ok(SstFile { writer, _opts: opts, path, rows: 0, finished: false })
     }
 
     /// Moves finished table files into the database, all or none. Files may overlap, but must not share a key.
@@ -323,7 +323,7 @@ impl Kv {
     /// ingestions and switches of logs; the race is too narrow for it to have shown a loss without the flush.
     pub fn ingest(&self, mut files: Vec<SstFile>) -> Result<()> {
         for f in &mut files {
-            f.writer.finish()?;
+            f.finish()?;
         }
         self.flush()?;
         let mut o = rocksdb::IngestExternalFileOptions::default();
@@ -425,12 +425,29 @@ pub(crate) struct SstFile {
     writer: rocksdb::SstFileWriter<'static>,
     _opts: Arc<Options>,
     path: std::path::PathBuf,
+    rows: u64,
+    finished: bool,
 }
 
 impl SstFile {
     /// Adds the next key; keys must come in ascending order, each once.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.rows += 1;
         Ok(self.writer.put(key, value)?)
+    }
+
+    /// Keys added so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes the file's index and filter and closes it; once only.
+    pub fn finish(&mut self) -> Result<()> {
+        if !self.finished {
+            self.writer.finish()?;
+            self.finished = true;
+        }
+        Ok(())
     }
 }
 

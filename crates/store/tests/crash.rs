@@ -301,7 +301,7 @@ fn leftover_files_of_a_killed_bulk_load_are_removed_at_open() {
     store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
     store.put_row("c", &[Some(int(1))], &[CellWrite::new("v", Value::Integer(1))], &Condition::ignore()).unwrap();
     drop(store);
-    let leftovers = ["bulk-4242-0.sst", "bulk-4242-1.run"];
+    let leftovers = ["bulk-4242-0.sst", "bulk-4242-1.run", "bulk-4242-2.keys"];
     for f in leftovers {
         std::fs::write(dir.path().join(f), vec![0u8; 4096]).unwrap();
     }

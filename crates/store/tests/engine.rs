@@ -639,6 +639,47 @@ fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
     assert!(store.get_row("t", &[s("c"), int(0)], &all()).unwrap().is_none());
 }
 
+/// A streamed load larger than `bulk_file_rows` is written as several table files, ingested together; a key
+/// that repeats one streamed into an earlier file still fails the whole load.
+#[test]
+fn a_long_streamed_load_spans_several_table_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        maintenance_interval: None,
+        block_cache_bytes: 8 << 20,
+        bulk_ingest_bytes: 16 << 10,
+        bulk_file_rows: 500,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("a", 0..1800, 100)).unwrap();
+    assert_eq!(bulk_files(dir.path(), ".sst"), 4, "1,800 rows in files of 500");
+    load.add(&bulk_rows("a", 10..11, 100)).unwrap(); // a repeat of a row of the first file
+    assert!(matches!(load.commit(), Err(BulkError::Duplicate(1800))));
+    assert_eq!(bulk_files(dir.path(), ""), 0, "a failed load leaves no files");
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("a", 0..1800, 100)).unwrap();
+    load.commit().unwrap();
+    let rows = store.get_range("t", &RangeRequest { limit: None, ..RangeRequest::full(Direction::Forward) }).unwrap();
+    let mut n = rows.rows.len();
+    let mut next = rows.next_start;
+    while let Some(start) = next {
+        let r = store
+            .get_range(
+                "t",
+                &RangeRequest { start: start.into_iter().map(PkBound::Value).collect(), ..RangeRequest::full(Direction::Forward) },
+            )
+            .unwrap();
+        n += r.rows.len();
+        next = r.next_start;
+    }
+    assert_eq!(n, 1800);
+    assert_eq!(bulk_files(dir.path(), ""), 0, "the files were moved into the database, the key log removed");
+}
+
 #[test]
 fn bulk_loads_in_key_order_stream_into_a_table_file() {
     let (dir, store) = bulk_store(64 << 10);
