@@ -811,16 +811,21 @@ struct Streamed {
     keys: runs::RunWriter,
 }
 
+/// Adds the next row to the last of a load's table files, first starting a new one when it has
+/// `StoreConfig::bulk_file_rows` (a file's filter holds a hash of each of its keys until it is finished).
+fn put_in_files(inner: &Inner, files: &mut Vec<crate::kv::SstFile>, key: &[u8], value: &[u8]) -> Result<()> {
+    if files.last().is_none_or(|f| f.rows() >= inner.config.bulk_file_rows) {
+        if let Some(f) = files.last_mut() {
+            f.finish()?;
+        }
+        files.push(inner.kv.sst_file()?);
+    }
+    files.last_mut().expect("a file being written").put(key, value)
+}
+
 impl Streamed {
     fn push(&mut self, inner: &Inner, key: &[u8], value: &[u8], pos: usize) -> Result<()> {
-        let full = self.files.last().is_none_or(|f| f.rows() >= inner.config.bulk_file_rows);
-        if full {
-            if let Some(f) = self.files.last_mut() {
-                f.finish()?;
-            }
-            self.files.push(inner.kv.sst_file()?);
-        }
-        self.files.last_mut().expect("a file being written").put(key, value)?;
+        put_in_files(inner, &mut self.files, key, value)?;
         self.keys.push(key, &[], pos)
     }
 }
@@ -880,7 +885,9 @@ impl BulkLoad {
         if self.rows.last().is_some_and(|last| last.0 >= key) {
             self.rows_ascending = false;
         }
-        self.held += size;
+        // What a held row takes: its bytes, its entry, and the allocator's header of each of its two buffers.
+        // Counting the bytes alone, a load of small rows held four times its spill threshold before spilling.
+        self.held += size + std::mem::size_of::<runs::Entry>() + 32;
         self.rows.push((key, v, pos));
         if self.streamed.is_none() && self.runs.is_empty() && self.rows_ascending && self.held >= self.inner.config.bulk_ingest_bytes {
             // Ascending so far, and large enough to be ingested: from here on, rows in order go straight to a
@@ -959,10 +966,10 @@ impl BulkLoad {
         // their own (made at the first row), ingested together with the streamed one.
         enum Sink {
             Batch(KvBatch),
-            Table(Option<crate::kv::SstFile>),
+            Table(Vec<crate::kv::SstFile>),
         }
         let mut sink = if streamed_run.is_some() || self.bytes >= self.inner.config.bulk_ingest_bytes {
-            Sink::Table(None)
+            Sink::Table(Vec::new())
         } else {
             Sink::Batch(KvBatch::default())
         };
@@ -994,10 +1001,7 @@ impl BulkLoad {
             if let (Some(v), None) = (value, duplicate) {
                 match &mut sink {
                     Sink::Batch(b) => b.put(&k, &v),
-                    Sink::Table(t) => match t {
-                        Some(t) => t.put(&k, &v)?,
-                        None => t.insert(self.inner.kv.sst_file()?).put(&k, &v)?,
-                    },
+                    Sink::Table(files) => put_in_files(&self.inner, files, &k, &v)?,
                 }
             }
             if stored_in_span {

@@ -649,6 +649,7 @@ fn a_long_streamed_load_spans_several_table_files() {
         maintenance_interval: None,
         block_cache_bytes: 8 << 20,
         bulk_ingest_bytes: 16 << 10,
+        bulk_spill_bytes: 32 << 10,
         bulk_file_rows: 500,
         ..StoreConfig::default()
     };
@@ -678,6 +679,17 @@ fn a_long_streamed_load_spans_several_table_files() {
     }
     assert_eq!(n, 1800);
     assert_eq!(bulk_files(dir.path(), ""), 0, "the files were moved into the database, the key log removed");
+    // Rows out of order are spilled and merged at commit, into files of 500 rows too.
+    let mut load = store.bulk_load("t").unwrap();
+    for b in (0..1800).rev() {
+        load.add(&bulk_rows("b", b..b + 1, 100)).unwrap();
+    }
+    assert!(bulk_files(dir.path(), ".run") > 0, "spilled");
+    load.commit().unwrap();
+    for b in [0, 499, 500, 1799] {
+        assert!(store.get_row("t", &[s("b"), int(b)], &all()).unwrap().is_some(), "row {b}");
+    }
+    assert_eq!(bulk_files(dir.path(), ""), 0);
 }
 
 #[test]
