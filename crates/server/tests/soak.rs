@@ -95,7 +95,9 @@ fn sixty_four_connections_of_mixed_load_with_no_error_and_flat_memory() {
         .expect("start tabula");
     let pid = server.id();
     let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // Kept open for the server's life: it prints a second line, and a closed pipe would end it.
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
     let addr = first.rsplit_once(" on ").map(|(_, a)| a.trim().to_string()).expect("the server says where it listens");
     let (host, port) = addr.rsplit_once(':').unwrap();
     let conn = format!("host={host} port={port} user=tabula dbname=tabula");
@@ -141,6 +143,7 @@ fn sixty_four_connections_of_mixed_load_with_no_error_and_flat_memory() {
     });
     let _ = server.kill();
     let _ = server.wait();
+    drop(out);
     outcome.unwrap();
     eprintln!("soak: {secs} s, {done} statements, {retried} serialization failures retried, RSS samples (kB): {samples:?}");
     assert!(done > 1_000, "the clients ran ({done} statements)");
