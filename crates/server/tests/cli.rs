@@ -43,7 +43,9 @@ fn a_server_starts_with_the_block_cache_it_is_given_and_shows_its_settings() {
         .spawn()
         .expect("start tabula");
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // Kept open while the server runs: it prints a second line, and a closed pipe would end it.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
     let shown = first.rsplit_once(" on ").map(|(_, addr)| addr.trim().to_string()).and_then(|addr| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -61,6 +63,7 @@ fn a_server_starts_with_the_block_cache_it_is_given_and_shows_its_settings() {
     });
     let _ = child.kill();
     let _ = child.wait();
+    drop(out);
     assert!(first.contains("serving"), "the server did not start: {first:?}");
     assert_eq!(shown.expect("SHOW over a connection"), ["64MB", "0", "250us", "7"]);
 }
