@@ -1,10 +1,15 @@
 //! Embedded use of the engine: no server, no SQL. `cargo run --example embedded`
 
+use std::sync::Arc;
+
+use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_store::*;
 
 fn main() -> Result<()> {
     let dir = std::env::temp_dir().join(format!("tabula-embedded-{}", std::process::id()));
-    let store = Store::open(&dir, StoreConfig::default())?;
+    // The store keeps its rows in RocksDB here; `tabula_kv::memory::MemoryEngine` would keep them in memory.
+    let engine = RocksEngine::open(&dir, &RocksOptions::default())?;
+    let store = Store::open(Arc::new(engine), StoreConfig::default())?;
     store.create_table(TableDef {
         name: "purchases".into(),
         primary_key: vec![

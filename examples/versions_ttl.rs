@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_query::{Database, Output};
 use tabula_store::{Store, StoreConfig};
 
@@ -26,7 +27,8 @@ fn show(out: Vec<tabula_query::Result<Output>>) {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::new(Arc::new(Store::open(dir.path(), StoreConfig::default()).unwrap())).unwrap();
+    let engine = RocksEngine::open(dir.path(), &RocksOptions::default()).unwrap();
+    let db = Database::new(Arc::new(Store::open(Arc::new(engine), StoreConfig::default()).unwrap())).unwrap();
     let mut s = db.session("tabula", "tabula");
     show(s.execute_sql("CREATE TABLE m (id text PRIMARY KEY, v bigint) WITH (max_versions = 5, ttl = 2, max_version_offset = 60)"));
     for v in 1..=3 {

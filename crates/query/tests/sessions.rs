@@ -1,7 +1,8 @@
-//! The SQL layer on a real store, without the wire: parallel partition scans, EXPLAIN ANALYZE.
+//! The SQL layer on the store over the in-memory engine, without the wire: parallel partition scans, EXPLAIN ANALYZE.
 
 use std::sync::Arc;
 
+use tabula_kv::memory::MemoryEngine;
 use tabula_query::{Database, Datum, Output};
 use tabula_store::{Store, StoreConfig};
 
@@ -15,9 +16,8 @@ fn rows(out: Vec<tabula_query::Result<Output>>) -> Vec<Vec<Datum>> {
 
 #[test]
 fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
-    let dir = tempfile::tempdir().unwrap();
     let config = StoreConfig { split_bytes: 8 * 1024, merge_bytes: 1024, maintenance_interval: None, ..StoreConfig::default() };
-    let store = Arc::new(Store::open(dir.path(), config).unwrap());
+    let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), config).unwrap());
     let db = Database::new(store.clone()).unwrap();
     let mut s = db.session("tabula", "tabula");
     s.execute_sql("CREATE TABLE p (g bigint, i bigint, pad text, PRIMARY KEY (g, i))").into_iter().for_each(|r| {

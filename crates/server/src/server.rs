@@ -13,6 +13,7 @@ use pgwire::api::auth::StartupHandler;
 use pgwire::api::{ClientInfo, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_query::Database;
 use tabula_store::{Durability, Store, StoreConfig};
 use tokio::net::TcpListener;
@@ -59,7 +60,7 @@ pub struct ServerConfig {
     pub max_statement_bytes: usize,
     /// How long a connection's thread busy-polls its socket after a reply before it sleeps (zero: never).
     pub busy_poll: Duration,
-    /// Bytes of log blocks written at start, for durable commits to overwrite (`StoreConfig::log_prefill_bytes`).
+    /// Bytes of log blocks written at start, for durable commits to overwrite (`RocksOptions::log_prefill_bytes`).
     pub wal_prefill_bytes: usize,
 }
 
@@ -83,7 +84,7 @@ impl Default for ServerConfig {
             split_bytes: StoreConfig::default().split_bytes,
             max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
             busy_poll: Duration::from_micros(100),
-            wal_prefill_bytes: StoreConfig::default().log_prefill_bytes,
+            wal_prefill_bytes: RocksOptions::default().log_prefill_bytes,
         }
     }
 }
@@ -118,13 +119,16 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     }
     let store_config = StoreConfig {
         durability: Durability::Group { interval: config.wal_writer_delay },
-        block_cache_bytes: config.block_cache_bytes,
         split_bytes: config.split_bytes,
         merge_bytes: config.split_bytes / 8,
-        log_prefill_bytes: config.wal_prefill_bytes,
         ..StoreConfig::default()
     };
-    let store = Store::open(&config.data_dir, store_config).map_err(|e| anyhow!("{e}"))?;
+    // The log is synced by the store's group commit (sessions with synchronous_commit on wait for it), so
+    // no commit syncs it itself.
+    let rocks =
+        RocksOptions { block_cache_bytes: config.block_cache_bytes, sync_writes: false, log_prefill_bytes: config.wal_prefill_bytes };
+    let engine = RocksEngine::open(&config.data_dir, &rocks).map_err(|e| anyhow!("{e}"))?;
+    let store = Store::open(Arc::new(engine), store_config).map_err(|e| anyhow!("{e}"))?;
     let listener = TcpListener::bind(&config.listen).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
             anyhow!(

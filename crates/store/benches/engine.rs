@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_store::*;
 
 const ROWS: i64 = 100_000;
@@ -36,8 +37,9 @@ fn main() {
         _ => Durability::Group { interval: std::time::Duration::from_millis(5) },
     };
     let dir = tempfile::tempdir().unwrap();
-    let config = StoreConfig { durability, ..StoreConfig::default() };
-    let store = Arc::new(Store::open(dir.path(), config).unwrap());
+    let rocks = RocksOptions { sync_writes: durability == Durability::Sync, ..RocksOptions::default() };
+    let engine = Arc::new(RocksEngine::open(dir.path(), &rocks).unwrap());
+    let store = Arc::new(Store::open(engine, StoreConfig { durability, ..StoreConfig::default() }).unwrap());
     let def = TableDef {
         name: "b".into(),
         primary_key: vec![PkColumn { name: "k".into(), ty: PkType::Integer, auto_increment: false }],

@@ -2,18 +2,17 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
+use tabula_kv::{Batch, CompactionFilter, CompactionFilterFactory, Cursor, Decision, Engine, Read, SortedFile, Space, Transaction};
 
 use crate::catalog::{self, TableDef, TableOptions};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::keys;
-use crate::kv::{Kv, KvBatch, KvSnapshot, KvTxn, RawIter, Source};
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, ReadFilter, StoredRow, VersionRules};
@@ -44,7 +43,6 @@ pub struct StoreConfig {
     pub idle_rate: f64,
     /// How often the maintenance thread looks at partitions (`None`: only when asked).
     pub maintenance_interval: Option<Duration>,
-    pub block_cache_bytes: usize,
     /// Default byte budget of one `get_range` call.
     pub scan_budget_bytes: usize,
     /// Bytes of rows a bulk load holds in memory before it spills them, sorted, to a file.
@@ -54,10 +52,6 @@ pub struct StoreConfig {
     /// Rows of a streamed bulk load per table file: a file's filter holds a hash of each of its keys (8 bytes)
     /// until the file is finished, so one file for a load of 100M rows would hold 800 MB of them.
     pub bulk_file_rows: u64,
-    /// Bytes of written blocks the log has at open, for durable commits to overwrite rather than append to
-    /// (see `Kv::prefill_log`); 0: none. Costs about twice this much writing at each open: the log in use and
-    /// the one reused after it.
-    pub log_prefill_bytes: usize,
 }
 
 impl Default for StoreConfig {
@@ -70,14 +64,10 @@ impl Default for StoreConfig {
             merge_bytes: 32 << 20,
             idle_rate: 10.0,
             maintenance_interval: Some(Duration::from_secs(1)),
-            block_cache_bytes: 256 << 20,
             scan_budget_bytes: 4 << 20,
             bulk_spill_bytes: 64 << 20,
             bulk_ingest_bytes: 16 << 20,
             bulk_file_rows: 4 << 20,
-            // About what a log holds when the data family's 16 MiB memtable fills and the log is switched
-            // for a reused one, which then has as many blocks.
-            log_prefill_bytes: 16 << 20,
         }
     }
 }
@@ -264,7 +254,7 @@ fn add_delta(deltas: &mut Vec<Delta>, partition: Arc<Partition>, bytes: i64) {
 }
 
 pub(crate) struct Inner {
-    kv: Kv,
+    kv: Arc<dyn Engine>,
     config: StoreConfig,
     tables: RwLock<HashMap<String, Arc<Table>>>,
     /// What compaction needs to know of each table.
@@ -292,7 +282,7 @@ impl Drop for Store {
             let _ = t.join();
         }
         let _ = self.inner.persist_partitions();
-        let _ = self.inner.kv.sync_wal();
+        let _ = self.inner.kv.sync_log();
     }
 }
 
@@ -304,60 +294,37 @@ fn row_marker(cells: &[CellWrite], now: i64) -> i64 {
 }
 
 /// The compaction filter: drops versions beyond `max_versions`, expired versions, and rows nothing of which
-/// is visible any more.
-struct CompactionFilterFactory {
+/// is visible any more. Each compaction takes the tables' rules and the clock as they are at its start.
+struct VersionFilter {
     rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
     clock: Arc<dyn Clock>,
 }
 
-struct CompactionFilter {
-    rules: HashMap<u32, VersionRules>,
-    now_ms: i64,
-    buf: Vec<u8>,
-}
-
-impl rocksdb::compaction_filter::CompactionFilter for CompactionFilter {
-    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> rocksdb::CompactionDecision {
-        use rocksdb::CompactionDecision as D;
-        let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return D::Keep };
-        // A table this filter does not know is kept: at open, RocksDB may compact before the catalog is
-        // loaded, and a dropped table's rows are removed by its delete_range anyway.
-        let Some(rules) = self.rules.get(&id) else { return D::Keep };
-        match row::compact(value, *rules, self.now_ms) {
-            row::Compacted::Keep => D::Keep,
-            row::Compacted::Remove => D::Remove,
-            row::Compacted::Change(v) => {
-                self.buf = v;
-                // SAFETY: RocksDB copies the new value before calling the filter again, and `buf` lives
-                // until then; the 'static is only what the binding's signature asks for.
-                D::Change(unsafe { std::mem::transmute::<&[u8], &'static [u8]>(self.buf.as_slice()) })
+impl CompactionFilterFactory for VersionFilter {
+    fn create(&self) -> CompactionFilter {
+        let (rules, now_ms) = (self.rules.read().clone(), self.clock.now_ms());
+        Box::new(move |key, value| {
+            let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return Decision::Keep };
+            // A table this filter does not know is kept: at open, the engine may compact before the catalog
+            // is loaded, and a dropped table's rows are removed by its range deletion anyway.
+            let Some(rules) = rules.get(&id) else { return Decision::Keep };
+            match row::compact(value, *rules, now_ms) {
+                row::Compacted::Keep => Decision::Keep,
+                row::Compacted::Remove => Decision::Remove,
+                row::Compacted::Change(v) => Decision::Change(v),
             }
-        }
-    }
-    fn name(&self) -> &std::ffi::CStr {
-        c"tabula-versions"
-    }
-}
-
-impl rocksdb::compaction_filter_factory::CompactionFilterFactory for CompactionFilterFactory {
-    type Filter = CompactionFilter;
-    fn create(&mut self, _: rocksdb::compaction_filter_factory::CompactionFilterContext) -> CompactionFilter {
-        CompactionFilter { rules: self.rules.read().clone(), now_ms: self.clock.now_ms(), buf: Vec::new() }
-    }
-    fn name(&self) -> &std::ffi::CStr {
-        c"tabula-versions-factory"
+        })
     }
 }
 
 impl Store {
-    /// Opens (or creates) a store in `path`, restoring its catalog.
-    pub fn open(path: impl AsRef<Path>, config: StoreConfig) -> Result<Store> {
-        let path = path.as_ref();
-        std::fs::create_dir_all(path).map_err(|e| StoreError::Storage(format!("cannot create data directory {}: {e}", path.display())))?;
+    /// Opens the store kept in `kv`, restoring its catalog. With `Durability::Sync`, the engine must sync
+    /// its log at every commit itself (RocksDB: `RocksOptions::sync_writes`).
+    pub fn open(kv: Arc<dyn Engine>, config: StoreConfig) -> Result<Store> {
         let rules = Arc::new(RwLock::new(HashMap::new()));
-        let factory = CompactionFilterFactory { rules: rules.clone(), clock: config.clock.clone() };
-        let sync = config.durability == Durability::Sync;
-        let kv = Kv::open(path, config.block_cache_bytes, sync, |o| o.set_compaction_filter_factory(factory))?;
+        if let Some(hook) = kv.compaction_hook() {
+            hook.set_filter(Arc::new(VersionFilter { rules: rules.clone(), clock: config.clock.clone() }));
+        }
         let inner = Arc::new(Inner {
             kv,
             config,
@@ -370,9 +337,6 @@ impl Store {
             stop: AtomicBool::new(false),
         });
         inner.load_catalog()?;
-        if inner.config.log_prefill_bytes > 0 {
-            inner.kv.prefill_log(inner.config.log_prefill_bytes)?;
-        }
         let mut threads = Vec::new();
         if let Some(every) = inner.config.maintenance_interval {
             let weak = Arc::downgrade(&inner);
@@ -383,7 +347,7 @@ impl Store {
         if let Durability::Group { interval } = inner.config.durability {
             let weak = Arc::downgrade(&inner);
             threads.push(spawn_loop("tabula-group-commit", weak, interval, |i| {
-                let _ = i.kv.sync_wal();
+                let _ = i.kv.sync_log();
             }));
         }
         Ok(Store { inner, threads })
@@ -458,7 +422,7 @@ impl Store {
     /// Writes a role record (`None`: removes it), durably.
     pub fn set_role(&self, name: &str, record: Option<Vec<u8>>) -> Result<()> {
         let _ddl = self.inner.ddl.lock();
-        self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])
+        Ok(self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])?)
     }
 
     pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
@@ -479,8 +443,8 @@ impl Store {
     pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
         let t = self.inner.table(name)?;
         let mut sizes: HashMap<Vec<u8>, u64> = HashMap::new();
-        let src = Source::Db(&self.inner.kv.db);
-        let mut it = src.iter(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec());
+        let src = self.inner.reader();
+        let mut it = src.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), true);
         it.seek_to_first();
         while it.valid() {
             let key = it.key();
@@ -507,33 +471,29 @@ impl Store {
     /// not wait for the background sync: PostgreSQL's `synchronous_commit = on`). Concurrent callers share
     /// one fsync; under `Durability::Sync` the commits synced themselves and this returns at once.
     pub fn sync_wal(&self) -> Result<()> {
-        self.inner.kv.sync_wal()
+        Ok(self.inner.kv.sync_log()?)
     }
 
     /// Writes the memtables to disk (tests use it to lay out several files).
     pub fn flush(&self) -> Result<()> {
-        self.inner.kv.flush()
+        Ok(self.inner.kv.flush()?)
     }
 
     /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
     pub fn compact(&self) -> Result<()> {
-        self.inner.kv.compact_all()
+        Ok(self.inner.kv.compact(None)?)
     }
 
     /// Stored versions of a row as they are on disk, visible or not (for tests and diagnostics).
     pub fn raw_row(&self, table: &str, pk: &[PkValue]) -> Result<Option<StoredRow>> {
         let t = self.inner.table(table)?;
         let key = t.key(pk)?;
-        self.inner.kv.db.get(&key)?.map(|v| StoredRow::decode(&v)).transpose()
+        self.inner.reader().get_map(&key, StoredRow::decode)?.transpose()
     }
 
     /// Starts a transaction: snapshot reads, read-your-writes, atomic commit, write-conflict detection.
     pub fn begin(&self) -> Txn {
-        let txn = self.inner.kv.begin(true);
-        // SAFETY: the transaction borrows the database inside `inner`; `Txn` holds an `Arc` of it and
-        // drops the transaction first (field order).
-        let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
-        self.new_txn(txn, None)
+        self.new_txn(self.inner.kv.begin(true), None)
     }
 
     /// Starts a transaction as `begin` does, with a [`ReadView`] at its snapshot (see [`Txn::read_view`]):
@@ -541,14 +501,10 @@ impl Store {
     /// snapshot, so transactions of one statement do without.
     pub fn begin_with_view(&self) -> Txn {
         let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else { return self.begin() };
-        // SAFETY: as in `begin`; the view, like `Txn`, holds an `Arc` of the database and releases its
-        // snapshot first.
-        let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
-        let snap: KvSnapshot = unsafe { std::mem::transmute::<rocksdb::SnapshotWithThreadMode<'_, _>, KvSnapshot>(snap) };
         self.new_txn(txn, Some(Arc::new(ReadView { snap, inner: self.inner.clone() })))
     }
 
-    fn new_txn(&self, txn: KvTxn, view: Option<Arc<ReadView>>) -> Txn {
+    fn new_txn(&self, txn: Box<dyn Transaction>, view: Option<Arc<ReadView>>) -> Txn {
         let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
         Txn { txn: Some(txn), view, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
     }
@@ -666,24 +622,24 @@ macro_rules! access_reads {
 
 /// Where an [`Access`] implementation reads from.
 trait ReadSource {
-    fn read_source(&self) -> (&Inner, Source<'_>);
+    fn read_source(&self) -> (&Inner, &dyn Read);
 }
 
 impl ReadSource for Store {
-    fn read_source(&self) -> (&Inner, Source<'_>) {
-        (&self.inner, Source::Db(&self.inner.kv.db))
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, self.inner.reader())
     }
 }
 
 impl ReadSource for Txn {
-    fn read_source(&self) -> (&Inner, Source<'_>) {
-        (&self.inner, Source::Txn(self.kv()))
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, self.kv())
     }
 }
 
 impl ReadSource for ReadView {
-    fn read_source(&self) -> (&Inner, Source<'_>) {
-        (&self.inner, Source::At(&self.inner.kv.db, &self.snap))
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, &*self.snap)
     }
 }
 
@@ -805,7 +761,7 @@ pub struct BulkLoad {
 /// The rows of a load written to table files as they arrived, each with a key above all before it.
 struct Streamed {
     /// The last is being written; one is finished every `StoreConfig::bulk_file_rows` rows.
-    files: Vec<crate::kv::SstFile>,
+    files: Vec<Box<dyn SortedFile>>,
     /// Each row's key and position in the load, in key order, for the checks at commit: in a run file of
     /// their own (with empty values), not in memory.
     keys: runs::RunWriter,
@@ -813,14 +769,14 @@ struct Streamed {
 
 /// Adds the next row to the last of a load's table files, first starting a new one when it has
 /// `StoreConfig::bulk_file_rows` (a file's filter holds a hash of each of its keys until it is finished).
-fn put_in_files(inner: &Inner, files: &mut Vec<crate::kv::SstFile>, key: &[u8], value: &[u8]) -> Result<()> {
+fn put_in_files(inner: &Inner, files: &mut Vec<Box<dyn SortedFile>>, key: &[u8], value: &[u8]) -> Result<()> {
     if files.last().is_none_or(|f| f.rows() >= inner.config.bulk_file_rows) {
         if let Some(f) = files.last_mut() {
             f.finish()?;
         }
-        files.push(inner.kv.sst_file()?);
+        files.push(inner.kv.ingest().ok_or_else(|| StoreError::NotSupported("bulk loads as files on this engine".into()))?.file()?);
     }
-    files.last_mut().expect("a file being written").put(key, value)
+    Ok(files.last_mut().expect("a file being written").put(key, value)?)
 }
 
 impl Streamed {
@@ -889,7 +845,12 @@ impl BulkLoad {
         // Counting the bytes alone, a load of small rows held four times its spill threshold before spilling.
         self.held += size + std::mem::size_of::<runs::Entry>() + 32;
         self.rows.push((key, v, pos));
-        if self.streamed.is_none() && self.runs.is_empty() && self.rows_ascending && self.held >= self.inner.config.bulk_ingest_bytes {
+        if self.streamed.is_none()
+            && self.runs.is_empty()
+            && self.rows_ascending
+            && self.held >= self.inner.config.bulk_ingest_bytes
+            && self.inner.kv.ingest().is_some()
+        {
             // Ascending so far, and large enough to be ingested: from here on, rows in order go straight to a
             // table file.
             let mut s = Streamed { files: Vec::new(), keys: runs::RunWriter::create(self.inner.kv.temp_path("keys"))? };
@@ -937,14 +898,14 @@ impl BulkLoad {
         let mut streamed_next = streamed_keys.next()?;
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
-        let src = Source::Db(&self.inner.kv.db);
+        let src = self.inner.reader();
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
         let stored_in_span = {
             let mut upper = last;
             upper.push(0);
-            let mut it = src.iter(first, upper);
+            let mut it = src.scan(first, upper, true);
             it.seek_to_first();
-            it.status()?;
+            it.status().map_err(StoreError::from)?;
             it.valid()
         };
         // The first row that cannot be inserted.
@@ -965,13 +926,15 @@ impl BulkLoad {
         // Held rows go into a write batch, or, for a large load or beside streamed rows, into a table file of
         // their own (made at the first row), ingested together with the streamed one.
         enum Sink {
-            Batch(KvBatch),
-            Table(Vec<crate::kv::SstFile>),
+            Batch(Batch),
+            Table(Vec<Box<dyn SortedFile>>),
         }
-        let mut sink = if streamed_run.is_some() || self.bytes >= self.inner.config.bulk_ingest_bytes {
+        // An engine that takes no files gets one batch.
+        let mut sink = if streamed_run.is_some() || (self.bytes >= self.inner.config.bulk_ingest_bytes && self.inner.kv.ingest().is_some())
+        {
             Sink::Table(Vec::new())
         } else {
-            Sink::Batch(KvBatch::default())
+            Sink::Batch(Batch::default())
         };
         let mut pending: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut prev: Option<std::borrow::Cow<[u8]>> = None;
@@ -1019,10 +982,10 @@ impl BulkLoad {
             return Err(BulkError::Duplicate(i));
         }
         match sink {
-            Sink::Batch(b) => self.inner.kv.write_batch(b)?,
+            Sink::Batch(b) => self.inner.kv.write(b).map_err(StoreError::from)?,
             Sink::Table(held) => {
                 let files: Vec<_> = streamed.into_iter().chain(held).collect();
-                self.inner.kv.ingest(files)?;
+                self.inner.kv.ingest().expect("files only for engines that take them").ingest(files).map_err(StoreError::from)?;
                 self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
             }
         }
@@ -1046,15 +1009,9 @@ pub enum BulkError {
 /// may outlive the transaction, so a result streamed from it can still be read after the statement (or
 /// the transaction) that opened it has moved on.
 pub struct ReadView {
-    // Declared before `inner`: released before the database it belongs to.
-    snap: KvSnapshot,
+    snap: Arc<dyn tabula_kv::Snapshot>,
     inner: Arc<Inner>,
 }
-
-// SAFETY: a RocksDB snapshot is an immutable sequence number in the database's list, safe to read at from
-// any thread; the wrapper is not marked so only because it holds a raw pointer.
-unsafe impl Send for ReadView {}
-unsafe impl Sync for ReadView {}
 
 impl Access for ReadView {
     access_reads!();
@@ -1077,8 +1034,7 @@ impl Access for ReadView {
 
 /// A transaction of the SQL layer. Dropped without `commit`, it rolls back.
 pub struct Txn {
-    // Declared before `inner`: dropped before the database it borrows.
-    txn: Option<KvTxn>,
+    txn: Option<Box<dyn Transaction>>,
     /// The committed data at the transaction's snapshot, when it was begun with one.
     view: Option<Arc<ReadView>>,
     deltas: RefCell<Vec<Delta>>,
@@ -1089,13 +1045,13 @@ pub struct Txn {
 }
 
 impl Txn {
-    fn kv(&self) -> &KvTxn {
-        self.txn.as_ref().expect("transaction is open until commit or rollback")
+    fn kv(&self) -> &dyn Transaction {
+        &**self.txn.as_ref().expect("transaction is open until commit or rollback")
     }
 
     fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
         self.wrote.set(true);
-        let mut ctx = WriteCtx { inner: &self.inner, txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
+        let mut ctx = WriteCtx { txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
         let r = f(&mut ctx)?;
         self.deltas.borrow_mut().extend(ctx.deltas);
         Ok(r)
@@ -1161,7 +1117,7 @@ impl Access for Txn {
     fn lock_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
         let t = self.inner.table(table)?;
         // An optimistic transaction validates at commit every key it read for update, written or not.
-        Source::Txn(self.kv()).get_for_update(&t.key(pk)?)?;
+        self.kv().get_for_update(Space::Data, &t.key(pk)?)?;
         Ok(())
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
@@ -1179,6 +1135,11 @@ impl Access for Txn {
 }
 
 impl Inner {
+    /// Reads of the latest commit.
+    fn reader(&self) -> &dyn Read {
+        &*self.kv
+    }
+
     fn table(&self, name: &str) -> Result<Arc<Table>> {
         self.tables.read().get(name).cloned().ok_or_else(|| StoreError::UnknownTable(name.to_string()))
     }
@@ -1306,7 +1267,7 @@ impl Inner {
                 def.options = interim;
                 Ok(())
             })?;
-            self.kv.compact_range(&keys::table_prefix(t.id), &keys::table_end(t.id))?;
+            self.kv.compact(Some((&keys::table_prefix(t.id), &keys::table_end(t.id))))?;
             new.stored_versions = old.max_versions;
         }
         new.stored_versions = new.stored_versions.max(new.max_versions);
@@ -1327,9 +1288,7 @@ impl Inner {
         loop {
             let epoch = self.bulk_epoch.load(Ordering::SeqCst);
             let txn = self.kv.begin(false);
-            // SAFETY: the transaction does not outlive this call, and `self` outlives the call.
-            let txn: KvTxn = unsafe { std::mem::transmute::<rocksdb::Transaction<'_, _>, KvTxn>(txn) };
-            let mut ctx = WriteCtx { inner: self, txn: &txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
+            let mut ctx = WriteCtx { txn: &*txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
             let value = f(&mut ctx)?;
             let deltas = std::mem::take(&mut ctx.deltas);
             let committed = {
@@ -1360,17 +1319,17 @@ impl Inner {
         }
     }
 
-    fn get_row(&self, src: Source, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+    fn get_row(&self, src: &dyn Read, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
         let key = t.key(pk)?;
         let filter = read_filter(t, read, self.config.clock.now_ms());
-        let row = src.get_with(&key, |v| materialize(pk.to_vec(), v, &filter))?;
+        let row = src.get_map(&key, |v| materialize(pk.to_vec(), v, &filter))?;
         t.partition_of(&key).reads.fetch_add(1, Ordering::Relaxed);
         row.transpose().map(Option::flatten)
     }
 
-    fn batch_get(&self, src: Source, t: &Table, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+    fn batch_get(&self, src: &dyn Read, t: &Table, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
         let keys = pks.iter().map(|pk| t.key(pk)).collect::<Result<Vec<_>>>()?;
-        let values = src.multi_get(&keys)?;
+        let values = src.multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let filter = read_filter(t, read, self.config.clock.now_ms());
         values
             .into_iter()
@@ -1379,7 +1338,7 @@ impl Inner {
             .collect()
     }
 
-    fn get_range(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<RangeResult> {
+    fn get_range(&self, src: &dyn Read, t: &Table, req: &RangeRequest) -> Result<RangeResult> {
         let filter = read_filter(t, &req.read, self.config.clock.now_ms());
         let mut rows = Vec::new();
         let next_start = self.scan_range(src, t, req, |key, raw| {
@@ -1390,7 +1349,7 @@ impl Inner {
         Ok(RangeResult { rows, next_start })
     }
 
-    fn get_range_latest(&self, src: Source, t: &Table, req: &RangeRequest) -> Result<LatestRows> {
+    fn get_range_latest(&self, src: &dyn Read, t: &Table, req: &RangeRequest) -> Result<LatestRows> {
         let width = req.read.columns.as_ref().map_or(0, |c| c.len());
         let mut page = LatestRows { key_len: t.pk_types.len(), width, ..LatestRows::default() };
         let mut failed = None;
@@ -1415,7 +1374,7 @@ impl Inner {
 
     fn visit_range_latest(
         &self,
-        src: Source,
+        src: &dyn Read,
         t: &Table,
         req: &RangeRequest,
         visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
@@ -1444,7 +1403,7 @@ impl Inner {
     /// byte budget. Returns where to resume when one of those cut the read short.
     fn scan_range(
         &self,
-        src: Source,
+        src: &dyn Read,
         t: &Table,
         req: &RangeRequest,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<Step>,
@@ -1471,7 +1430,7 @@ impl Inner {
         let budget = req.budget_bytes.unwrap_or(self.config.scan_budget_bytes);
         let plen = t.prefix_len();
         // One iterator per hash bucket (one in all for plain tables), merged in key order.
-        let mut iters: Vec<RawIter> = t
+        let mut iters: Vec<Box<dyn Cursor + '_>> = t
             .bucket_prefixes()
             .into_iter()
             .map(|p| {
@@ -1485,7 +1444,7 @@ impl Inner {
                 if shift_hi {
                     u.push(0);
                 }
-                let mut it = src.iter(l, u);
+                let mut it = src.scan(l, u, true);
                 if backward {
                     it.seek_to_last()
                 } else {
@@ -1552,7 +1511,7 @@ impl Inner {
         if puts.is_empty() {
             return Ok(());
         }
-        self.kv.meta_write(&puts, &[])
+        Ok(self.kv.meta_write(&puts, &[])?)
     }
 
     /// One round of partition maintenance: rates, splits, merges, persisted statistics.
@@ -1582,9 +1541,9 @@ impl Inner {
     /// when none does). Two streaming passes that keep nothing per key: with a one-column primary key every
     /// row is a partition-key value of its own, millions of them.
     fn split(&self, t: &Table, p: &Arc<Partition>) -> Result<()> {
-        let src = Source::Db(&self.kv.db);
+        let src = self.reader();
         let scan = |f: &mut dyn FnMut(&[u8], i64) -> bool| -> Result<()> {
-            let mut it = src.iter_uncached(p.start.clone(), p.end.clone());
+            let mut it = src.scan(p.start.clone(), p.end.clone(), false);
             it.seek_to_first();
             while it.valid() {
                 let size = (it.key().len() + it.value().len()) as i64;
@@ -1593,7 +1552,7 @@ impl Inner {
                 }
                 it.advance(false);
             }
-            it.status()
+            Ok(it.status()?)
         };
         let (mut total, mut total_rows) = (0i64, 0i64);
         scan(&mut |_, size| {
@@ -1692,15 +1651,14 @@ fn read_filter<'a>(t: &Table, read: &'a ReadSpec, now_ms: i64) -> ReadFilter<'a>
 
 /// The state of one write operation inside a transaction.
 struct WriteCtx<'a> {
-    inner: &'a Inner,
-    txn: &'a KvTxn,
+    txn: &'a dyn Transaction,
     deltas: Vec<Delta>,
     now: i64,
 }
 
 impl WriteCtx<'_> {
-    fn src(&self) -> Source<'_> {
-        Source::Txn(self.txn)
+    fn src(&self) -> &dyn Read {
+        self.txn
     }
 
     fn row_write(&mut self, t: &Table, w: &RowWrite) -> Result<WriteOutcome> {
@@ -1713,7 +1671,7 @@ impl WriteCtx<'_> {
 
     /// Reads the row a write depends on: the raw bytes (for statistics) and what is visible of it.
     fn read_for_write(&self, t: &Table, key: &[u8]) -> Result<(Option<Vec<u8>>, Option<StoredRow>)> {
-        let raw = self.src().get_for_update(key)?;
+        let raw = self.txn.get_for_update(Space::Data, key)?;
         let visible = match &raw {
             Some(v) => StoredRow::decode(v)?.visible(t.rules(), self.now),
             None => None,
@@ -1727,12 +1685,12 @@ impl WriteCtx<'_> {
             Some(row) => {
                 let v = row.encode();
                 let n = (v.len() + key.len()) as i64;
-                self.txn.put(&key, v)?;
+                self.txn.put(Space::Data, &key, &v)?;
                 (n, if old.is_none() { 1 } else { 0 })
             }
             None => {
                 if old.is_some() {
-                    self.txn.delete(&key)?;
+                    self.txn.delete(Space::Data, &key)?;
                 }
                 (0, if old.is_some() { -1 } else { 0 })
             }
@@ -1790,10 +1748,9 @@ impl WriteCtx<'_> {
 
     fn autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
         let key = catalog::autoinc_key(t.id, partition_key);
-        let meta = self.inner.kv.db.cf_handle("meta").expect("meta column family");
         Ok(self
             .txn
-            .get_for_update_cf(meta, &key, true)?
+            .get_for_update(Space::Meta, &key)?
             .map(|v| v.as_slice().try_into().map(i64::from_be_bytes).map_err(|_| StoreError::Corrupt("auto-increment counter".into())))
             .transpose()?
             .unwrap_or(0))
@@ -1801,8 +1758,7 @@ impl WriteCtx<'_> {
 
     fn set_autoinc(&mut self, t: &Table, partition_key: &[u8], value: i64) -> Result<()> {
         let key = catalog::autoinc_key(t.id, partition_key);
-        let meta = self.inner.kv.db.cf_handle("meta").expect("meta column family");
-        self.txn.put_cf(meta, &key, value.to_be_bytes())?;
+        self.txn.put(Space::Meta, &key, &value.to_be_bytes())?;
         Ok(())
     }
 
@@ -1844,7 +1800,7 @@ impl WriteCtx<'_> {
             pks.push(pk);
             values.push(row);
         }
-        let existing = self.src().multi_get(&keys)?;
+        let existing = self.src().multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let rules = t.rules();
         let mut batch_keys = std::collections::HashSet::with_capacity(keys.len());
         for (i, old) in existing.into_iter().enumerate() {
@@ -1860,7 +1816,7 @@ impl WriteCtx<'_> {
         for (key, row) in keys.into_iter().zip(values) {
             let v = row.encode();
             let size = (key.len() + v.len()) as i64;
-            self.txn.put(&key, v)?;
+            self.txn.put(Space::Data, &key, &v)?;
             add_delta(&mut self.deltas, t.partition_of(&key), size);
         }
         Ok(pks)
@@ -1966,25 +1922,23 @@ fn eval_condition(c: &ColumnCondition, row: &StoredRow) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocksdb::compaction_filter::CompactionFilter as _;
 
     #[test]
     fn rows_of_tables_the_filter_does_not_know_are_kept() {
         // Regression: compactions that ran at open, before the catalog was loaded, removed every row.
         let row =
             StoredRow { marker: 1, columns: vec![("v".into(), vec![crate::row::Cell { version: 1, value: Value::Integer(1) }])] }.encode();
-        let mut f = CompactionFilter { rules: HashMap::new(), now_ms: 10, buf: Vec::new() };
-        assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Keep));
-        let mut rules = HashMap::new();
-        rules.insert(7u32, VersionRules::new(0, 1));
-        let mut f = CompactionFilter { rules, now_ms: 10_000, buf: Vec::new() };
-        assert!(matches!(f.filter(0, &7u32.to_be_bytes(), &row), rocksdb::CompactionDecision::Remove));
+        let clock = Arc::new(crate::ManualClock::new(10_000));
+        let factory = VersionFilter { rules: Default::default(), clock };
+        assert_eq!(factory.create()(&7u32.to_be_bytes(), &row), Decision::Keep);
+        factory.rules.write().insert(7u32, VersionRules::new(0, 1));
+        assert_eq!(factory.create()(&7u32.to_be_bytes(), &row), Decision::Remove);
     }
 
     #[test]
     fn a_new_row_encodes_alike_straight_from_its_cells() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreConfig { maintenance_interval: None, ..StoreConfig::default() }).unwrap();
+        let engine = Arc::new(tabula_kv::memory::MemoryEngine::new());
+        let store = Store::open(engine, StoreConfig { maintenance_interval: None, ..StoreConfig::default() }).unwrap();
         let options = TableOptions { max_versions: 2, ..TableOptions::default() };
         let pk = vec![crate::catalog::PkColumn { name: "k".into(), ty: PkType::Integer, auto_increment: false }];
         store.create_table(TableDef { name: "t".into(), primary_key: pk, partition_key_len: 1, options, user_meta: vec![] }).unwrap();

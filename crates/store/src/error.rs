@@ -92,19 +92,16 @@ impl StoreError {
     /// An error of the disk or the files under the store: disk full (ENOSPC, as RocksDB and the OS word
     /// it) is told apart, for its SQLSTATE.
     pub fn storage(message: String) -> StoreError {
-        if message.contains("No space left on device") {
-            StoreError::DiskFull(message)
-        } else {
-            StoreError::Storage(message)
-        }
+        tabula_kv::KvError::storage(message).into()
     }
 }
 
-impl From<rocksdb::Error> for StoreError {
-    fn from(e: rocksdb::Error) -> Self {
-        match e.kind() {
-            rocksdb::ErrorKind::Busy | rocksdb::ErrorKind::TryAgain => StoreError::Conflict,
-            _ => StoreError::storage(e.into_string()),
+impl From<tabula_kv::KvError> for StoreError {
+    fn from(e: tabula_kv::KvError) -> Self {
+        match e {
+            tabula_kv::KvError::Conflict => StoreError::Conflict,
+            tabula_kv::KvError::DiskFull(m) => StoreError::DiskFull(m),
+            tabula_kv::KvError::Storage(m) => StoreError::Storage(m),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Key encoding of the `data` column family.
 //!
-//! One RocksDB key holds one whole row (all its columns and versions), so a point get is one lookup.
+//! One key of the engine holds one whole row (all its columns and versions), so a point get is one lookup.
 //! The key is order-preserving: rows sort by primary key column by column, integers numerically
 //! (negatives first), strings and binaries bytewise, exactly as seed 004's tables expect, so composite keys
 //! need no zero-padding or connector tricks.

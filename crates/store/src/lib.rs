@@ -1,4 +1,5 @@
-//! Tabula's storage engine: a partitioned wide-column store on RocksDB, modelled on Alibaba Tablestore.
+//! Tabula's storage engine: a partitioned wide-column store, modelled on Alibaba Tablestore, over any
+//! ordered transactional key-value engine ([`tabula_kv::Engine`]: RocksDB in `tabula-kv-rocks`, or in memory).
 //!
 //! No SQL and no async here: the SQL layer (`tabula-query`) drives this crate through [`Access`].
 //!
@@ -12,7 +13,7 @@
 //! # The life of a write
 //! 1. [`Access::update_row`] on the [`Store`] finds the table and encodes the row's key ([`keys`]).
 //! 2. It takes the key's lock stripe, so writers of one row in this process queue instead of conflicting.
-//! 3. It opens an optimistic RocksDB transaction and reads the stored row with `get_for_update`.
+//! 3. It opens an optimistic transaction of the key-value engine and reads the stored row with `get_for_update`.
 //! 4. It applies the table's version rules to see what is visible ([`row::StoredRow::visible`]) and checks
 //!    the write's condition against that: row existence, then the column condition.
 //! 5. It applies the column operations to the stored row (puts at a version, deletes, increments),
@@ -23,11 +24,11 @@
 //!    maintenance thread later splits or merges partitions from them.
 //!
 //! # The life of a read
-//! A point get is one RocksDB `get` of one key (bloom filters skip files without it), then step 4's
+//! A point get is one engine `get` of one key (RocksDB: bloom filters skip files without it), then step 4's
 //! visibility rules, then the read's own column list, time range and version count. A range read walks an
 //! iterator (one per hash bucket, merged) and stops at its limit or byte budget, returning where to resume.
 //! A read of latest values only ([`Access::visit_range_latest`], what SQL scans use) finds in each row just the
-//! newest visible cell of each column it names and lends the row, values still in RocksDB's buffer, to a
+//! newest visible cell of each column it names and lends the row, values still in the engine's buffer, to a
 //! visitor (the wire encoder, in the end): no names, version lists, copies or allocations per row.
 //! [`Access::get_range_latest`] copies the same rows into a flat page, for readers on other threads.
 
@@ -37,7 +38,6 @@ mod codec;
 mod engine;
 pub mod error;
 pub mod keys;
-mod kv;
 pub mod ops;
 pub mod partition;
 pub mod row;

@@ -1,6 +1,6 @@
 //! Partitions: contiguous key ranges of one table, with the statistics that drive splits and merges.
 //!
-//! All of a table's rows live in one RocksDB key space, so a split or a merge only rewrites this
+//! All of a table's rows live in one key space of the engine, so a split or a merge only rewrites this
 //! metadata: no row moves, and reads and writes carry on through it. Statistics are approximate: writes
 //! add their byte and row deltas to the partition that held the key when they committed.
 

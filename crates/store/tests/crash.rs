@@ -21,7 +21,7 @@ fn crash_child() {
         _ => Durability::Sync,
     };
     let config = StoreConfig { durability, maintenance_interval: None, ..StoreConfig::default() };
-    let store = Store::open(&dir, config).unwrap();
+    let store = open_rocks(dir.as_ref(), config);
     let _ = store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default()));
     let recycle = std::env::var("TABULA_CRASH_RECYCLE").is_ok();
     let mut out = std::io::stdout().lock();
@@ -47,7 +47,7 @@ fn crash_child_ingesting() {
     let Ok(dir) = std::env::var("TABULA_CRASH_INGEST_DIR") else { return };
     let start: i64 = std::env::var("TABULA_CRASH_START").unwrap().parse().unwrap();
     let config = StoreConfig { durability: Durability::Sync, maintenance_interval: None, bulk_ingest_bytes: 0, ..StoreConfig::default() };
-    let store = Store::open(&dir, config).unwrap();
+    let store = open_rocks(dir.as_ref(), config);
     let _ = store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default()));
     let _ = store.create_table(table("b", &[("k", PkType::Integer)], TableOptions::default()));
     let mut out = std::io::stdout().lock();
@@ -130,7 +130,7 @@ fn acknowledged_writes_and_bulk_loads_survive_sigkill_with_recycled_logs() {
 fn crash_child_splitting() {
     let Ok(dir) = std::env::var("TABULA_CRASH_SPLIT_DIR") else { return };
     let start: i64 = std::env::var("TABULA_CRASH_START").unwrap().parse().unwrap();
-    let store = Store::open(&dir, split_config(Some(std::time::Duration::from_millis(5)))).unwrap();
+    let store = open_rocks(dir.as_ref(), split_config(Some(std::time::Duration::from_millis(5))));
     let _ = store.create_table(table("p", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default()));
     let mut out = std::io::stdout().lock();
     for i in start.. {
@@ -150,7 +150,6 @@ fn split_config(maintenance_interval: Option<std::time::Duration>) -> StoreConfi
         idle_rate: f64::MAX,
         split_write_rate: f64::MAX,
         maintenance_interval,
-        block_cache_bytes: 8 << 20,
         ..StoreConfig::default()
     }
 }
@@ -184,7 +183,7 @@ fn acknowledged_writes_survive_sigkill_during_partition_splits() {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(acked >= stop, "cycle {cycle}: the child acknowledged writes before it was killed");
-        let store = Store::open(dir.path(), split_config(None)).unwrap();
+        let store = open_rocks(dir.path(), split_config(None));
         let parts = store.partitions("p").unwrap();
         for pair in parts.windows(2) {
             assert_eq!(pair[0].end, pair[1].start, "cycle {cycle}: partitions meet");

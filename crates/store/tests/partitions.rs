@@ -19,10 +19,9 @@ fn split_and_merge_under_concurrent_reads_and_writes() {
         idle_rate: f64::MAX,
         split_write_rate: f64::MAX,
         maintenance_interval: Some(std::time::Duration::from_millis(5)),
-        block_cache_bytes: 8 << 20,
         ..StoreConfig::default()
     };
-    let store = Arc::new(Store::open(dir.path(), config).unwrap());
+    let store = Arc::new(open_with(dir.path(), config));
     store.create_table(table("p", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default())).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     // Readers: a full scan always sees each written row exactly once, in order.
@@ -126,7 +125,7 @@ fn one_partition_key_value_is_never_split() {
     let dir = tempfile::tempdir().unwrap();
     let config =
         StoreConfig { clock: Arc::new(ManualClock::new(NOW)), split_bytes: 4 * 1024, maintenance_interval: None, ..StoreConfig::default() };
-    let store = Store::open(dir.path(), config).unwrap();
+    let store = open_with(dir.path(), config);
     store.create_table(table("one", &[("g", PkType::String), ("i", PkType::Integer)], TableOptions::default())).unwrap();
     for i in 0..200 {
         store
@@ -148,7 +147,7 @@ fn a_hot_partition_splits_on_load() {
         maintenance_interval: None,
         ..StoreConfig::default()
     };
-    let store = Store::open(dir.path(), config).unwrap();
+    let store = open_with(dir.path(), config);
     store.create_table(table("hot", &[("g", PkType::Integer)], TableOptions::default())).unwrap();
     for g in 0..500 {
         store.put_row("hot", &[Some(int(g))], &[CellWrite::new("v", Value::Integer(g))], &Condition::ignore()).unwrap();
@@ -170,7 +169,7 @@ fn a_split_falls_at_the_middle_of_the_bytes_on_a_partition_key_boundary() {
         maintenance_interval: None,
         ..StoreConfig::default()
     };
-    let store = Store::open(dir.path(), config).unwrap();
+    let store = open_with(dir.path(), config);
     store.create_table(table("m", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default())).unwrap();
     // Partition-key values 0..10 with 20 rows each, then value 10 with 200 rows: half of the bytes lies
     // inside value 10's group, whose middle is past the half, so the right half starts at 10.

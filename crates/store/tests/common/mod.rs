@@ -1,14 +1,54 @@
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::sync::Arc;
 
+use tabula_kv::Engine;
+use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_store::*;
 
 pub const NOW: i64 = 1_700_000_000_000;
 
-pub fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Store {
-    let config = StoreConfig { clock, maintenance_interval: None, block_cache_bytes: 8 << 20, ..StoreConfig::default() };
-    Store::open(dir, config).unwrap()
+/// Whether the suites run on the in-memory engine (`TABULA_TEST_ENGINE=memory`) rather than RocksDB.
+/// `scripts/test` runs the engine suites both ways; tests that need a disk (a reopen, files, a crash)
+/// take RocksDB always, with [`rocks`].
+pub fn on_memory() -> bool {
+    std::env::var("TABULA_TEST_ENGINE").is_ok_and(|e| e == "memory")
+}
+
+/// RocksDB in `dir`, syncing its log at each commit when the store's durability asks for it.
+pub fn rocks(dir: &Path, config: &StoreConfig) -> Arc<dyn Engine> {
+    let options =
+        RocksOptions { block_cache_bytes: 8 << 20, sync_writes: config.durability == Durability::Sync, ..RocksOptions::default() };
+    Arc::new(RocksEngine::open(dir, &options).unwrap())
+}
+
+/// The engine of this run (see [`on_memory`]); `dir` is RocksDB's.
+pub fn engine(dir: &Path, config: &StoreConfig) -> Arc<dyn Engine> {
+    if on_memory() {
+        Arc::new(tabula_kv::memory::MemoryEngine::new())
+    } else {
+        rocks(dir, config)
+    }
+}
+
+/// A store on the engine of this run.
+pub fn open_with(dir: &Path, config: StoreConfig) -> Store {
+    Store::open(engine(dir, &config), config).unwrap()
+}
+
+/// A store on RocksDB in `dir`, whatever the run's engine.
+pub fn open_rocks(dir: &Path, config: StoreConfig) -> Store {
+    Store::open(rocks(dir, &config), config).unwrap()
+}
+
+pub fn open(dir: &Path, clock: Arc<ManualClock>) -> Store {
+    open_with(dir, StoreConfig { clock, maintenance_interval: None, ..StoreConfig::default() })
+}
+
+/// [`open`] on RocksDB always: for tests that reopen what they wrote, or look at its files.
+pub fn open_disk(dir: &Path, clock: Arc<ManualClock>) -> Store {
+    open_rocks(dir, StoreConfig { clock, maintenance_interval: None, ..StoreConfig::default() })
 }
 
 pub fn table(name: &str, pk: &[(&str, PkType)], options: TableOptions) -> TableDef {
