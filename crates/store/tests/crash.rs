@@ -3,6 +3,9 @@
 
 mod common;
 
+/// On RocksDB: a crash needs a disk.
+const ON_MEMORY: bool = false;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

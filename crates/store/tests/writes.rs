@@ -3,6 +3,10 @@
 
 mod common;
 
+/// On RocksDB here; `on_memory.rs` runs this suite again on the in-memory engine.
+#[allow(dead_code)]
+const ON_MEMORY: bool = false;
+
 use std::sync::Arc;
 
 use common::*;

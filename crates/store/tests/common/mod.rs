@@ -9,11 +9,11 @@ use tabula_store::*;
 
 pub const NOW: i64 = 1_700_000_000_000;
 
-/// Whether the suites run on the in-memory engine (`TABULA_TEST_ENGINE=memory`) rather than RocksDB.
-/// `scripts/test` runs the engine suites both ways; tests that need a disk (a reopen, files, a crash)
-/// take RocksDB always, with [`rocks`].
+/// Whether the suite runs on the in-memory engine rather than RocksDB: each test crate says so in its
+/// `ON_MEMORY` (`on_memory.rs` runs the engine suites again with it set). Tests that need a disk (a reopen,
+/// files, a crash) take RocksDB either way, with [`rocks`].
 pub fn on_memory() -> bool {
-    std::env::var("TABULA_TEST_ENGINE").is_ok_and(|e| e == "memory")
+    crate::ON_MEMORY
 }
 
 /// RocksDB in `dir`, syncing its log at each commit when the store's durability asks for it.
