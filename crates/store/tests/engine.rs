@@ -2,9 +2,9 @@
 
 mod common;
 
-/// On RocksDB here; `on_memory.rs` runs this suite again on the in-memory engine.
+/// In memory here; `tabula-kv-rocks` runs this suite again on RocksDB (its `tests/store.rs`).
 #[allow(dead_code)]
-const ON_MEMORY: bool = false;
+const ENGINE: common::EngineChoice = common::MEMORY;
 
 use std::sync::Arc;
 
@@ -511,9 +511,12 @@ fn concurrent_increments_and_auto_increment() {
 
 #[test]
 fn catalog_survives_reopen() {
+    if !on_disk() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = open_disk(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
         let mut def = table("r", &[("k", PkType::Integer)], TableOptions { ttl: 100, max_versions: 4, ..TableOptions::default() });
         def.user_meta = b"meta".to_vec();
         store.create_table(def).unwrap();
@@ -523,7 +526,7 @@ fn catalog_survives_reopen() {
         store.create_table(table("gone", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
         store.drop_table("gone").unwrap();
     }
-    let store = open_disk(dir.path(), Arc::new(ManualClock::new(NOW)));
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
     let def = store.table("r").unwrap();
     assert_eq!((def.options.ttl, def.options.max_versions), (200, 2));
     assert_eq!((def.options.hidden_before, def.options.stored_versions), (NOW - 100_000, 4));
@@ -536,10 +539,13 @@ fn catalog_survives_reopen() {
 #[test]
 fn data_survives_reopen_with_compactions_at_open() {
     // Regression: a compaction RocksDB ran while opening, before the catalog was loaded, removed rows.
+    if !on_disk() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let value = Value::Binary(vec![7; 200]);
     {
-        let store = open_disk(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
         store.create_table(table("r", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
         for batch in 0..3 {
             for k in 0..2000 {
@@ -553,7 +559,7 @@ fn data_survives_reopen_with_compactions_at_open() {
         }
     }
     for _ in 0..3 {
-        let store = open_disk(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
         store.compact().unwrap();
         let mut n = 0;
         let mut req = RangeRequest::full(Direction::Forward);
@@ -583,7 +589,7 @@ fn bulk_store(ingest_bytes: usize) -> (tempfile::TempDir, Store) {
         bulk_ingest_bytes: ingest_bytes,
         ..StoreConfig::default()
     };
-    let store = open_rocks(dir.path(), config);
+    let store = open_with(dir.path(), config);
     store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
     (dir, store)
 }
@@ -601,6 +607,10 @@ fn bulk_files(dir: &std::path::Path, ext: &str) -> usize {
 
 #[test]
 fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
+    // It counts the table files and spilled runs in the data directory.
+    if !on_disk() {
+        return;
+    }
     let (dir, store) = bulk_store(16 << 20);
     let leftovers = || bulk_files(dir.path(), "");
 
@@ -646,6 +656,10 @@ fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
 /// that repeats one streamed into an earlier file still fails the whole load.
 #[test]
 fn a_long_streamed_load_spans_several_table_files() {
+    // It counts the table files and spilled runs in the data directory.
+    if !on_disk() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let config = StoreConfig {
         clock: Arc::new(ManualClock::new(NOW)),
@@ -655,7 +669,7 @@ fn a_long_streamed_load_spans_several_table_files() {
         bulk_file_rows: 500,
         ..StoreConfig::default()
     };
-    let store = open_rocks(dir.path(), config);
+    let store = open_with(dir.path(), config);
     store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
     let mut load = store.bulk_load("t").unwrap();
     load.add(&bulk_rows("a", 0..1800, 100)).unwrap();
@@ -696,6 +710,10 @@ fn a_long_streamed_load_spans_several_table_files() {
 
 #[test]
 fn bulk_loads_in_key_order_stream_into_a_table_file() {
+    // It counts the table files and spilled runs in the data directory.
+    if !on_disk() {
+        return;
+    }
     let (dir, store) = bulk_store(64 << 10);
     let files = |ext: &str| bulk_files(dir.path(), ext);
 
@@ -823,11 +841,11 @@ fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
     txn.commit().unwrap();
 
     // Ingested rows survive a restart (of an engine that keeps them).
-    if on_memory() {
+    if !on_disk() {
         return;
     }
     drop(store);
-    let store = open_disk(dir.path(), Arc::new(ManualClock::new(NOW)));
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
     assert!(store.get_row("t", &[s("u"), int(12_345)], &all()).unwrap().is_some());
     assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("bulk-")));
 }

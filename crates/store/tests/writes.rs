@@ -3,9 +3,9 @@
 
 mod common;
 
-/// On RocksDB here; `on_memory.rs` runs this suite again on the in-memory engine.
+/// In memory here; `tabula-kv-rocks` runs this suite again on RocksDB (its `tests/store.rs`).
 #[allow(dead_code)]
-const ON_MEMORY: bool = false;
+const ENGINE: common::EngineChoice = common::MEMORY;
 
 use std::sync::Arc;
 

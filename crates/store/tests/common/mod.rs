@@ -3,52 +3,39 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tabula_kv::memory::MemoryEngine;
 use tabula_kv::Engine;
-use tabula_kv_rocks::{RocksEngine, RocksOptions};
 use tabula_store::*;
 
 pub const NOW: i64 = 1_700_000_000_000;
 
-/// Whether the suite runs on the in-memory engine rather than RocksDB: each test crate says so in its
-/// `ON_MEMORY` (`on_memory.rs` runs the engine suites again with it set). Tests that need a disk (a reopen,
-/// files, a crash) take RocksDB either way, with [`rocks`].
-pub fn on_memory() -> bool {
-    crate::ON_MEMORY
+/// The engine a test crate runs its suites on, named by the crate's `ENGINE`: [`MEMORY`] in the store's
+/// own crates; RocksDB in `tabula-kv-rocks`'s `store.rs`, which runs the same suites again.
+pub struct EngineChoice {
+    pub open: fn(&Path, &StoreConfig) -> Arc<dyn Engine>,
+    /// Whether it keeps its data in files under the directory it is given.
+    pub on_disk: bool,
 }
 
-/// RocksDB in `dir`, syncing its log at each commit when the store's durability asks for it.
-pub fn rocks(dir: &Path, config: &StoreConfig) -> Arc<dyn Engine> {
-    let options =
-        RocksOptions { block_cache_bytes: 8 << 20, sync_writes: config.durability == Durability::Sync, ..RocksOptions::default() };
-    Arc::new(RocksEngine::open(dir, &options).unwrap())
+fn in_memory(_: &Path, _: &StoreConfig) -> Arc<dyn Engine> {
+    Arc::new(MemoryEngine::new())
 }
 
-/// The engine of this run (see [`on_memory`]); `dir` is RocksDB's.
-pub fn engine(dir: &Path, config: &StoreConfig) -> Arc<dyn Engine> {
-    if on_memory() {
-        Arc::new(tabula_kv::memory::MemoryEngine::new())
-    } else {
-        rocks(dir, config)
-    }
+pub const MEMORY: EngineChoice = EngineChoice { open: in_memory, on_disk: false };
+
+/// Whether the run's engine keeps files on disk: tests of a reopen, of table files or of a crash need one,
+/// and return at once without it (they run with the suite on RocksDB).
+pub fn on_disk() -> bool {
+    crate::ENGINE.on_disk
 }
 
-/// A store on the engine of this run.
+/// A store on the run's engine, in `dir` when the engine is on disk.
 pub fn open_with(dir: &Path, config: StoreConfig) -> Store {
-    Store::open(engine(dir, &config), config).unwrap()
-}
-
-/// A store on RocksDB in `dir`, whatever the run's engine.
-pub fn open_rocks(dir: &Path, config: StoreConfig) -> Store {
-    Store::open(rocks(dir, &config), config).unwrap()
+    Store::open((crate::ENGINE.open)(dir, &config), config).unwrap()
 }
 
 pub fn open(dir: &Path, clock: Arc<ManualClock>) -> Store {
     open_with(dir, StoreConfig { clock, maintenance_interval: None, ..StoreConfig::default() })
-}
-
-/// [`open`] on RocksDB always: for tests that reopen what they wrote, or look at its files.
-pub fn open_disk(dir: &Path, clock: Arc<ManualClock>) -> Store {
-    open_rocks(dir, StoreConfig { clock, maintenance_interval: None, ..StoreConfig::default() })
 }
 
 pub fn table(name: &str, pk: &[(&str, PkType)], options: TableOptions) -> TableDef {

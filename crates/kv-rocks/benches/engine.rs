@@ -1,4 +1,5 @@
-//! Engine micro-benchmarks (a bench harness, not timed tests): `cargo bench -p tabula-store`.
+//! The store's micro-benchmarks on RocksDB (a bench harness, not timed tests):
+//! `cargo bench --workspace --bench engine`.
 //!
 //! Each workload runs for a fixed number of operations, five times; the median throughput and latency are
 //! printed as a Markdown table for BENCHMARKS.md.

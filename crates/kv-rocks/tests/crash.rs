@@ -1,10 +1,12 @@
 //! Durability: a child process writes and acknowledges rows, is killed with SIGKILL mid-stream, and after
 //! reopening every acknowledged write is there, and nothing older comes back over a newer write.
 
+#[path = "../../store/tests/common/mod.rs"]
 mod common;
+mod support;
 
-/// On RocksDB: a crash needs a disk.
-const ON_MEMORY: bool = false;
+/// RocksDB: a crash needs a disk.
+const ENGINE: common::EngineChoice = support::ROCKS;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -24,7 +26,7 @@ fn crash_child() {
         _ => Durability::Sync,
     };
     let config = StoreConfig { durability, maintenance_interval: None, ..StoreConfig::default() };
-    let store = open_rocks(dir.as_ref(), config);
+    let store = open_with(dir.as_ref(), config);
     let _ = store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default()));
     let recycle = std::env::var("TABULA_CRASH_RECYCLE").is_ok();
     let mut out = std::io::stdout().lock();
@@ -50,7 +52,7 @@ fn crash_child_ingesting() {
     let Ok(dir) = std::env::var("TABULA_CRASH_INGEST_DIR") else { return };
     let start: i64 = std::env::var("TABULA_CRASH_START").unwrap().parse().unwrap();
     let config = StoreConfig { durability: Durability::Sync, maintenance_interval: None, bulk_ingest_bytes: 0, ..StoreConfig::default() };
-    let store = open_rocks(dir.as_ref(), config);
+    let store = open_with(dir.as_ref(), config);
     let _ = store.create_table(table("c", &[("k", PkType::Integer)], TableOptions::default()));
     let _ = store.create_table(table("b", &[("k", PkType::Integer)], TableOptions::default()));
     let mut out = std::io::stdout().lock();
@@ -133,7 +135,7 @@ fn acknowledged_writes_and_bulk_loads_survive_sigkill_with_recycled_logs() {
 fn crash_child_splitting() {
     let Ok(dir) = std::env::var("TABULA_CRASH_SPLIT_DIR") else { return };
     let start: i64 = std::env::var("TABULA_CRASH_START").unwrap().parse().unwrap();
-    let store = open_rocks(dir.as_ref(), split_config(Some(std::time::Duration::from_millis(5))));
+    let store = open_with(dir.as_ref(), split_config(Some(std::time::Duration::from_millis(5))));
     let _ = store.create_table(table("p", &[("g", PkType::Integer), ("i", PkType::Integer)], TableOptions::default()));
     let mut out = std::io::stdout().lock();
     for i in start.. {
@@ -186,7 +188,7 @@ fn acknowledged_writes_survive_sigkill_during_partition_splits() {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(acked >= stop, "cycle {cycle}: the child acknowledged writes before it was killed");
-        let store = open_rocks(dir.path(), split_config(None));
+        let store = open_with(dir.path(), split_config(None));
         let parts = store.partitions("p").unwrap();
         for pair in parts.windows(2) {
             assert_eq!(pair[0].end, pair[1].start, "cycle {cycle}: partitions meet");

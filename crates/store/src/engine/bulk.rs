@@ -1,0 +1,281 @@
+//! Bulk loads (COPY outside a transaction): rows checked once at commit and written as one batch, or as
+//! sorted files the engine ingests.
+
+use super::*;
+
+/// A bulk load: new rows gathered and written atomically at `commit`, without a transaction. A
+/// transaction tracks and re-validates every key it writes; at a million rows that costs more than the load
+/// itself. Here the keys are checked once, at commit, while other commits wait (the commit gate), so no row
+/// can appear between the check and the write. Nothing is visible, and nothing is written, before `commit`;
+/// dropping the load discards it.
+///
+/// A small load is held in memory and written as one write batch. Past `StoreConfig::bulk_ingest_bytes` it
+/// is written as sorted table files and ingested: they skip the memtable and the log, and land where later
+/// compactions need not rewrite them. Rows that arrive in ascending key order (an export sorted by its key,
+/// the usual case) then stream straight into a table file; only their keys stay in memory, for the checks at
+/// commit. Other rows are held in memory up to `StoreConfig::bulk_spill_bytes`, then sorted and spilled to a
+/// run file (see `runs`), so a load of any size needs bounded memory. Ingested rows are not in the memtable,
+/// where optimistic transactions look for conflicting writes, so a transaction that wrote and commits after
+/// an ingest is refused with `Conflict` (the bulk epoch) rather than risk missing one.
+pub struct BulkLoad {
+    inner: Arc<Inner>,
+    table: Arc<Table>,
+    /// Rows not yet spilled or streamed, and whether they came in strictly ascending key order.
+    rows: Vec<runs::Entry>,
+    rows_ascending: bool,
+    /// Bytes of `rows`, and of the whole load.
+    held: usize,
+    bytes: usize,
+    runs: Vec<runs::Run>,
+    streamed: Option<Streamed>,
+    next_pos: usize,
+    deltas: Vec<Delta>,
+    now: i64,
+}
+
+/// The rows of a load written to table files as they arrived, each with a key above all before it.
+struct Streamed {
+    /// The last is being written; one is finished every `StoreConfig::bulk_file_rows` rows.
+    files: Vec<Box<dyn SortedFile>>,
+    /// Each row's key and position in the load, in key order, for the checks at commit: in a run file of
+    /// their own (with empty values), not in memory.
+    keys: runs::RunWriter,
+}
+
+/// Adds the next row to the last of a load's table files, first starting a new one when it has
+/// `StoreConfig::bulk_file_rows` (a file's filter holds a hash of each of its keys until it is finished).
+fn put_in_files(inner: &Inner, files: &mut Vec<Box<dyn SortedFile>>, key: &[u8], value: &[u8]) -> Result<()> {
+    if files.last().is_none_or(|f| f.rows() >= inner.config.bulk_file_rows) {
+        if let Some(f) = files.last_mut() {
+            f.finish()?;
+        }
+        files.push(inner.kv.ingest().ok_or_else(|| StoreError::NotSupported("bulk loads as files on this engine".into()))?.file()?);
+    }
+    Ok(files.last_mut().expect("a file being written").put(key, value)?)
+}
+
+impl Streamed {
+    fn push(&mut self, inner: &Inner, key: &[u8], value: &[u8], pos: usize) -> Result<()> {
+        put_in_files(inner, &mut self.files, key, value)?;
+        self.keys.push(key, &[], pos)
+    }
+}
+
+impl Store {
+    /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
+    pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
+        Ok(BulkLoad {
+            table: self.inner.table(table)?,
+            rows: Vec::new(),
+            rows_ascending: true,
+            held: 0,
+            bytes: 0,
+            runs: Vec::new(),
+            streamed: None,
+            next_pos: 0,
+            deltas: Vec::new(),
+            now: self.inner.config.clock.now_ms(),
+            inner: self.inner.clone(),
+        })
+    }
+}
+
+impl Store {
+    /// Inserts the row, or when it exists applies `ops` to it instead: atomically, in one call (SQL's
+    /// `INSERT ... ON CONFLICT DO UPDATE`). `existed` tells which happened.
+    pub fn upsert_row(&self, table: &str, pk: &[PkValue], cells: &[CellWrite], ops: &[(String, UpdateOp)]) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        let full: Vec<Option<PkValue>> = pk.iter().cloned().map(Some).collect();
+        self.inner.autocommit(&[key], |ctx| match ctx.put_row(&t, &full, cells, &Condition::expect_not_exist()) {
+            Err(StoreError::RowExists) => ctx.update_row(&t, pk, ops, &Condition::expect_exist()),
+            r => r,
+        })
+    }
+}
+
+impl BulkLoad {
+    /// Adds rows; their keys must be complete (no generated values) and new.
+    pub fn add(&mut self, rows: &[(Vec<PkValue>, Vec<CellWrite>)]) -> Result<()> {
+        rows.iter().try_for_each(|(pk, cells)| self.add_row(pk, cells))
+    }
+
+    pub fn add_row(&mut self, pk: &[PkValue], cells: &[CellWrite]) -> Result<()> {
+        let key = self.table.key(pk)?;
+        let v = self.table.encode_new_row(cells, self.now)?;
+        let size = key.len() + v.len();
+        self.bytes += size;
+        add_delta(&mut self.deltas, self.table.partition_of(&key), size as i64);
+        let pos = self.next_pos;
+        self.next_pos += 1;
+        if let Some(s) = &mut self.streamed {
+            if key.as_slice() > s.keys.last() {
+                return s.push(&self.inner, &key, &v, pos);
+            }
+        }
+        if self.rows.last().is_some_and(|last| last.0 >= key) {
+            self.rows_ascending = false;
+        }
+        // What a held row takes: its bytes, its entry, and the allocator's header of each of its two buffers.
+        // Counting the bytes alone, a load of small rows held four times its spill threshold before spilling.
+        self.held += size + std::mem::size_of::<runs::Entry>() + 32;
+        self.rows.push((key, v, pos));
+        if self.streamed.is_none()
+            && self.runs.is_empty()
+            && self.rows_ascending
+            && self.held >= self.inner.config.bulk_ingest_bytes
+            && self.inner.kv.ingest().is_some()
+        {
+            // Ascending so far, and large enough to be ingested: from here on, rows in order go straight to a
+            // table file.
+            let mut s = Streamed { files: Vec::new(), keys: runs::RunWriter::create(self.inner.kv.temp_path("keys"))? };
+            for (k, v, pos) in self.rows.drain(..) {
+                s.push(&self.inner, &k, &v, pos)?;
+            }
+            self.streamed = Some(s);
+            self.held = 0;
+        } else if self.held >= self.inner.config.bulk_spill_bytes {
+            let run = runs::spill(self.inner.kv.temp_path("run"), &mut self.rows)?;
+            self.runs.push(run);
+            self.held = 0;
+            self.rows_ascending = true;
+        }
+        Ok(())
+    }
+
+    /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
+    /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
+    pub fn commit(mut self) -> std::result::Result<(), BulkError> {
+        runs::sort(&mut self.rows);
+        // The streamed rows' table files, and the run of their keys.
+        let (streamed, streamed_run) = match self.streamed.take() {
+            Some(s) => (s.files, Some(s.keys.finish()?)),
+            None => (Vec::new(), None),
+        };
+        // The load's smallest and largest keys: the ends of the runs, of the sorted rows in memory and of the
+        // streamed rows.
+        let ends = self
+            .runs
+            .iter()
+            .map(|r| (r.first.as_slice(), r.last.as_slice()))
+            .chain(self.rows.first().zip(self.rows.last()).map(|(a, b)| (a.0.as_slice(), b.0.as_slice())))
+            .chain(streamed_run.as_ref().map(|r| (r.first.as_slice(), r.last.as_slice())));
+        let Some((first, last)) =
+            ends.fold(None, |span: Option<(&[u8], &[u8])>, (lo, hi)| Some(span.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi)))))
+        else {
+            return Ok(());
+        };
+        let (first, last) = (first.to_vec(), last.to_vec());
+        // One ascending stream of (key, position) over the held rows and the streamed keys: repeats sit side
+        // by side, existing rows are read in key order, and a table file needs its keys so.
+        let mut merged = runs::Merge::new(&self.runs, std::mem::take(&mut self.rows))?;
+        let mut streamed_keys = runs::Merge::new(streamed_run.as_slice(), Vec::new())?;
+        let mut streamed_next = streamed_keys.next()?;
+        let rules = self.table.rules();
+        let _exclusive = self.inner.commit_gate.write();
+        let src = self.inner.reader();
+        // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
+        let stored_in_span = {
+            let mut upper = last;
+            upper.push(0);
+            let mut it = src.scan(first, upper, true);
+            it.seek_to_first();
+            it.status().map_err(StoreError::from)?;
+            it.valid()
+        };
+        // The first row that cannot be inserted.
+        let mut duplicate: Option<usize> = None;
+        let note = |duplicate: &mut Option<usize>, i: usize| *duplicate = Some(duplicate.map_or(i, |d| d.min(i)));
+        let check = |keys: &mut Vec<(Vec<u8>, usize)>, duplicate: &mut Option<usize>| -> Result<()> {
+            let ks: Vec<&[u8]> = keys.iter().map(|(k, _)| k.as_slice()).collect();
+            for (old, (_, pos)) in src.multi_get(&ks)?.into_iter().zip(keys.iter()) {
+                if let Some(v) = old {
+                    if StoredRow::decode(&v)?.visible(rules, self.now).is_some() {
+                        note(duplicate, *pos);
+                    }
+                }
+            }
+            keys.clear();
+            Ok(())
+        };
+        // Held rows go into a write batch, or, for a large load or beside streamed rows, into a table file of
+        // their own (made at the first row), ingested together with the streamed one.
+        enum Sink {
+            Batch(Batch),
+            Table(Vec<Box<dyn SortedFile>>),
+        }
+        // An engine that takes no files gets one batch.
+        let mut sink = if streamed_run.is_some() || (self.bytes >= self.inner.config.bulk_ingest_bytes && self.inner.kv.ingest().is_some())
+        {
+            Sink::Table(Vec::new())
+        } else {
+            Sink::Batch(Batch::default())
+        };
+        let mut pending: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut prev: Option<std::borrow::Cow<[u8]>> = None;
+        let mut held_next = merged.next()?;
+        loop {
+            let take_streamed = match (&held_next, &streamed_next) {
+                (None, None) => break,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some((k, _, pos)), Some((sk, _, spos))) => (sk.as_slice(), *spos) < (k.as_slice(), *pos),
+            };
+            // The row's key, position, and its value unless already written (streamed).
+            let (k, pos, value) = if take_streamed {
+                let (k, _, pos) = streamed_next.take().unwrap();
+                streamed_next = streamed_keys.next()?;
+                (std::borrow::Cow::Owned(k), pos, None)
+            } else {
+                let (k, v, pos) = held_next.take().unwrap();
+                held_next = merged.next()?;
+                (std::borrow::Cow::Owned(k), pos, Some(v))
+            };
+            if prev.as_deref() == Some(&*k) {
+                note(&mut duplicate, pos);
+                continue;
+            }
+            // Once the load is known to fail, the rest is only scanned for an earlier offending row.
+            if let (Some(v), None) = (value, duplicate) {
+                match &mut sink {
+                    Sink::Batch(b) => b.put(&k, &v),
+                    Sink::Table(files) => put_in_files(&self.inner, files, &k, &v)?,
+                }
+            }
+            if stored_in_span {
+                pending.push((k.to_vec(), pos));
+                if pending.len() == 4096 {
+                    check(&mut pending, &mut duplicate)?;
+                }
+            }
+            prev = Some(k);
+        }
+        if !pending.is_empty() {
+            check(&mut pending, &mut duplicate)?;
+        }
+        if let Some(i) = duplicate {
+            return Err(BulkError::Duplicate(i));
+        }
+        match sink {
+            Sink::Batch(b) => self.inner.kv.write(b).map_err(StoreError::from)?,
+            Sink::Table(held) => {
+                let files: Vec<_> = streamed.into_iter().chain(held).collect();
+                self.inner.kv.ingest().expect("files only for engines that take them").ingest(files).map_err(StoreError::from)?;
+                self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        for d in self.deltas.drain(..) {
+            d.partition.add(d.bytes, d.rows);
+        }
+        Ok(())
+    }
+}
+
+/// Why a bulk load was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum BulkError {
+    #[error("duplicate key: row {0} of the load already exists")]
+    Duplicate(usize),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,607 @@
+//! The engine: tables, rows, versions, conditions, increments, ranges, partitions and transactions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use tabula_kv::{Batch, CompactionFilter, CompactionFilterFactory, Cursor, Decision, Engine, Read, SortedFile, Space, Transaction};
+
+use crate::catalog::{self, TableDef, TableOptions};
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, StoreError};
+use crate::keys;
+use crate::ops::*;
+use crate::partition::{self, Partition, PartitionInfo};
+use crate::row::{self, ReadFilter, StoredRow, VersionRules};
+use crate::runs;
+use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
+
+/// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
+/// also survives the machine losing power at once, `Group` within `interval`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Durability {
+    /// fsync the write-ahead log before every commit returns (concurrent commits share one fsync).
+    Sync,
+    /// Commits return once in the OS; a background thread fsyncs the log every `interval`.
+    Group { interval: Duration },
+}
+
+#[derive(Clone)]
+pub struct StoreConfig {
+    pub durability: Durability,
+    pub clock: Arc<dyn Clock>,
+    /// A partition larger than this splits.
+    pub split_bytes: i64,
+    /// A partition taking more writes per second than this splits.
+    pub split_write_rate: f64,
+    /// Two neighbours smaller than this together, and idle, merge.
+    pub merge_bytes: i64,
+    /// Operations per second below which a partition counts as idle.
+    pub idle_rate: f64,
+    /// How often the maintenance thread looks at partitions (`None`: only when asked).
+    pub maintenance_interval: Option<Duration>,
+    /// Default byte budget of one `get_range` call.
+    pub scan_budget_bytes: usize,
+    /// Bytes of rows a bulk load holds in memory before it spills them, sorted, to a file.
+    pub bulk_spill_bytes: usize,
+    /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
+    pub bulk_ingest_bytes: usize,
+    /// Rows of a streamed bulk load per table file: a file's filter holds a hash of each of its keys (8 bytes)
+    /// until the file is finished, so one file for a load of 100M rows would hold 800 MB of them.
+    pub bulk_file_rows: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            durability: Durability::Sync,
+            clock: Arc::new(SystemClock),
+            split_bytes: 256 << 20,
+            split_write_rate: 20_000.0,
+            merge_bytes: 32 << 20,
+            idle_rate: 10.0,
+            maintenance_interval: Some(Duration::from_secs(1)),
+            scan_budget_bytes: 4 << 20,
+            bulk_spill_bytes: 64 << 20,
+            bulk_ingest_bytes: 16 << 20,
+            bulk_file_rows: 4 << 20,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    kv: Arc<dyn Engine>,
+    config: StoreConfig,
+    tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// What compaction needs to know of each table.
+    rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
+    ddl: Mutex<()>,
+    stripes: Vec<Mutex<()>>,
+    /// Commits hold it shared; a bulk load holds it alone between checking its keys and writing them.
+    commit_gate: RwLock<()>,
+    /// Counts ingested bulk loads; a transaction that wrote and saw it change while open is refused.
+    bulk_epoch: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// The storage engine. Cheap to share: clone the `Arc` it lives in.
+pub struct Store {
+    inner: Arc<Inner>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let _ = self.inner.persist_partitions();
+        let _ = self.inner.kv.sync_log();
+    }
+}
+
+/// The marker of a newly written row: the newest version written, so that a row whose cells were written
+/// with explicit (older) versions expires with them; the write's time when it has no cells, so that a row
+/// of key columns only lives a ttl from its write.
+fn row_marker(cells: &[CellWrite], now: i64) -> i64 {
+    cells.iter().map(|c| c.version.unwrap_or(now)).max().unwrap_or(now)
+}
+
+/// The compaction filter: drops versions beyond `max_versions`, expired versions, and rows nothing of which
+/// is visible any more. Each compaction takes the tables' rules and the clock as they are at its start.
+struct VersionFilter {
+    rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl CompactionFilterFactory for VersionFilter {
+    fn create(&self) -> CompactionFilter {
+        let (rules, now_ms) = (self.rules.read().clone(), self.clock.now_ms());
+        Box::new(move |key, value| {
+            let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return Decision::Keep };
+            // A table this filter does not know is kept: at open, the engine may compact before the catalog
+            // is loaded, and a dropped table's rows are removed by its range deletion anyway.
+            let Some(rules) = rules.get(&id) else { return Decision::Keep };
+            match row::compact(value, *rules, now_ms) {
+                row::Compacted::Keep => Decision::Keep,
+                row::Compacted::Remove => Decision::Remove,
+                row::Compacted::Change(v) => Decision::Change(v),
+            }
+        })
+    }
+}
+
+impl Store {
+    /// Opens the store kept in `kv`, restoring its catalog. With `Durability::Sync`, the engine must sync
+    /// its log at every commit itself (RocksDB: `RocksOptions::sync_writes`).
+    pub fn open(kv: Arc<dyn Engine>, config: StoreConfig) -> Result<Store> {
+        let rules = Arc::new(RwLock::new(HashMap::new()));
+        if let Some(hook) = kv.compaction_hook() {
+            hook.set_filter(Arc::new(VersionFilter { rules: rules.clone(), clock: config.clock.clone() }));
+        }
+        let inner = Arc::new(Inner {
+            kv,
+            config,
+            tables: RwLock::new(HashMap::new()),
+            rules,
+            ddl: Mutex::new(()),
+            stripes: (0..256).map(|_| Mutex::new(())).collect(),
+            commit_gate: RwLock::new(()),
+            bulk_epoch: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        inner.load_catalog()?;
+        let mut threads = Vec::new();
+        if let Some(every) = inner.config.maintenance_interval {
+            let weak = Arc::downgrade(&inner);
+            threads.push(spawn_loop("tabula-partitions", weak, every, |i| {
+                let _ = i.maintain();
+            }));
+        }
+        if let Durability::Group { interval } = inner.config.durability {
+            let weak = Arc::downgrade(&inner);
+            threads.push(spawn_loop("tabula-group-commit", weak, interval, |i| {
+                let _ = i.kv.sync_log();
+            }));
+        }
+        Ok(Store { inner, threads })
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.inner.config.durability
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.config.clock
+    }
+
+    // ---- catalog ----
+
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        self.inner.create_table(def)
+    }
+
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_table(name)
+    }
+
+    /// Removes every row; the table, its options and its auto-increment counters stay.
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.inner.truncate_table(name)
+    }
+
+    pub fn table(&self, name: &str) -> Result<TableDef> {
+        Ok(self.inner.table(name)?.def.read().clone())
+    }
+
+    /// The table's internal id: stable for the table's life (the SQL catalog derives its OIDs from it).
+    pub fn table_id(&self, name: &str) -> Result<u32> {
+        Ok(self.inner.table(name)?.id)
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.tables.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Changes options; effective on the next read. `hash_prefix` is fixed at creation.
+    ///
+    /// What a read could not see stays unseen, whatever the new options: hidden data does not come back when
+    /// the ttl or max_versions is raised, though it is only removed from disk by some later compaction (an
+    /// answer must not depend on when that runs). A raised ttl keeps hiding what the old one had expired
+    /// (`hidden_before`). A raised max_versions first compacts the table under the old count, when versions
+    /// beyond it may still be stored (`stored_versions`): that costs a rewrite of the table once, and only
+    /// after max_versions was lowered.
+    pub fn set_options(&self, name: &str, options: TableOptions) -> Result<()> {
+        self.inner.set_options(name, options)
+    }
+
+    /// Replaces the SQL layer's metadata of a table.
+    pub fn set_user_meta(&self, name: &str, meta: Vec<u8>) -> Result<()> {
+        self.inner.alter(name, |def| {
+            def.user_meta = meta;
+            Ok(())
+        })
+    }
+
+    /// The SQL layer's role records (name, record), by name; the engine does not read them.
+    pub fn roles(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let rows = self.inner.kv.meta_scan(b"r")?;
+        rows.into_iter()
+            .map(|(k, v)| Ok((String::from_utf8(k[1..].to_vec()).map_err(|_| StoreError::Corrupt("role name".into()))?, v)))
+            .collect()
+    }
+
+    /// Writes a role record (`None`: removes it), durably.
+    pub fn set_role(&self, name: &str, record: Option<Vec<u8>>) -> Result<()> {
+        let _ddl = self.inner.ddl.lock();
+        Ok(self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])?)
+    }
+
+    pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
+        Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
+    }
+
+    /// Decodes a partition bound into primary-key bounds (for display); `None` for hash-prefixed tables.
+    pub fn partition_bound(&self, name: &str, key: &[u8]) -> Result<Option<Vec<PkValue>>> {
+        let t = self.inner.table(name)?;
+        if t.buckets > 0 || key.len() <= 4 || key[..4] != keys::table_prefix(t.id) {
+            return Ok(None);
+        }
+        Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
+    }
+
+    /// The table's largest partition-key values by stored bytes (seed 004's 10 GB guideline), largest first.
+    /// Scans the table.
+    pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
+        let t = self.inner.table(name)?;
+        let mut sizes: HashMap<Vec<u8>, u64> = HashMap::new();
+        let src = self.inner.reader();
+        let mut it = src.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), true);
+        it.seek_to_first();
+        while it.valid() {
+            let key = it.key();
+            let p = t.partition_key_prefix(key)?;
+            *sizes.entry(p.to_vec()).or_default() += (key.len() + it.value().len()) as u64;
+            it.advance(false);
+        }
+        it.status()?;
+        let mut v: Vec<_> = sizes
+            .into_iter()
+            .map(|(k, s)| Ok((keys::decode_pk(&k[t.prefix_len()..], &t.pk_types[..t.partition_key_len])?, s)))
+            .collect::<Result<_>>()?;
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        Ok(v)
+    }
+
+    /// Runs one round of partition maintenance now (statistics, splits, merges).
+    pub fn run_maintenance(&self) -> Result<()> {
+        self.inner.maintain()
+    }
+
+    /// Makes every write committed so far survive a power loss (under `Durability::Group`, a commit that must
+    /// not wait for the background sync: PostgreSQL's `synchronous_commit = on`). Concurrent callers share
+    /// one fsync; under `Durability::Sync` the commits synced themselves and this returns at once.
+    pub fn sync_wal(&self) -> Result<()> {
+        Ok(self.inner.kv.sync_log()?)
+    }
+
+    /// Writes the memtables to disk (tests use it to lay out several files).
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.inner.kv.flush()?)
+    }
+
+    /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
+    pub fn compact(&self) -> Result<()> {
+        Ok(self.inner.kv.compact(None)?)
+    }
+
+    /// Stored versions of a row as they are on disk, visible or not (for tests and diagnostics).
+    pub fn raw_row(&self, table: &str, pk: &[PkValue]) -> Result<Option<StoredRow>> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.reader().get_map(&key, StoredRow::decode)?.transpose()
+    }
+
+    /// Starts a transaction: snapshot reads, read-your-writes, atomic commit, write-conflict detection.
+    pub fn begin(&self) -> Txn {
+        self.new_txn(self.inner.kv.begin(true), None)
+    }
+
+    /// Starts a transaction as `begin` does, with a [`ReadView`] at its snapshot (see [`Txn::read_view`]):
+    /// for a transaction of several statements, whose reads may be streamed. The view costs a second
+    /// snapshot, so transactions of one statement do without.
+    pub fn begin_with_view(&self) -> Txn {
+        let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else { return self.begin() };
+        self.new_txn(txn, Some(Arc::new(ReadView { snap, inner: self.inner.clone() })))
+    }
+
+    fn new_txn(&self, txn: Box<dyn Transaction>, view: Option<Arc<ReadView>>) -> Txn {
+        let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
+        Txn { txn: Some(txn), view, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
+    }
+
+    /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
+    /// then names the failing row and nothing is written); otherwise each row succeeds or fails alone.
+    pub fn batch_write(&self, table: &str, writes: &[RowWrite]) -> Result<Vec<Result<WriteOutcome>>> {
+        let t = self.inner.table(table)?;
+        let same_partition = {
+            let mut first: Option<Vec<PkValue>> = None;
+            writes.iter().all(|w| {
+                let pk: Vec<Option<PkValue>> = match w {
+                    RowWrite::Put { pk, .. } => pk.clone(),
+                    RowWrite::Update { pk, .. } | RowWrite::Delete { pk, .. } => pk.iter().cloned().map(Some).collect(),
+                };
+                let Some(pkey) = pk.get(..t.partition_key_len).and_then(|p| p.iter().cloned().collect::<Option<Vec<_>>>()) else {
+                    return false;
+                };
+                match &first {
+                    None => {
+                        first = Some(pkey);
+                        true
+                    }
+                    Some(f) => *f == pkey,
+                }
+            })
+        };
+        if same_partition {
+            let outcomes = self.inner.autocommit(&[], |ctx| {
+                writes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| {
+                        ctx.row_write(&t, w).map_err(|e| match e {
+                            StoreError::Conflict => e,
+                            e => {
+                                StoreError::ConditionFailed(format!("row {i} of the batch failed, nothing was written: {e}")).with_source(e)
+                            }
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            Ok(outcomes.into_iter().map(Ok).collect())
+        } else {
+            Ok(writes.iter().map(|w| self.inner.autocommit(&[], |ctx| ctx.row_write(&t, w))).collect())
+        }
+    }
+}
+
+impl StoreError {
+    /// Keeps the original error's kind when it carries more meaning than the wrapper.
+    fn with_source(self, source: StoreError) -> StoreError {
+        match source {
+            StoreError::ConditionFailed(_) => self,
+            other => other,
+        }
+    }
+}
+
+fn spawn_loop(name: &str, weak: Weak<Inner>, every: Duration, f: fn(&Inner)) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || loop {
+            std::thread::park_timeout(every);
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            f(&inner);
+        })
+        .expect("spawn maintenance thread")
+}
+
+/// What a range walk's visitor made of a stored row.
+enum Step {
+    /// A returned row: it counts against the limit.
+    Row,
+    /// Nothing visible.
+    Skip,
+    /// The caller wants no more rows.
+    Stop,
+}
+
+/// The read half of [`Access`], the same for every source of reads: each type names its source in
+/// `ReadSource`.
+macro_rules! access_reads {
+    () => {
+        fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
+            let (inner, src) = self.read_source();
+            inner.get_row(src, &*inner.table(table)?, pk, read)
+        }
+        fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
+            let (inner, src) = self.read_source();
+            inner.batch_get(src, &*inner.table(table)?, pks, read)
+        }
+        fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
+            let (inner, src) = self.read_source();
+            inner.get_range(src, &*inner.table(table)?, req)
+        }
+        fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
+            let (inner, src) = self.read_source();
+            inner.get_range_latest(src, &*inner.table(table)?, req)
+        }
+        fn visit_range_latest(
+            &self,
+            table: &str,
+            req: &RangeRequest,
+            visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+        ) -> Result<Option<Vec<PkValue>>> {
+            let (inner, src) = self.read_source();
+            inner.visit_range_latest(src, &*inner.table(table)?, req, visit)
+        }
+    };
+}
+
+/// Where an [`Access`] implementation reads from.
+trait ReadSource {
+    fn read_source(&self) -> (&Inner, &dyn Read);
+}
+
+impl ReadSource for Store {
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, self.inner.reader())
+    }
+}
+
+impl ReadSource for Txn {
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, self.kv())
+    }
+}
+
+impl ReadSource for ReadView {
+    fn read_source(&self) -> (&Inner, &dyn Read) {
+        (&self.inner, &*self.snap)
+    }
+}
+
+/// The operations of the engine, offered alike by the store (each call commits on its own) and by a
+/// transaction.
+pub trait Access {
+    fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>>;
+    /// One multi-get; results in the order of `pks`.
+    fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>>;
+    fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult>;
+    /// A range read of the newest value of each of `req.read.columns` (which it needs), slotted in their order:
+    /// what `get_range` returns for one version, without names or version lists per row.
+    fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows>;
+    /// The same read, lending each row to `visit` instead of copying it into a page; `visit` returns false to
+    /// stop. Returns where to resume when the limit or the byte budget cut the read short.
+    fn visit_range_latest(
+        &self,
+        table: &str,
+        req: &RangeRequest,
+        visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
+    ) -> Result<Option<Vec<PkValue>>>;
+    /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome>;
+    /// Inserts new rows atomically; any existing key is `RowExists` and nothing is written.
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>>;
+    /// Marks a row the statement read as one the transaction depends on (`SELECT ... FOR UPDATE`): should
+    /// another transaction change or delete it between this one's snapshot and its commit, the commit fails
+    /// with `Conflict`, as if this transaction had written the row. Outside a transaction there is nothing to
+    /// hold it for (a statement's lock would end with the statement), so by default nothing happens.
+    fn lock_row(&self, _table: &str, _pk: &[PkValue]) -> Result<()> {
+        Ok(())
+    }
+    /// Where each partition after the first starts, as partition-key values: split points at which a scan
+    /// may read the table's partitions in parallel. None by default: a transaction's reads also merge its
+    /// own writes, and go one way.
+    fn partition_starts(&self, _table: &str) -> Result<Vec<Vec<PkValue>>> {
+        Ok(Vec::new())
+    }
+}
+
+impl Access for Store {
+    fn partition_starts(&self, table: &str) -> Result<Vec<Vec<PkValue>>> {
+        self.inner.partition_starts(table)
+    }
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let complete: Option<Vec<Vec<PkValue>>> = rows.iter().map(|(pk, _)| pk.iter().cloned().collect()).collect();
+        if let Some(pks) = complete {
+            // Complete keys need no transaction: one checked, atomic write.
+            let mut load = self.bulk_load(table)?;
+            for (pk, (_, cells)) in pks.iter().zip(rows) {
+                load.add_row(pk, cells)?;
+            }
+            return match load.commit() {
+                Ok(()) => Ok(pks),
+                Err(BulkError::Duplicate(_)) => Err(StoreError::RowExists),
+                Err(BulkError::Store(e)) => Err(e),
+            };
+        }
+        let mut attempt = 0;
+        loop {
+            let txn = self.begin();
+            let r = txn.insert_rows(table, rows).and_then(|pks| txn.commit().map(|_| pks));
+            match r {
+                Err(StoreError::Conflict) if attempt < 20 => attempt += 1,
+                r => return r,
+            }
+        }
+    }
+    access_reads!();
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let lock = t.write_lock_key(pk)?;
+        self.inner.autocommit(&[lock], |ctx| ctx.put_row(&t, pk, cells, cond))
+    }
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.autocommit(&[key], |ctx| ctx.update_row(&t, pk, ops, cond))
+    }
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        let key = t.key(pk)?;
+        self.inner.autocommit(&[key], |ctx| ctx.delete_row(&t, pk, cond))
+    }
+}
+
+mod bulk;
+mod inner;
+mod table;
+mod txn;
+mod write;
+
+pub use bulk::{BulkError, BulkLoad};
+use table::{add_delta, Delta, Table};
+pub use txn::{ReadView, Txn};
+use write::WriteCtx;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_of_tables_the_filter_does_not_know_are_kept() {
+        // Regression: compactions that ran at open, before the catalog was loaded, removed every row.
+        let row =
+            StoredRow { marker: 1, columns: vec![("v".into(), vec![crate::row::Cell { version: 1, value: Value::Integer(1) }])] }.encode();
+        let clock = Arc::new(crate::ManualClock::new(10_000));
+        let factory = VersionFilter { rules: Default::default(), clock };
+        assert_eq!(factory.create()(&7u32.to_be_bytes(), &row), Decision::Keep);
+        factory.rules.write().insert(7u32, VersionRules::new(0, 1));
+        assert_eq!(factory.create()(&7u32.to_be_bytes(), &row), Decision::Remove);
+    }
+
+    #[test]
+    fn a_new_row_encodes_alike_straight_from_its_cells() {
+        let engine = Arc::new(tabula_kv::memory::MemoryEngine::new());
+        let store = Store::open(engine, StoreConfig { maintenance_interval: None, ..StoreConfig::default() }).unwrap();
+        let options = TableOptions { max_versions: 2, ..TableOptions::default() };
+        let pk = vec![crate::catalog::PkColumn { name: "k".into(), ty: PkType::Integer, auto_increment: false }];
+        store.create_table(TableDef { name: "t".into(), primary_key: pk, partition_key_len: 1, options, user_meta: vec![] }).unwrap();
+        let t = store.inner.table("t").unwrap();
+        let now = store.clock().now_ms();
+        let cell = |c: &str, v: Value, version: Option<i64>| CellWrite { column: c.into(), value: v, version };
+        let shapes = vec![
+            vec![],
+            vec![cell("v", Value::String("x".into()), None)],
+            // Out of name order, an explicit version, every value type.
+            vec![
+                cell("z", Value::Integer(-3), Some(now - 10)),
+                cell("a", Value::Binary(vec![0, 1]), None),
+                cell("m", Value::Double(1.5), None),
+                cell("b", Value::Boolean(true), None),
+            ],
+            // One column twice: the general path.
+            vec![cell("v", Value::Integer(1), Some(now - 5)), cell("v", Value::Integer(2), None)],
+        ];
+        for cells in shapes {
+            assert_eq!(t.encode_new_row(&cells, now).unwrap(), t.new_row(&cells, now).unwrap().encode(), "{cells:?}");
+        }
+        // A bad cell is refused either way.
+        let bad = vec![cell("bad-name", Value::Integer(1), None)];
+        assert_eq!(t.encode_new_row(&bad, now).unwrap_err(), t.new_row(&bad, now).unwrap_err());
+    }
+}

@@ -1,0 +1,132 @@
+//! Transactions of the SQL layer, and read-only views at a transaction's snapshot.
+
+use super::*;
+
+/// The committed data as of one point, for reads only: what a transaction that has not written reads. It
+/// may outlive the transaction, so a result streamed from it can still be read after the statement (or
+/// the transaction) that opened it has moved on.
+pub struct ReadView {
+    pub(super) snap: Arc<dyn tabula_kv::Snapshot>,
+    pub(super) inner: Arc<Inner>,
+}
+
+impl Access for ReadView {
+    access_reads!();
+    fn partition_starts(&self, table: &str) -> Result<Vec<Vec<PkValue>>> {
+        self.inner.partition_starts(table)
+    }
+    fn put_row(&self, _: &str, _: &[Option<PkValue>], _: &[CellWrite], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn update_row(&self, _: &str, _: &[PkValue], _: &[(String, UpdateOp)], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn delete_row(&self, _: &str, _: &[PkValue], _: &Condition) -> Result<WriteOutcome> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+    fn insert_rows(&self, _: &str, _: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        Err(StoreError::NotSupported("writes through a read-only view".into()))
+    }
+}
+
+/// A transaction of the SQL layer. Dropped without `commit`, it rolls back.
+pub struct Txn {
+    pub(super) txn: Option<Box<dyn Transaction>>,
+    /// The committed data at the transaction's snapshot, when it was begun with one.
+    pub(super) view: Option<Arc<ReadView>>,
+    pub(super) deltas: RefCell<Vec<Delta>>,
+    /// The bulk epoch at begin, and whether the transaction has written.
+    pub(super) epoch: u64,
+    pub(super) wrote: std::cell::Cell<bool>,
+    pub(super) inner: Arc<Inner>,
+}
+
+impl Txn {
+    pub(super) fn kv(&self) -> &dyn Transaction {
+        &**self.txn.as_ref().expect("transaction is open until commit or rollback")
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
+        self.wrote.set(true);
+        let mut ctx = WriteCtx { txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
+        let r = f(&mut ctx)?;
+        self.deltas.borrow_mut().extend(ctx.deltas);
+        Ok(r)
+    }
+
+    /// Inserts many new rows (COPY, multi-row INSERT): one multi-get checks that none exists, then the
+    /// rows are written. A row that exists is `RowExists` and the statement's rows are not committed; a
+    /// concurrent insert of the same key makes the commit fail with `Conflict`.
+    pub fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.insert_rows(&t, rows))
+    }
+
+    /// Marks a point the transaction can return to (a statement's start).
+    pub fn savepoint(&self) {
+        self.kv().set_savepoint();
+    }
+
+    /// Undoes everything since the last savepoint (a failed statement).
+    pub fn rollback_to_savepoint(&self) -> Result<()> {
+        Ok(self.kv().rollback_to_savepoint()?)
+    }
+
+    /// Whether the transaction has written (a commit then has something to make durable).
+    pub fn wrote(&self) -> bool {
+        self.wrote.get()
+    }
+
+    /// What the transaction reads, as a view that may outlive it: while it has not written, its reads are
+    /// exactly the committed data at its snapshot. `None` once it has written, or when begun without one.
+    pub fn read_view(&self) -> Option<Arc<ReadView>> {
+        self.view.clone().filter(|_| !self.wrote.get())
+    }
+
+    /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.
+    pub fn commit(mut self) -> Result<()> {
+        let txn = self.txn.take().expect("open transaction");
+        {
+            let _shared = self.inner.commit_gate.read();
+            if self.wrote.get() && self.inner.bulk_epoch.load(Ordering::SeqCst) != self.epoch {
+                let _ = txn.rollback();
+                return Err(StoreError::Conflict);
+            }
+            txn.commit()?;
+        }
+        for d in self.deltas.take() {
+            d.partition.add(d.bytes, d.rows);
+        }
+        Ok(())
+    }
+
+    pub fn rollback(mut self) -> Result<()> {
+        let txn = self.txn.take().expect("open transaction");
+        Ok(txn.rollback()?)
+    }
+}
+
+impl Access for Txn {
+    fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        Txn::insert_rows(self, table, rows)
+    }
+    access_reads!();
+    fn lock_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
+        let t = self.inner.table(table)?;
+        // An optimistic transaction validates at commit every key it read for update, written or not.
+        self.kv().get_for_update(Space::Data, &t.key(pk)?)?;
+        Ok(())
+    }
+    fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
+    }
+    fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.update_row(&t, pk, ops, cond))
+    }
+    fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let t = self.inner.table(table)?;
+        self.write(|ctx| ctx.delete_row(&t, pk, cond))
+    }
+}

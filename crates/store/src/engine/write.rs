@@ -1,0 +1,274 @@
+//! One write inside a transaction: reading the row it depends on, checking its condition, applying its
+//! operations, and counting what it changed.
+
+use super::*;
+
+/// The state of one write operation inside a transaction.
+pub(super) struct WriteCtx<'a> {
+    pub(super) txn: &'a dyn Transaction,
+    pub(super) deltas: Vec<Delta>,
+    pub(super) now: i64,
+}
+
+impl WriteCtx<'_> {
+    pub(super) fn src(&self) -> &dyn Read {
+        self.txn
+    }
+
+    pub(super) fn row_write(&mut self, t: &Table, w: &RowWrite) -> Result<WriteOutcome> {
+        match w {
+            RowWrite::Put { pk, cells, condition } => self.put_row(t, pk, cells, condition),
+            RowWrite::Update { pk, ops, condition } => self.update_row(t, pk, ops, condition),
+            RowWrite::Delete { pk, condition } => self.delete_row(t, pk, condition),
+        }
+    }
+
+    /// Reads the row a write depends on: the raw bytes (for statistics) and what is visible of it.
+    pub(super) fn read_for_write(&self, t: &Table, key: &[u8]) -> Result<(Option<Vec<u8>>, Option<StoredRow>)> {
+        let raw = self.txn.get_for_update(Space::Data, key)?;
+        let visible = match &raw {
+            Some(v) => StoredRow::decode(v)?.visible(t.rules(), self.now),
+            None => None,
+        };
+        Ok((raw, visible))
+    }
+
+    pub(super) fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow>) -> Result<()> {
+        let old_len = old.as_ref().map(|v| v.len() + key.len()).unwrap_or(0) as i64;
+        let (new_len, rows) = match &new {
+            Some(row) => {
+                let v = row.encode();
+                let n = (v.len() + key.len()) as i64;
+                self.txn.put(Space::Data, &key, &v)?;
+                (n, if old.is_none() { 1 } else { 0 })
+            }
+            None => {
+                if old.is_some() {
+                    self.txn.delete(Space::Data, &key)?;
+                }
+                (0, if old.is_some() { -1 } else { 0 })
+            }
+        };
+        self.deltas.push(Delta { partition: t.partition_of(&key), bytes: new_len - old_len, rows });
+        Ok(())
+    }
+
+    /// Fills auto-increment columns and validates the key.
+    pub(super) fn resolve_pk(&mut self, t: &Table, pk: &[Option<PkValue>]) -> Result<Vec<PkValue>> {
+        // Only which columns are generated: this runs for every written row, so no copy of the definition.
+        let auto: Vec<bool> = t.def.read().primary_key.iter().map(|c| c.auto_increment).collect();
+        if pk.len() != auto.len() {
+            return Err(StoreError::PrimaryKeyArity { expected: auto.len(), got: pk.len() });
+        }
+        let mut out = Vec::with_capacity(pk.len());
+        for (i, v) in pk.iter().enumerate() {
+            match v {
+                // A value given for a generated column moves the counter past it, so that no value generated
+                // later collides with it (a collision would roll the counter back with the failed insert,
+                // and every later insert would draw the same value again).
+                Some(PkValue::Integer(n)) if auto[i] => {
+                    let mut pkey = Vec::new();
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    self.raise_autoinc(t, &pkey, *n)?;
+                    out.push(PkValue::Integer(*n));
+                }
+                Some(v) => out.push(v.clone()),
+                None if auto[i] => {
+                    let mut pkey = Vec::new();
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    out.push(PkValue::Integer(self.next_autoinc(t, &pkey)?));
+                }
+                None => return Err(StoreError::MissingPrimaryKey(t.def.read().primary_key[i].name.clone())),
+            }
+        }
+        t.check_pk(&out)?;
+        Ok(out)
+    }
+
+    pub(super) fn next_autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
+        let current = self.autoinc(t, partition_key)?;
+        let next = current.checked_add(1).ok_or_else(|| StoreError::IncrementOverflow("auto-increment counter".into()))?;
+        self.set_autoinc(t, partition_key, next)?;
+        Ok(next)
+    }
+
+    /// Moves a partition's counter up to `at_least` (never down).
+    pub(super) fn raise_autoinc(&mut self, t: &Table, partition_key: &[u8], at_least: i64) -> Result<()> {
+        if self.autoinc(t, partition_key)? < at_least {
+            self.set_autoinc(t, partition_key, at_least)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn autoinc(&mut self, t: &Table, partition_key: &[u8]) -> Result<i64> {
+        let key = catalog::autoinc_key(t.id, partition_key);
+        Ok(self
+            .txn
+            .get_for_update(Space::Meta, &key)?
+            .map(|v| v.as_slice().try_into().map(i64::from_be_bytes).map_err(|_| StoreError::Corrupt("auto-increment counter".into())))
+            .transpose()?
+            .unwrap_or(0))
+    }
+
+    pub(super) fn set_autoinc(&mut self, t: &Table, partition_key: &[u8], value: i64) -> Result<()> {
+        let key = catalog::autoinc_key(t.id, partition_key);
+        self.txn.put(Space::Meta, &key, &value.to_be_bytes())?;
+        Ok(())
+    }
+
+    pub(super) fn check_condition(&self, cond: &Condition, visible: Option<&StoredRow>) -> Result<()> {
+        match (cond.row, visible.is_some()) {
+            (RowExistence::ExpectExist, false) => return Err(StoreError::RowNotFound),
+            (RowExistence::ExpectNotExist, true) => return Err(StoreError::RowExists),
+            _ => {}
+        }
+        if let Some(c) = &cond.column {
+            let empty = StoredRow::default();
+            if !eval_condition(c, visible.unwrap_or(&empty)) {
+                return Err(StoreError::ConditionFailed("the column condition is false".into()));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn put_row(&mut self, t: &Table, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
+        let pk = self.resolve_pk(t, pk)?;
+        let key = t.key(&pk)?;
+        let row = t.new_row(cells, self.now)?;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        self.finish(t, key, raw, Some(row))?;
+        Ok(WriteOutcome { pk, existed, increments: Vec::new(), version: self.now })
+    }
+
+    /// A whole new row from its cells, each checked (name, size, version window).
+    pub(super) fn insert_rows(&mut self, t: &Table, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        let mut pks = Vec::with_capacity(rows.len());
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut values = Vec::with_capacity(rows.len());
+        for (pk, cells) in rows {
+            let pk = self.resolve_pk(t, pk)?;
+            let row = t.new_row(cells, self.now)?;
+            keys.push(t.key(&pk)?);
+            pks.push(pk);
+            values.push(row);
+        }
+        let existing = self.src().multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        let rules = t.rules();
+        let mut batch_keys = std::collections::HashSet::with_capacity(keys.len());
+        for (i, old) in existing.into_iter().enumerate() {
+            let visible = match &old {
+                Some(v) => StoredRow::decode(v)?.visible(rules, self.now).is_some(),
+                None => false,
+            };
+            // A key twice in the same batch is a duplicate too.
+            if visible || !batch_keys.insert(&keys[i]) {
+                return Err(StoreError::RowExists);
+            }
+        }
+        for (key, row) in keys.into_iter().zip(values) {
+            let v = row.encode();
+            let size = (key.len() + v.len()) as i64;
+            self.txn.put(Space::Data, &key, &v)?;
+            add_delta(&mut self.deltas, t.partition_of(&key), size);
+        }
+        Ok(pks)
+    }
+
+    pub(super) fn update_row(&mut self, t: &Table, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
+        let key = t.key(pk)?;
+        let max_versions = t.def.read().options.max_versions;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        // Start from what is visible: versions a read could not see are dropped now, so that deleting a
+        // version never brings back one that max_versions or the ttl had hidden.
+        let mut row = visible.clone().unwrap_or_default();
+        let assigned = row.next_version(self.now);
+        let mut newest_written: Option<i64> = None;
+        let mut increments = Vec::new();
+        for (column, op) in ops {
+            match op {
+                UpdateOp::Put { value, version } => {
+                    t.check_cell(column, value)?;
+                    if let Some(v) = version {
+                        t.check_version(column, *v, self.now)?;
+                    }
+                    let version = version.unwrap_or(assigned);
+                    row.put_cell(column, version, value.clone(), max_versions);
+                    newest_written = newest_written.max(Some(version));
+                }
+                UpdateOp::DeleteVersion(v) => {
+                    validate_name(column)?;
+                    row.column_mut(column).retain(|c| c.version != *v);
+                }
+                UpdateOp::DeleteAll => {
+                    validate_name(column)?;
+                    row.column_mut(column).clear();
+                }
+                UpdateOp::Increment(delta) | UpdateOp::Add(delta) => {
+                    validate_name(column)?;
+                    // A second increment of the same column in one call builds on the first.
+                    let earlier = increments.iter().rev().find(|(c, _)| c == column).map(|(_, v)| *v);
+                    let current = match (earlier, visible.as_ref().and_then(|r| r.column(column)).and_then(|c| c.first())) {
+                        (Some(v), _) => v,
+                        (None, Some(c)) => match &c.value {
+                            Value::Integer(i) => *i,
+                            other => return Err(StoreError::IncrementNonInteger { column: column.clone(), got: other.type_name() }),
+                        },
+                        (None, None) if matches!(op, UpdateOp::Increment(_)) => 0,
+                        (None, None) => continue,
+                    };
+                    let next = current.checked_add(*delta).ok_or_else(|| StoreError::IncrementOverflow(column.clone()))?;
+                    row.put_cell(column, assigned, Value::Integer(next), max_versions);
+                    newest_written = newest_written.max(Some(assigned));
+                    increments.push((column.clone(), next));
+                }
+            }
+        }
+        // The row lives as long as the newest version written, or from now when no cell was written.
+        row.marker = row.marker.max(newest_written.unwrap_or(self.now));
+        row.remove_empty_columns();
+        self.finish(t, key, raw, Some(row))?;
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments, version: assigned })
+    }
+
+    pub(super) fn delete_row(&mut self, t: &Table, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
+        let key = t.key(pk)?;
+        let (raw, visible) = self.read_for_write(t, &key)?;
+        self.check_condition(cond, visible.as_ref())?;
+        let existed = visible.is_some();
+        self.finish(t, key, raw, None)?;
+        Ok(WriteOutcome { pk: pk.to_vec(), existed, increments: Vec::new(), version: self.now })
+    }
+}
+
+fn eval_condition(c: &ColumnCondition, row: &StoredRow) -> bool {
+    match c {
+        ColumnCondition::And(cs) => cs.iter().all(|c| eval_condition(c, row)),
+        ColumnCondition::Or(cs) => cs.iter().any(|c| eval_condition(c, row)),
+        ColumnCondition::Not(c) => !eval_condition(c, row),
+        ColumnCondition::Single { column, op, value, pass_if_missing, latest_version_only } => {
+            let cells = row.column(column).map(|c| c.as_slice()).unwrap_or(&[]);
+            if cells.is_empty() {
+                return *pass_if_missing;
+            }
+            let check = |v: &Value| {
+                v.compare(value).is_some_and(|o| match op {
+                    CompareOp::Eq => o.is_eq(),
+                    CompareOp::Ne => o.is_ne(),
+                    CompareOp::Lt => o.is_lt(),
+                    CompareOp::Le => o.is_le(),
+                    CompareOp::Gt => o.is_gt(),
+                    CompareOp::Ge => o.is_ge(),
+                })
+            };
+            if *latest_version_only {
+                check(&cells[0].value)
+            } else {
+                cells.iter().any(|c| check(&c.value))
+            }
+        }
+    }
+}
