@@ -7,8 +7,9 @@ use tabula_store::keys::{decode_pk, encode_pk, prefix_len};
 use tabula_store::PkType;
 
 fuzz_target!(|data: &[u8]| {
-    // The first byte chooses 1 to 4 key column types, two bits each; the rest is the key.
-    let Some((&choice, key)) = data.split_first() else { return };
+    // The first two bytes choose 1 to 4 key column types, two bits each; the rest is the key.
+    let Some((choice, key)) = data.split_first_chunk::<2>() else { return };
+    let choice = u16::from_be_bytes(*choice);
     let types: Vec<PkType> = (0..1 + (choice & 3) as usize)
         .map(|i| [PkType::Integer, PkType::String, PkType::Binary, PkType::Integer][(choice >> (2 + 2 * i) & 3) as usize])
         .collect();
