@@ -53,8 +53,9 @@ impl KvError {
 pub type Result<T, E = KvError> = std::result::Result<T, E>;
 
 /// The two key spaces of an engine. Rows and the catalog are apart so that a scan of one never walks the
-/// other, and so that an engine may keep them differently (RocksDB: two column families).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// other, and so that an engine may keep them differently (RocksDB: two column families). Ordered data
+/// first, so that an engine keying maps by (space, key) finds the data keys of a range in one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
     /// Table rows.
     Data,

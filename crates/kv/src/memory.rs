@@ -332,33 +332,8 @@ impl Read for MemSnapshot {
 
 impl Snapshot for MemSnapshot {}
 
-type Writes = BTreeMap<(SpaceKey, Vec<u8>), Option<Arc<[u8]>>>;
-type Tracked = HashMap<(SpaceKey, Vec<u8>), u64>;
-
-/// `Space` ordered, so that a transaction's data writes are one range of its map.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-enum SpaceKey {
-    Data,
-    Meta,
-}
-
-impl From<Space> for SpaceKey {
-    fn from(s: Space) -> Self {
-        match s {
-            Space::Data => SpaceKey::Data,
-            Space::Meta => SpaceKey::Meta,
-        }
-    }
-}
-
-impl From<SpaceKey> for Space {
-    fn from(s: SpaceKey) -> Self {
-        match s {
-            SpaceKey::Data => Space::Data,
-            SpaceKey::Meta => Space::Meta,
-        }
-    }
-}
+type Writes = BTreeMap<(Space, Vec<u8>), Option<Arc<[u8]>>>;
+type Tracked = HashMap<(Space, Vec<u8>), u64>;
 
 #[derive(Default)]
 struct TxnState {
@@ -382,7 +357,7 @@ impl MemTxn {
     }
 
     fn read(&self, space: Space, key: &[u8]) -> Option<Arc<[u8]>> {
-        if let Some(v) = self.state.lock().writes.get(&(space.into(), key.to_vec())) {
+        if let Some(v) = self.state.lock().writes.get(&(space, key.to_vec())) {
             return v.clone();
         }
         let state = self.engine.shared.state.read();
@@ -394,7 +369,7 @@ impl MemTxn {
             let state = self.engine.shared.state.read();
             self.read_seq(&state)
         };
-        self.state.lock().tracked.entry((space.into(), key.to_vec())).or_insert(from);
+        self.state.lock().tracked.entry((space, key.to_vec())).or_insert(from);
     }
 }
 
@@ -412,7 +387,7 @@ impl Read for MemTxn {
         };
         if lower < upper {
             let txn = self.state.lock();
-            let range = (Bound::Included((SpaceKey::Data, lower)), Bound::Excluded((SpaceKey::Data, upper)));
+            let range = (Bound::Included((Space::Data, lower)), Bound::Excluded((Space::Data, upper)));
             for ((_, k), v) in txn.writes.range(range) {
                 match v {
                     Some(v) => rows.insert(k.clone(), v.clone()),
@@ -431,12 +406,12 @@ impl Transaction for MemTxn {
     }
     fn put(&self, space: Space, key: &[u8], value: &[u8]) -> Result<()> {
         self.track(space, key);
-        self.state.lock().writes.insert((space.into(), key.to_vec()), Some(Arc::from(value)));
+        self.state.lock().writes.insert((space, key.to_vec()), Some(Arc::from(value)));
         Ok(())
     }
     fn delete(&self, space: Space, key: &[u8]) -> Result<()> {
         self.track(space, key);
-        self.state.lock().writes.insert((space.into(), key.to_vec()), None);
+        self.state.lock().writes.insert((space, key.to_vec()), None);
         Ok(())
     }
     fn set_savepoint(&self) {
@@ -454,10 +429,10 @@ impl Transaction for MemTxn {
     fn commit(self: Box<Self>) -> Result<()> {
         let txn = std::mem::take(&mut *self.state.lock());
         let mut state = self.engine.shared.state.write();
-        if txn.tracked.iter().any(|((space, key), &from)| state.last_write((*space).into(), key) > from) {
+        if txn.tracked.iter().any(|((space, key), &from)| state.last_write(*space, key) > from) {
             return Err(KvError::Conflict);
         }
-        MemoryEngine::apply(&mut state, txn.writes.into_iter().map(|((space, k), v)| (space.into(), k, v)));
+        MemoryEngine::apply(&mut state, txn.writes.into_iter().map(|((space, k), v)| (space, k, v)));
         Ok(())
     }
     fn rollback(self: Box<Self>) -> Result<()> {
