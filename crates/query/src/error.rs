@@ -67,8 +67,9 @@ pub enum QueryError {
     StatementTimeout,
     #[error("current transaction is aborted, commands ignored until end of transaction block")]
     InFailedTransaction,
-    #[error("{0}")]
-    InvalidTransactionState(String),
+    /// A statement that must run outside a transaction block, run inside one (25001).
+    #[error("{0} cannot run inside a transaction block")]
+    ActiveTransaction(&'static str),
     #[error("unrecognized configuration parameter \"{0}\"")]
     UndefinedParameter(String),
     /// `SET` of a setting fixed for the server's life, or for good (`server_version`).
@@ -140,7 +141,7 @@ impl QueryError {
             SerializationFailure => "40001",
             Cancelled | StatementTimeout => "57014",
             InFailedTransaction => "25P02",
-            InvalidTransactionState(_) => "25000",
+            ActiveTransaction(_) => "25001",
             UndefinedParameter(_) => "42704",
             CantChangeParameter(_) => "55P02",
             Store(e) => e.sqlstate(),

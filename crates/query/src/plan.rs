@@ -236,7 +236,16 @@ pub enum Plan {
     ShowVariable {
         name: String,
     },
-    Discard,
+    /// `RESET name`, or `RESET ALL` (`None`): settings back to their defaults, nothing else.
+    Reset {
+        name: Option<String>,
+    },
+    /// `DISCARD ALL` ends every piece of session state; `DISCARD PLANS | SEQUENCES | TEMP` (the words
+    /// kept for the tag) have nothing to discard here: plans are made again whenever the catalog changed,
+    /// and there are no sequences or temporary tables.
+    Discard {
+        what: String,
+    },
     /// Roles and privileges: CREATE/ALTER/DROP ROLE, GRANT, REVOKE, SET ROLE.
     Access(crate::roles::AccessStatement),
     Explain {
@@ -465,7 +474,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::Rollback => "Rollback",
         Plan::SetVariable { .. } => "Set",
         Plan::ShowVariable { .. } => "Show",
-        Plan::Discard => "Discard",
+        Plan::Reset { .. } => "Reset",
+        Plan::Discard { .. } => "Discard",
         Plan::CopyFrom { .. } => "CopyFrom",
         Plan::CopyTo { .. } => "CopyTo",
         _ => "Statement",

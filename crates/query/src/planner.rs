@@ -128,15 +128,14 @@ impl<'a> Planner<'a> {
                 };
                 Ok(Plan::ShowVariable { name })
             }
-            Statement::Discard { .. } => Ok(Plan::Discard),
+            Statement::Discard { object_type } => Ok(Plan::Discard { what: object_type.to_string() }),
             Statement::Copy { source, to, target, options, legacy_options, .. } => self.copy(source, *to, target, options, legacy_options),
             Statement::Reset(r) => match &r.reset {
-                ast::Reset::ALL => Ok(Plan::Discard),
+                ast::Reset::ALL => Ok(Plan::Reset { name: None }),
                 ast::Reset::ConfigurationParameter(name) if name.to_string().eq_ignore_ascii_case("role") => {
                     Ok(Plan::Access(crate::roles::AccessStatement::ResetRole))
                 }
-                ast::Reset::ConfigurationParameter(name) => Ok(Plan::SetVariable { name: name.to_string().to_lowercase(), value: None }),
-                ast::Reset::SessionAuthorization => Ok(Plan::SetVariable { name: "session_authorization".into(), value: None }),
+                ast::Reset::ConfigurationParameter(name) => Ok(Plan::Reset { name: Some(name.to_string().to_lowercase()) }),
             },
             other => Err(QueryError::NotSupported(format!("statement not supported: {}", first_words(&other.to_string())))),
         }
@@ -336,7 +335,7 @@ impl<'a> Planner<'a> {
         if let Some(ob) = &q.order_by {
             if let ast::OrderByKind::Expressions(items) = &ob.kind {
                 for item in items {
-                    let asc = !matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                    let asc = item.options.asc != Some(false);
                     // ORDER BY 2 and ORDER BY alias refer to the select list.
                     let e = match &item.expr {
                         ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {

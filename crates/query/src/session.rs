@@ -808,7 +808,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
     crate::depth::check(&tokens)?;
     crate::roles::parse::user_as_role(&mut tokens);
-    let membership = crate::roles::parse::is_membership_grant(&tokens);
+    let refused = crate::roles::parse::refused_unparsed(&tokens);
     let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
     if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
         if let Some(f) = crate::cursors::parse_fetch(sql) {
@@ -819,8 +819,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
-            None if membership => Err(QueryError::NotSupported("role membership (GRANT role TO role) is not supported".into())),
-            None => Err(e.into()),
+            None => Err(refused.unwrap_or_else(|| e.into())),
         },
     }
 }
@@ -832,7 +831,7 @@ pub enum ParsedStatement {
     Fetch(crate::cursors::FetchStatement),
 }
 
-/// `ALTER TABLE name RESET (opt [, opt ...]) [;]`, from the tokens.
+/// `ALTER TABLE name RESET (opt [, opt ...]) [;]` and `RESET SESSION AUTHORIZATION`, from the tokens.
 fn parse_reset(sql: &str) -> Option<ParsedStatement> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
     let words: Vec<Token> = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
@@ -841,6 +840,15 @@ fn parse_reset(sql: &str) -> Option<ParsedStatement> {
         _ => None,
     };
     let mut it = words.iter();
+    // sqlparser's PostgreSQL dialect does not know `RESET SESSION AUTHORIZATION`: it is that setting's reset.
+    let lead: Vec<Option<String>> = words.iter().take(3).map(word).collect();
+    if lead.iter().map(|w| w.as_deref()).eq([Some("reset"), Some("session"), Some("authorization")])
+        && matches!(&words[3..], [] | [Token::SemiColon])
+    {
+        let name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new("session_authorization")]);
+        let reset = sqlparser::ast::ResetStatement { reset: sqlparser::ast::Reset::ConfigurationParameter(name) };
+        return Some(ParsedStatement::Ast(Box::new(Statement::Reset(reset))));
+    }
     if word(it.next()?)?.as_str() != "alter" || word(it.next()?)?.as_str() != "table" {
         return None;
     }
@@ -1068,9 +1076,7 @@ impl Session {
         if !is_query || locking || !(deferred || retry) {
             return Err(refusal);
         }
-        // One statement's text: the client's when it sent just this one, else the statement printed back.
-        let text = if parse(sql).map(|v| v.len() == 1).unwrap_or(false) { sql.to_string() } else { stmt.to_string() };
-        let planned = self.db.analytics().and_then(|a| a.plan(&text, self.read_ctx(None), &self.session_info()));
+        let planned = self.db.analytics().and_then(|a| a.plan(&stmt, self.read_ctx(None), &self.session_info()));
         let mut plan = match planned {
             Ok(p) => p,
             Err(e) if deferred => return Err(e),
@@ -1135,7 +1141,8 @@ impl Session {
         let plan = if p.catalog_version == self.db.catalog_version() {
             plan
         } else {
-            fresh = analytics.plan(&p.sql, self.read_ctx(None), &self.session_info())?;
+            let stmt = p.stmt.as_deref().ok_or_else(|| QueryError::Internal("an analytic statement without its statement".into()))?;
+            fresh = analytics.plan(stmt, self.read_ctx(None), &self.session_info())?;
             &fresh
         };
         self.check_tables(&plan.tables)?;
@@ -1434,15 +1441,26 @@ impl Session {
                     tag: "SHOW".into(),
                 })
             }
-            Plan::Discard => {
+            Plan::Reset { name: Some(name) } => match self.set(name, None)? {
+                Output::Set { name, value, .. } => Ok(Output::Set { tag: "RESET".into(), name, value }),
+                _ => Ok(Output::Command { tag: "RESET".into() }),
+            },
+            // The role stays, as PostgreSQL's RESET ALL leaves it.
+            Plan::Reset { name: None } => {
+                self.settings = self.db.defaults.read().clone();
+                Ok(Output::Command { tag: "RESET".into() })
+            }
+            Plan::Discard { what } if what.eq_ignore_ascii_case("all") => {
                 if self.txn.is_some() {
-                    return Err(QueryError::InvalidTransactionState("DISCARD ALL cannot run inside a transaction block".into()));
+                    return Err(QueryError::ActiveTransaction("DISCARD ALL"));
                 }
                 self.settings = self.db.defaults.read().clone();
+                self.role = None;
                 self.cursors.close(None)?;
                 self.statements.clear();
                 Ok(Output::Command { tag: "DISCARD ALL".into() })
             }
+            Plan::Discard { what } => Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) }),
             Plan::CreateTable(c) => self.create_table(c),
             Plan::DropTable { names, if_exists } => {
                 for n in names {

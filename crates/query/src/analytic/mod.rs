@@ -40,9 +40,8 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use sqlparser::ast::Statement;
 
 use crate::error::{QueryError, Result};
 use crate::exec::{Interrupt, SqlRow};
@@ -199,13 +198,10 @@ impl Analytics {
         }
     }
 
-    /// Parses and plans one statement.
-    pub fn plan(&self, sql: &str, read: ReadCtx, info: &SessionInfo) -> Result<AnalyticPlan> {
-        let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| QueryError::Syntax(e.to_string()))?;
-        if stmts.len() != 1 {
-            return Err(QueryError::Syntax("expected exactly one statement".into()));
-        }
-        let stmt = self.rewriter.rewrite(stmts.remove(0));
+    /// Plans one statement, as the session parsed it: the workspace's sqlparser is DataFusion's, so the
+    /// statement is handed over as it is, never printed and parsed again.
+    pub fn plan(&self, stmt: &Statement, read: ReadCtx, info: &SessionInfo) -> Result<AnalyticPlan> {
+        let stmt = self.rewriter.rewrite(stmt.clone());
         let interrupt = read.interrupt.clone();
         let state = self.state(read, info, None)?;
         let plan = self.block_on(&interrupt, async move {

@@ -1,8 +1,10 @@
 //! PostgreSQL syntax DataFusion does not plan, rewritten into equivalent SQL it does.
 //!
 //! datafusion-pg-catalog's rules handle `OPERATOR(pg_catalog.~)`, `::regclass`, `COLLATE`, `= ANY(array)`
-//! and more; they are applied one by one. Two are added here, and one of the library's is left out on
-//! purpose: `RemoveSubqueryFromProjection` replaces correlated subqueries with NULL, a wrong answer.
+//! and more; they are applied one by one. Two of the library's are left out on purpose:
+//! `RemoveSubqueryFromProjection` replaces correlated subqueries with NULL, and
+//! `CurrentUserVariableToSessionUserFunctionCall` makes `current_user` the session's user even after
+//! `SET ROLE`: both wrong answers. Added here:
 //! - `ARRAY(SELECT e FROM ... ORDER BY o)` becomes `(SELECT array_agg(e ORDER BY o) FROM ...)`.
 //! - A correlated scalar subquery that does not aggregate, `(SELECT e FROM ... WHERE ...)`, becomes
 //!   `(SELECT max(e) FROM ... WHERE ...)`: the same value whenever PostgreSQL would return one (at most
@@ -31,13 +33,13 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
-use datafusion::sql::sqlparser::ast::{
+use datafusion_pg_catalog::sql::rules::*;
+use sqlparser::ast::helpers::attached_token::AttachedToken;
+use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
     Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, ValueWithSpan,
     VisitMut, VisitorMut,
 };
-use datafusion_pg_catalog::sql::rules::*;
 
 pub struct Rewriter {
     rules: Vec<Arc<dyn SqlStatementRewriteRule>>,
@@ -52,7 +54,6 @@ impl Rewriter {
             Arc::new(PrependUnqualifiedPgTableName),
             Arc::new(StripCallableQualifier),
             Arc::new(FixArrayLiteral),
-            Arc::new(CurrentUserVariableToSessionUserFunctionCall),
             Arc::new(StripCollate),
             Arc::new(RewritePgCatalogOperator),
             Arc::new(RewriteRegCastToSubquery::new()),
@@ -65,6 +66,11 @@ impl Rewriter {
         for rule in &self.rules {
             s = rule.rewrite(s);
         }
+        // Before the projection names are made unique: `current_user, current_role` print alike once called.
+        let _ = visit_expressions_mut(&mut s, |e| {
+            user_keyword(e);
+            ControlFlow::<()>::Continue(())
+        });
         let _ = s.visit(&mut OverEmptyRelations);
         let _ = s.visit(&mut UniqueProjectionNames);
         let _ = s.visit(&mut FunctionsInFrom);
@@ -76,7 +82,6 @@ impl Rewriter {
             like_escape(e);
             float_text_cast(e);
             generate_subscripts(e);
-            user_keyword(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));
             }
@@ -103,10 +108,10 @@ impl Rewriter {
 }
 
 /// `name(args [ORDER BY ...])` as an AST node.
-fn call(name: &str, args: Vec<Expr>, order_by: Vec<datafusion::sql::sqlparser::ast::OrderByExpr>) -> Expr {
+fn call(name: &str, args: Vec<Expr>, order_by: Vec<sqlparser::ast::OrderByExpr>) -> Expr {
     let mut clauses = vec![];
     if !order_by.is_empty() {
-        clauses.push(datafusion::sql::sqlparser::ast::FunctionArgumentClause::OrderBy(order_by));
+        clauses.push(sqlparser::ast::FunctionArgumentClause::OrderBy(order_by));
     }
     Expr::Function(Function {
         name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
@@ -158,8 +163,8 @@ fn array_subquery(e: &Expr) -> Option<Query> {
     Some(q)
 }
 
-fn is_plain(select: &datafusion::sql::sqlparser::ast::Select) -> bool {
-    use datafusion::sql::sqlparser::ast::GroupByExpr;
+fn is_plain(select: &sqlparser::ast::Select) -> bool {
+    use sqlparser::ast::GroupByExpr;
     select.distinct.is_none()
         && select.having.is_none()
         && matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
@@ -376,7 +381,7 @@ fn selects_nothing(select: &Select) -> bool {
         TableFactor::Table { name, .. } => name.0.last().is_some_and(|p| EMPTY_RELATIONS.contains(&p.to_string().to_lowercase().as_str())),
         _ => false,
     };
-    use datafusion::sql::sqlparser::ast::JoinOperator;
+    use sqlparser::ast::JoinOperator;
     let no_rows = select.from.iter().any(|twj| {
         empty(&twj.relation)
             || twj.joins.iter().any(|j| empty(&j.relation) && matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_)))
@@ -478,9 +483,9 @@ fn oid_literal_arguments(e: &mut Expr) {
                 let number = Expr::Value(ValueWithSpan::from(Value::Number(text.clone(), false)));
                 // OIDs are int4 in this catalog.
                 *e = Expr::Cast {
-                    kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                    kind: sqlparser::ast::CastKind::Cast,
                     expr: Box::new(number),
-                    data_type: datafusion::sql::sqlparser::ast::DataType::Int(None),
+                    data_type: sqlparser::ast::DataType::Int(None),
                     array: false,
                     format: None,
                 };
@@ -572,11 +577,7 @@ fn like_escape(e: &mut Expr) {
 
 /// An expression from SQL text with `$1`, `$2`, ... standing for `args`.
 fn template(sql: &str, args: &[Expr]) -> Option<Expr> {
-    let mut e = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
-        .try_with_sql(sql)
-        .ok()?
-        .parse_expr()
-        .ok()?;
+    let mut e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(sql).ok()?.parse_expr().ok()?;
     let _ = visit_expressions_mut(&mut e, |x| {
         if let Expr::Value(v) = x {
             if let Value::Placeholder(p) = &v.value {
@@ -639,7 +640,7 @@ impl VisitorMut for FunctionsInFrom {
             if let Some(array_exprs) = array_exprs {
                 let mut alias = alias.clone();
                 if let Some(a) = alias.as_mut().filter(|a| a.columns.is_empty()) {
-                    a.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+                    a.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
                 }
                 *f = TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality: false };
             }
@@ -654,13 +655,12 @@ impl VisitorMut for FunctionsInFrom {
             return ControlFlow::Continue(());
         }
         if TABLE_FUNCTIONS.contains(&fname.as_str()) {
-            alias.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
+            alias.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
             return ControlFlow::Continue(());
         }
         let call = format!("SELECT {name}({}) AS {}", args.args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "), alias.name);
-        let Ok(query) = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
-            .try_with_sql(&call)
-            .and_then(|mut p| p.parse_query())
+        let Ok(query) =
+            sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_query())
         else {
             return ControlFlow::Continue(());
         };
@@ -689,7 +689,7 @@ fn user_keyword(e: &mut Expr) {
 /// cast, which types them.
 fn float_text_cast(e: &mut Expr) {
     let Expr::Cast { expr, data_type, .. } = e else { return };
-    if !matches!(data_type, datafusion::sql::sqlparser::ast::DataType::Text) || matches!(expr.as_ref(), Expr::Value(_)) {
+    if !matches!(data_type, sqlparser::ast::DataType::Text) || matches!(expr.as_ref(), Expr::Value(_)) {
         return;
     }
     *e = call("pg_text", vec![expr.as_ref().clone()], vec![]);
@@ -697,7 +697,7 @@ fn float_text_cast(e: &mut Expr) {
 
 struct OidDisplayCasts;
 
-fn oid_alias(t: &datafusion::sql::sqlparser::ast::DataType) -> Option<&'static str> {
+fn oid_alias(t: &sqlparser::ast::DataType) -> Option<&'static str> {
     let name = t.to_string().to_lowercase();
     let name = name.rsplit('.').next().unwrap_or("");
     match name {

@@ -38,9 +38,6 @@ pub fn access_statement(stmt: &Statement) -> Result<Option<AccessStatement>> {
             grant_or_revoke(true, &g.privileges, g.objects.as_ref(), &g.grantees)?
         }
         Statement::Revoke(r) => {
-            if r.grant_option_for {
-                return Err(unsupported("REVOKE GRANT OPTION FOR"));
-            }
             if r.granted_by.is_some() {
                 return Err(unsupported("GRANTED BY"));
             }
@@ -80,11 +77,20 @@ pub fn user_as_role(tokens: &mut Vec<TokenWithSpan>) {
     }
 }
 
-/// `GRANT role TO role` or `REVOKE role FROM role`: no ON.
-pub fn is_membership_grant(tokens: &[TokenWithSpan]) -> bool {
-    let first = tokens.iter().find(|t| !matches!(t.token, Token::Whitespace(_)));
-    let is = |t: &TokenWithSpan, k: Keyword| matches!(&t.token, Token::Word(w) if w.keyword == k);
-    first.is_some_and(|f| is(f, Keyword::GRANT) || is(f, Keyword::REVOKE)) && !tokens.iter().any(|t| is(t, Keyword::ON))
+/// What a GRANT or REVOKE that sqlparser could not parse meant, when it is a form PostgreSQL has and
+/// Tabula refuses: `GRANT role TO role` or `REVOKE role FROM role` (no ON), and `REVOKE GRANT OPTION FOR`.
+pub fn refused_unparsed(tokens: &[TokenWithSpan]) -> Option<QueryError> {
+    let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
+    let is = |t: Option<&TokenWithSpan>, k: Keyword| matches!(t.map(|t| &t.token), Some(Token::Word(w)) if w.keyword == k);
+    let first = words.next();
+    if !is(first, Keyword::GRANT) && !is(first, Keyword::REVOKE) {
+        return None;
+    }
+    if is(first, Keyword::REVOKE) && is(words.next(), Keyword::GRANT) && is(words.next(), Keyword::OPTION) {
+        return Some(unsupported("REVOKE GRANT OPTION FOR"));
+    }
+    let has_on = tokens.iter().any(|t| is(Some(t), Keyword::ON));
+    (!has_on).then(|| QueryError::NotSupported("role membership (GRANT role TO role) is not supported".into()))
 }
 
 fn role_name(n: &ast::ObjectName) -> Result<String> {
