@@ -29,7 +29,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let engine = RocksEngine::open(dir.path(), &RocksOptions::default()).unwrap();
     let db = Database::new(Arc::new(Store::open(Arc::new(engine), StoreConfig::default()).unwrap())).unwrap();
-    let mut s = db.session("tabula", "tabula");
+    let mut s = tabula_query::Session::new(&db, "tabula", "tabula");
     show(s.execute_sql("CREATE TABLE m (id text PRIMARY KEY, v bigint) WITH (max_versions = 5, ttl = 2, max_version_offset = 60)"));
     for v in 1..=3 {
         show(s.execute_sql(&format!("INSERT INTO m VALUES ('x', {v}) ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v")));

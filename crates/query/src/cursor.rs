@@ -11,10 +11,11 @@ use std::sync::Arc;
 use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, StoreError};
 
 use crate::error::{QueryError, Result};
-use crate::exec::{latest_sql_rows, Executor, Interrupt, SqlRow};
+use crate::exec::{latest_sql_rows, Executor, Interrupt};
 use crate::expr::{EvalCtx, Expr};
+use crate::output::{lend_owned, RowSource};
 use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
-use crate::session::{lend_owned, RowSource};
+use crate::types::SqlRow;
 use crate::types::{Datum, DatumRef, Lent, SqlType};
 
 /// What a cursor reads from: the store (the latest committed data) or a transaction's [`tabula_store::ReadView`].

@@ -18,8 +18,8 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{QueryError, Result};
 use crate::exec::Deadline;
-use crate::exec::SqlRow;
 use crate::plan::{FetchDirection, OutputColumn};
+use crate::types::SqlRow;
 
 /// The rows of a cursor's query, read as FETCH asks for them.
 pub type CursorRows = Box<dyn Iterator<Item = Result<SqlRow>> + Send>;

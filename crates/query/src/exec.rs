@@ -13,7 +13,7 @@ use crate::error::{QueryError, Result};
 use crate::expr::{BinOp, EvalCtx, Expr};
 use crate::plan::*;
 use crate::schema::TableSchema;
-use crate::types::{Datum, SqlType};
+use crate::types::{Datum, SqlRow, SqlType};
 
 /// Rows fetched from the engine per range call.
 const PAGE_ROWS: usize = 1024;
@@ -51,7 +51,7 @@ pub struct Interrupt {
     /// statement's deadline, and a cursor's stream is given each FETCH's.
     pub deadline: Arc<Deadline>,
     /// The server's memory budgets, which the rows a statement holds count against (`None`: unbounded).
-    pub memory: Option<Arc<crate::analytic::memory::ServerMemory>>,
+    pub memory: Option<Arc<crate::memory::ServerMemory>>,
 }
 
 impl Interrupt {
@@ -123,9 +123,6 @@ fn row_bytes(r: &SqlRow) -> usize {
         .sum();
     std::mem::size_of::<SqlRow>() + r.len() * std::mem::size_of::<Datum>() + heap
 }
-
-/// A table row as expressions see it: declared columns in order, then `_version`.
-pub type SqlRow = Vec<Datum>;
 
 fn store_err(e: StoreError) -> QueryError {
     e.into()
@@ -495,8 +492,8 @@ impl<'a> Executor<'a> {
         let offset = self.eval_u64(&p.offset)?.unwrap_or(0);
         let limit = self.eval_u64(&p.limit)?;
         let mut rows: Vec<SqlRow> = Vec::new();
-        let mut held = self.interrupt.memory.clone().map(crate::analytic::memory::HeldRows::new);
-        let hold = |held: &mut Option<crate::analytic::memory::HeldRows>, r: &SqlRow| -> Result<()> {
+        let mut held = self.interrupt.memory.clone().map(crate::memory::HeldRows::new);
+        let hold = |held: &mut Option<crate::memory::HeldRows>, r: &SqlRow| -> Result<()> {
             match held {
                 Some(h) => h.add(row_bytes(r)).map_err(|message| QueryError::Engine { sqlstate: "53200", message }),
                 None => Ok(()),

@@ -6,7 +6,7 @@ use rust_decimal::Decimal;
 use sqlparser::ast;
 
 use crate::error::{QueryError, Result};
-use crate::schema::TableSchema;
+use crate::schema::{ident_name, TableSchema};
 use crate::types::{out_of_range, Datum, SqlType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -906,15 +906,6 @@ impl<'a> Scope<'a> {
 pub struct Binder<'a, 's> {
     pub scope: &'a Scope<'s>,
     pub params: &'a mut Vec<SqlType>,
-}
-
-pub fn ident_name(id: &ast::Ident) -> String {
-    // Unquoted identifiers fold to lower case, as in PostgreSQL.
-    if id.quote_style.is_some() {
-        id.value.clone()
-    } else {
-        id.value.to_lowercase()
-    }
 }
 
 impl Binder<'_, '_> {

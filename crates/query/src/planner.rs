@@ -12,10 +12,10 @@ use sqlparser::ast::{self, SetExpr, Statement, TableFactor};
 use tabula_store::{Direction, TableOptions};
 
 use crate::error::{QueryError, Result};
-use crate::expr::{ident_name, sql_type, BinOp, Binder, Expr, Scope};
+use crate::expr::{sql_type, BinOp, Binder, Expr, Scope};
 use crate::plan::*;
 use crate::schema::table_name as object_name;
-use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
+use crate::schema::{ident_name, ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::{Datum, SqlType};
 
 /// Where the planner finds tables.
@@ -110,9 +110,9 @@ impl<'a> Planner<'a> {
             | Statement::CreateRole(_)
             | Statement::AlterRole { .. }
             | Statement::Grant(_)
-            | Statement::Revoke(_) => Ok(Plan::Access(crate::roles::parse::access_statement(stmt)?.expect("an access statement"))),
+            | Statement::Revoke(_) => Ok(Plan::Access(crate::access::access_statement(stmt)?.expect("an access statement"))),
             Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. } => {
-                Ok(Plan::Access(crate::roles::parse::access_statement(stmt)?.expect("an access statement")))
+                Ok(Plan::Access(crate::access::access_statement(stmt)?.expect("an access statement")))
             }
             Statement::Set(s) => self.set(s),
             Statement::ShowVariable { variable } => {

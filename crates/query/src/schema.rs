@@ -170,11 +170,20 @@ impl TableSchema {
 /// schema. A name in any other schema is kept whole (`s2.t`), so that it is found only where that schema
 /// is (pg_catalog's, information_schema's, tabula's views), and is otherwise "relation does not exist".
 pub fn table_name(n: &ast::ObjectName) -> String {
-    let parts: Vec<String> = n.0.iter().map(|p| p.as_ident().map(crate::expr::ident_name).unwrap_or_default()).collect();
+    let parts: Vec<String> = n.0.iter().map(|p| p.as_ident().map(ident_name).unwrap_or_default()).collect();
     match parts.as_slice() {
         [.., schema, table] if schema == "public" => table.clone(),
         [table] => table.clone(),
         [.., schema, table] => format!("{schema}.{table}"),
         [] => String::new(),
+    }
+}
+
+/// An identifier as a name: unquoted identifiers fold to lower case, as in PostgreSQL.
+pub fn ident_name(id: &sqlparser::ast::Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_lowercase()
     }
 }

@@ -13,8 +13,8 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use crate::error::{QueryError, Result};
-use crate::exec::SqlRow;
 use crate::plan::OutputColumn;
+use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
 
 /// Whether an UPDATE or DELETE holds a subquery (other statements plan theirs elsewhere, or not at all).

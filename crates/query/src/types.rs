@@ -168,6 +168,9 @@ impl fmt::Display for SqlType {
     }
 }
 
+/// A table row as expressions see it: declared columns in order, then `_version`.
+pub type SqlRow = Vec<Datum>;
+
 /// A SQL value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Datum {

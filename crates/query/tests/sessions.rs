@@ -19,7 +19,7 @@ fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
     let config = StoreConfig { split_bytes: 8 * 1024, merge_bytes: 1024, maintenance_interval: None, ..StoreConfig::default() };
     let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), config).unwrap());
     let db = Database::new(store.clone()).unwrap();
-    let mut s = db.session("tabula", "tabula");
+    let mut s = tabula_query::Session::new(&db, "tabula", "tabula");
     s.execute_sql("CREATE TABLE p (g bigint, i bigint, pad text, PRIMARY KEY (g, i))").into_iter().for_each(|r| {
         r.unwrap();
     });

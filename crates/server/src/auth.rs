@@ -206,7 +206,7 @@ impl StartupHandler for Startup {
         }
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             // A bad setting refuses the connection, as in PostgreSQL.
-            if let Err(e) = tabula_query::session::startup_settings(startup.parameters.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+            if let Err(e) = tabula_query::settings::startup_settings(startup.parameters.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
                 let mut info = crate::errors::error_info(&e);
                 info.severity = "FATAL".into();
                 return Err(PgWireError::UserError(Box::new(info)));

@@ -26,7 +26,7 @@ use pgwire::messages::data::DataRow;
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use tabula_query::session::{display_setting_name, REPORTED_SETTINGS};
+use tabula_query::settings::{display_setting_name, REPORTED_SETTINGS};
 use tabula_query::{Database, Datum, Output, Prepared, QueryError, Session, SqlType};
 use tracing::{debug, info_span, warn};
 
@@ -101,7 +101,7 @@ impl Connection {
         let session = guard.get_or_insert_with(|| {
             let user = client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into());
             let database = client.metadata().get("database").cloned().unwrap_or_else(|| "tabula".into());
-            let mut s = self.shared.db.session(&user, &database);
+            let mut s = tabula_query::Session::new(&self.shared.db, &user, &database);
             s.interrupt.cancelled = self.cancel.clone();
             if let Err(e) = s.apply_startup(client.metadata().iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
                 // Unreachable in practice: the same check refused the connection at startup.
@@ -281,7 +281,7 @@ fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
 /// A streamed result, encoded a batch (an engine page) at a time as the client takes it: memory stays
 /// bounded, and rows go from the engine's buffers into DataRows without being copied into rows of their own.
 struct EncodedRows {
-    rows: tabula_query::session::RowStream,
+    rows: tabula_query::output::RowStream,
     fields: Arc<Vec<FieldInfo>>,
     types: Vec<SqlType>,
     buf: BytesMut,

@@ -74,15 +74,15 @@ impl Default for ServerConfig {
             max_connections: 100,
             slow_statement_ms: 1000,
             block_cache_bytes: 256 << 20,
-            statement_memory_bytes: tabula_query::analytic::memory::DEFAULT_STATEMENT_BYTES,
-            memory_limit_bytes: tabula_query::analytic::memory::DEFAULT_SERVER_BYTES,
+            statement_memory_bytes: tabula_query::memory::DEFAULT_STATEMENT_BYTES,
+            memory_limit_bytes: tabula_query::memory::DEFAULT_SERVER_BYTES,
             auth: AuthMethod::Trust,
             allow_trust_remote: false,
             users: HashMap::new(),
             tls: None,
             require_tls: false,
             split_bytes: StoreConfig::default().split_bytes,
-            max_statement_bytes: tabula_query::session::DEFAULT_MAX_STATEMENT_BYTES,
+            max_statement_bytes: tabula_query::database::DEFAULT_MAX_STATEMENT_BYTES,
             busy_poll: Duration::from_micros(100),
             wal_prefill_bytes: RocksOptions::default().log_prefill_bytes,
         }
@@ -340,7 +340,7 @@ impl PgWireServerHandlers for TooManyClients {
     }
 }
 
-/// The configuration `SHOW` gives (`tabula_query::session::SERVER_SETTINGS`), written as PostgreSQL writes
+/// The configuration `SHOW` gives (`tabula_query::settings::SERVER_SETTINGS`), written as PostgreSQL writes
 /// its own memory and time settings.
 fn server_settings(config: &ServerConfig) -> [(&'static str, String); 7] {
     [

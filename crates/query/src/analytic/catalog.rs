@@ -28,9 +28,8 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::arrow::sql_type;
 use super::provider::df_err;
-use crate::planner::Catalog;
+use super::Source;
 use crate::schema::TableSchema;
-use crate::session::Database;
 use crate::system::SystemView;
 use crate::types::SqlType;
 
@@ -70,7 +69,7 @@ enum OidPart {
 }
 
 /// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
-fn tabula_object(db: &Database, oid: i64) -> Option<(String, OidPart)> {
+fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
     let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
     let id = u32::try_from(rel / 3).ok()?;
     let part = [OidPart::Table, OidPart::PrimaryKeyIndex, OidPart::PrimaryKeyConstraint][(rel % 3) as usize];
@@ -248,9 +247,9 @@ struct Rel {
 /// Everything the catalog tables are generated from, read once per scan.
 struct Snapshot {
     rels: Vec<Rel>,
-    db: Arc<Database>,
+    db: Arc<dyn Source>,
     /// The reading session's settings (pg_settings shows them).
-    settings: crate::session::Settings,
+    settings: crate::settings::Settings,
     /// The reading role when it is no superuser: information_schema shows it only the tables it may use,
     /// as PostgreSQL's does (pg_class shows every table to everybody).
     viewer: Option<String>,
@@ -259,10 +258,10 @@ struct Snapshot {
 impl Snapshot {
     /// Reads every relation's description when `relations`; else only what needs no enumeration.
     async fn take(
-        db: &Arc<Database>,
+        db: &Arc<dyn Source>,
         list: &Arc<dyn CatalogProviderList>,
         relations: bool,
-        settings: crate::session::Settings,
+        settings: crate::settings::Settings,
         viewer: Option<String>,
     ) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
@@ -976,7 +975,7 @@ impl Generated {
                 for (name, value) in s.settings.iter() {
                     let boolean = matches!(value.as_str(), "on" | "off");
                     out.push(vec![
-                        crate::session::display_setting_name(name).into(),
+                        crate::settings::display_setting_name(name).into(),
                         value.clone().into(),
                         Cell::Null,
                         Cell::Null,
@@ -1260,7 +1259,7 @@ fn pg_attribute_row(rel: i32, name: &str, ty: SqlType, num: i64, not_null: bool,
 pub struct GeneratedTable {
     which: Generated,
     schema: SchemaRef,
-    db: Weak<Database>,
+    db: Weak<dyn Source>,
     list: Weak<dyn CatalogProviderList>,
 }
 
@@ -1271,11 +1270,11 @@ impl fmt::Debug for GeneratedTable {
 }
 
 impl GeneratedTable {
-    fn new(which: Generated, db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+    fn new(which: Generated, db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
         GeneratedTable { which, schema: which.schema(), db, list }
     }
 
-    async fn batch(&self, settings: crate::session::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
+    async fn batch(&self, settings: crate::settings::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
         if let Generated::System(v) = self.which {
             let mut rows = v.rows(db.store()).map_err(df_err)?;
@@ -1318,7 +1317,7 @@ impl TableProvider for GeneratedTable {
 #[derive(Debug)]
 pub struct PgCatalogSchema {
     pub inner: Arc<dyn SchemaProvider>,
-    pub db: Weak<Database>,
+    pub db: Weak<dyn Source>,
     pub list: Weak<dyn CatalogProviderList>,
 }
 
@@ -1373,12 +1372,12 @@ impl SchemaProvider for PgCatalogSchema {
 #[derive(Debug)]
 pub struct GeneratedSchema {
     tables: BTreeMap<&'static str, Generated>,
-    pub db: Weak<Database>,
+    pub db: Weak<dyn Source>,
     pub list: Weak<dyn CatalogProviderList>,
 }
 
 impl GeneratedSchema {
-    pub fn information_schema(db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+    pub fn information_schema(db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
         let tables = BTreeMap::from([
             ("schemata", Generated::Schemata),
             ("tables", Generated::Tables),
@@ -1391,7 +1390,7 @@ impl GeneratedSchema {
         GeneratedSchema { tables, db, list }
     }
 
-    pub fn tabula(db: Weak<Database>, list: Weak<dyn CatalogProviderList>) -> Self {
+    pub fn tabula(db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
         let tables =
             BTreeMap::from([("tables", Generated::System(SystemView::Tables)), ("partitions", Generated::System(SystemView::Partitions))]);
         GeneratedSchema { tables, db, list }
@@ -1417,7 +1416,7 @@ impl SchemaProvider for GeneratedSchema {
 }
 
 /// A Tabula table's or primary key's name by OID.
-fn relation_name(db: &Database, oid: i64) -> Option<String> {
+fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
     match tabula_object(db, oid)? {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
@@ -1426,7 +1425,7 @@ fn relation_name(db: &Database, oid: i64) -> Option<String> {
 }
 
 /// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
-fn describe_oid(db: &Database, oid: i64, what: OidText) -> Option<String> {
+fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
     let (name, part) = tabula_object(db, oid)?;
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
@@ -1460,7 +1459,7 @@ enum OidText {
 pub struct OidTextUdf {
     what: OidText,
     signature: Signature,
-    db: Weak<Database>,
+    db: Weak<dyn Source>,
 }
 
 impl PartialEq for OidTextUdf {
@@ -1476,7 +1475,7 @@ impl Hash for OidTextUdf {
 }
 
 impl OidTextUdf {
-    fn new(what: OidText, db: Weak<Database>) -> Self {
+    fn new(what: OidText, db: Weak<dyn Source>) -> Self {
         let mut sigs = Vec::new();
         for oid in [DataType::Int32, DataType::Int64] {
             sigs.push(TypeSignature::Exact(vec![oid.clone()]));
@@ -1509,13 +1508,16 @@ impl ScalarUDFImpl for OidTextUdf {
         let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
         let oids = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
         let db = self.db.upgrade();
-        let out: StringArray = oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(db, o, self.what)))).collect();
+        let out: StringArray = oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(&**db, o, self.what)))).collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }
 
 /// `f(name) -> oid`: NULL when nothing has that name.
-fn name_to_oid(name: &str, db: Weak<Database>, f: fn(Option<Arc<Database>>, &str) -> Option<i32>) -> ScalarUDF {
+/// Looks a name up, with the database when it is still there.
+type NameLookup = fn(Option<Arc<dyn Source>>, &str) -> Option<i32>;
+
+fn name_to_oid(name: &str, db: Weak<dyn Source>, f: NameLookup) -> ScalarUDF {
     datafusion::logical_expr::create_udf(
         name,
         vec![DataType::Utf8],
@@ -1543,7 +1545,7 @@ fn size_pretty(n: i64) -> String {
 }
 
 /// Approximate bytes of a Tabula table (its partitions' statistics); 0 for anything else.
-fn relation_bytes(name: &str, db: Weak<Database>) -> ScalarUDF {
+fn relation_bytes(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
     datafusion::logical_expr::create_udf(
         name,
         vec![DataType::Int64],
@@ -1555,7 +1557,7 @@ fn relation_bytes(name: &str, db: Weak<Database>) -> ScalarUDF {
             let db = db.upgrade();
             let bytes = |oid: i64| -> i64 {
                 let Some(db) = db.as_ref() else { return 0 };
-                let Some((name, OidPart::Table)) = tabula_object(db, oid) else { return 0 };
+                let Some((name, OidPart::Table)) = tabula_object(&**db, oid) else { return 0 };
                 db.store().partitions(&name).map(|p| p.iter().map(|p| p.approx_bytes.max(0)).sum()).unwrap_or(0)
             };
             let out: Int64Array = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|o| o.map(bytes)).collect();
@@ -1566,7 +1568,7 @@ fn relation_bytes(name: &str, db: Weak<Database>) -> ScalarUDF {
 
 /// The name a relation OID prints as (`oid::regclass`): Tabula's tables and their keys by name, others
 /// by number.
-fn oid_to_name(name: &str, db: Weak<Database>) -> ScalarUDF {
+fn oid_to_name(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
     datafusion::logical_expr::create_udf(
         name,
         vec![DataType::Int64],
@@ -1579,14 +1581,14 @@ fn oid_to_name(name: &str, db: Weak<Database>) -> ScalarUDF {
             let out: StringArray = oids
                 .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
                 .iter()
-                .map(|o| o.map(|o| db.as_ref().and_then(|db| relation_name(db, o)).unwrap_or_else(|| o.to_string())))
+                .map(|o| o.map(|o| db.as_ref().and_then(|db| relation_name(&**db, o)).unwrap_or_else(|| o.to_string())))
                 .collect();
             Ok(ColumnarValue::Array(Arc::new(out)))
         }),
     )
 }
 
-pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
+pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
     let db_for_names = db.clone();
     let db_for_regclass = db.clone();
     let db_for_sizes = db.clone();
@@ -1622,7 +1624,7 @@ pub fn catalog_udfs(db: Weak<Database>) -> Vec<ScalarUDF> {
         ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_is_in_recovery", ScalarValue::Boolean(Some(false))),
         ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
-        name_to_oid("to_regtype", Weak::new(), |_, name| {
+        name_to_oid("to_regtype", db_for_names.clone(), |_, name| {
             crate::types::SqlType::parse(name).filter(|t| *t != SqlType::Unknown).map(|t| t.oid() as i32)
         }),
         name_to_oid("to_regclass", db_for_names, |db, name| {

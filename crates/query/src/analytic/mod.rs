@@ -18,7 +18,6 @@
 pub mod arrow;
 pub mod catalog;
 mod limits;
-pub mod memory;
 pub mod provider;
 mod rewrite;
 mod stop;
@@ -44,13 +43,22 @@ use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use sqlparser::ast::Statement;
 
 use crate::error::{QueryError, Result};
-use crate::exec::{Interrupt, SqlRow};
+use crate::exec::Interrupt;
 use crate::plan::OutputColumn;
-use crate::session::{Database, Settings};
+use crate::planner::Catalog;
+use crate::settings::Settings;
+use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
 use catalog::{GeneratedSchema, PgCatalogSchema, CATALOG};
 use provider::PublicSchema;
 pub use provider::ReadCtx;
+
+/// What the analytic engine reads of the SQL layer's shared state (the crate's `Database`): the catalog's
+/// tables, the store and the roles. A trait, so that this module does not name the database that holds it.
+pub trait Source: Catalog + Send + Sync {
+    fn store(&self) -> &Arc<tabula_store::Store>;
+    fn roles(&self) -> &crate::roles::Registry;
+}
 
 /// DataFusion, set up once per database.
 pub struct Analytics {
@@ -59,7 +67,7 @@ pub struct Analytics {
     runtime: Option<tokio::runtime::Runtime>,
     rewriter: rewrite::Rewriter,
     /// The server's memory ceiling, and where each statement's budget comes from.
-    memory: Arc<memory::ServerMemory>,
+    memory: Arc<crate::memory::ServerMemory>,
 }
 
 /// An analytic statement planned by DataFusion: reused by prepared statements until DDL runs.
@@ -102,7 +110,7 @@ pub struct SessionInfo {
 }
 
 impl Analytics {
-    pub fn new(db: Weak<Database>, memory: Arc<memory::ServerMemory>) -> Result<Analytics> {
+    pub fn new(db: Weak<dyn Source>, memory: Arc<crate::memory::ServerMemory>) -> Result<Analytics> {
         let config = SessionConfig::new()
             .with_default_catalog_and_schema(CATALOG, "public")
             .with_information_schema(false)
@@ -140,7 +148,7 @@ impl Analytics {
     }
 
     /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
-    /// and this session's settings, with a memory pool of its own ([`memory`]). Run under `watch`, its
+    /// and this session's settings, with a memory pool of its own ([`crate::memory`]). Run under `watch`, its
     /// operators stop once it is set ([`stop`]); EXPLAIN's plans are shown without that wrapping.
     fn state(&self, read: ReadCtx, info: &SessionInfo, watch: Option<stop::Watch>) -> Result<SessionState> {
         let shared = self.ctx.runtime_env();

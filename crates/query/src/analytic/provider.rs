@@ -24,14 +24,15 @@ use parking_lot::Mutex;
 use tabula_store::Txn;
 
 use super::arrow::{datum_of, field, rows_to_batch, sql_type_of};
+use super::Source;
 use crate::cursor::{Cursor, Reader};
 use crate::error::QueryError;
-use crate::exec::{Executor, Interrupt, SqlRow};
+use crate::exec::{Executor, Interrupt};
 use crate::expr::{BinOp, EvalCtx, Expr};
 use crate::plan::{AccessPath, OutputColumn, Scan, SelectPlan, Versions};
-use crate::planner::{choose_access, needed_columns, Catalog};
+use crate::planner::{choose_access, needed_columns};
 use crate::schema::TableSchema;
-use crate::session::Database;
+use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
 
 /// Rows per record batch a scan produces.
@@ -52,7 +53,7 @@ pub struct ReadCtx {
     pub database: String,
     pub interrupt: Interrupt,
     /// The session's settings, for pg_settings.
-    pub settings: crate::session::Settings,
+    pub settings: crate::settings::Settings,
 }
 
 pub fn df_err(e: QueryError) -> DataFusionError {
@@ -62,11 +63,11 @@ pub fn df_err(e: QueryError) -> DataFusionError {
 /// The `public` schema: every Tabula table, looked up live in the catalog.
 #[derive(Debug)]
 pub struct PublicSchema {
-    pub db: Weak<Database>,
+    pub db: Weak<dyn Source>,
 }
 
 impl PublicSchema {
-    fn db(&self) -> DfResult<Arc<Database>> {
+    fn db(&self) -> DfResult<Arc<dyn Source>> {
         self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))
     }
 }
@@ -93,7 +94,7 @@ impl SchemaProvider for PublicSchema {
 
 /// One Tabula table as DataFusion sees it: the declared columns, in order.
 pub struct TabulaTable {
-    db: Weak<Database>,
+    db: Weak<dyn Source>,
     table: Arc<TableSchema>,
     schema: SchemaRef,
 }
@@ -105,7 +106,7 @@ impl fmt::Debug for TabulaTable {
 }
 
 impl TabulaTable {
-    pub fn new(db: Weak<Database>, table: Arc<TableSchema>) -> Self {
+    pub fn new(db: Weak<dyn Source>, table: Arc<TableSchema>) -> Self {
         let fields: Vec<_> = table.columns.iter().enumerate().map(|(i, c)| field(&c.name, c.ty, !(c.not_null || table.is_pk(i)))).collect();
         TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
     }
@@ -236,7 +237,7 @@ pub fn to_expr(e: &DfExpr, t: &TableSchema) -> Option<Expr> {
 
 /// The scan node in DataFusion's physical plan: prints the access path Tabula chose.
 pub struct TabulaScanExec {
-    db: Arc<Database>,
+    db: Arc<dyn Source>,
     plan: SelectPlan,
     schema: SchemaRef,
     read: Arc<ReadCtx>,
@@ -244,7 +245,7 @@ pub struct TabulaScanExec {
 }
 
 impl TabulaScanExec {
-    fn new(db: Arc<Database>, plan: SelectPlan, schema: SchemaRef, read: Arc<ReadCtx>) -> Self {
+    fn new(db: Arc<dyn Source>, plan: SelectPlan, schema: SchemaRef, read: Arc<ReadCtx>) -> Self {
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(1),

@@ -19,7 +19,6 @@
 //!
 //! A table's owner and access control list live with its columns in the table's SQL metadata (`schema`).
 
-pub mod parse;
 pub mod secret;
 
 use std::collections::BTreeMap;
@@ -292,7 +291,7 @@ fn acl_name(name: &str) -> String {
     }
 }
 
-/// A statement about roles and privileges, planned ([`parse`]) and then run by the session.
+/// A statement about roles and privileges, planned ([`crate::access`]) and then run by the session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AccessStatement {
     CreateRole {

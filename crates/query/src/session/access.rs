@@ -38,7 +38,7 @@ impl Session {
     /// Whether the current user may do anything. A role dropped while its session lives has no privileges;
     /// a session whose user was no role at login (trust) is a superuser.
     fn is_superuser(&self) -> bool {
-        match self.db.roles.is_superuser(self.current_user()) {
+        match self.db.roles().is_superuser(self.current_user()) {
             Some(s) => s,
             None => self.unlisted && self.role.is_none(),
         }
@@ -93,7 +93,7 @@ impl Session {
             }),
             Plan::DropTable { names, .. } => names.iter().try_for_each(|n| self.need_owner(n)),
             Plan::SetOptions { table, .. } | Plan::AddColumn { table, .. } | Plan::DropColumn { table, .. } => self.need_owner(table),
-            Plan::CreateTable(_) => match self.db.roles.get(self.current_user()) {
+            Plan::CreateTable(_) => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),
                 _ => Err(QueryError::InsufficientPrivilege("permission denied for schema public".into())),
             },
@@ -150,7 +150,7 @@ impl Session {
                 self.check_grantees(grantees)?;
                 let names = match tables {
                     Some(t) => t.clone(),
-                    None => self.db.store.table_names(),
+                    None => self.db.store().table_names(),
                 };
                 // Every table is checked before any changes: all or nothing.
                 let mut changed = Vec::new();
@@ -170,7 +170,7 @@ impl Session {
                     changed.push(TableSchema { acl: Some(acl), ..(*t).clone() });
                 }
                 for t in changed {
-                    self.db.store.set_user_meta(&t.name, t.encode())?;
+                    self.db.store().set_user_meta(&t.name, t.encode())?;
                 }
                 self.db.invalidate();
                 if *grant {
@@ -185,13 +185,13 @@ impl Session {
                 }
                 self.check_grantees(grantees)?;
                 for g in grantees {
-                    let Some(role) = self.db.roles.get(g) else {
+                    let Some(role) = self.db.roles().get(g) else {
                         return Err(QueryError::NotSupported(
                             "CREATE on the schema public for PUBLIC is not supported: grant it to roles".into(),
                         ));
                     };
                     if !role.configured {
-                        self.db.roles.update(&self.db.store, Role { create_in_public: *grant, ..role })?;
+                        self.db.roles().update(self.db.store(), Role { create_in_public: *grant, ..role })?;
                     }
                 }
                 if *grant {
@@ -214,7 +214,7 @@ impl Session {
 
     /// Every grantee must be a role (or PUBLIC, `""`).
     fn check_grantees(&self, grantees: &[String]) -> Result<()> {
-        match grantees.iter().find(|g| !g.is_empty() && self.db.roles.get(g).is_none()) {
+        match grantees.iter().find(|g| !g.is_empty() && self.db.roles().get(g).is_none()) {
             Some(g) => Err(QueryError::UndefinedRole(g.clone())),
             None => Ok(()),
         }
@@ -240,13 +240,13 @@ impl Session {
             password,
             configured: false,
         };
-        self.db.roles.create(&self.db.store, role)?;
+        self.db.roles().create(self.db.store(), role)?;
         self.db.invalidate();
         Ok(())
     }
 
     fn alter_role(&self, name: &str, options: &RoleOptions) -> Result<()> {
-        let role = self.db.roles.get(name).ok_or_else(|| QueryError::UndefinedRole(name.to_string()))?;
+        let role = self.db.roles().get(name).ok_or_else(|| QueryError::UndefinedRole(name.to_string()))?;
         if !self.is_superuser() {
             if role.superuser || options.superuser.is_some() {
                 return Err(QueryError::InsufficientPrivilege(
@@ -267,7 +267,7 @@ impl Session {
         };
         let altered =
             Role { superuser: options.superuser.unwrap_or(role.superuser), login: options.login.unwrap_or(role.login), password, ..role };
-        self.db.roles.update(&self.db.store, altered)?;
+        self.db.roles().update(self.db.store(), altered)?;
         self.db.invalidate();
         Ok(())
     }
@@ -279,7 +279,7 @@ impl Session {
         // Every role is checked before any is dropped.
         let mut dropped = Vec::new();
         for name in names {
-            let Some(role) = self.db.roles.get(name) else {
+            let Some(role) = self.db.roles().get(name) else {
                 if if_exists {
                     continue;
                 }
@@ -304,7 +304,7 @@ impl Session {
             dropped.push(name);
         }
         for name in dropped {
-            self.db.roles.drop_role(&self.db.store, name)?;
+            self.db.roles().drop_role(self.db.store(), name)?;
         }
         self.db.invalidate();
         Ok(())
@@ -317,7 +317,7 @@ impl Session {
         if role.create_in_public {
             privileges.push("privileges for schema public".to_string());
         }
-        for name in self.db.store.table_names() {
+        for name in self.db.store().table_names() {
             let t = self.db.table(&name)?;
             if t.acl.as_ref().is_some_and(|a| a.names(&role.name)) && t.owner != role.name {
                 privileges.push(format!("privileges for table {name}"));
@@ -335,11 +335,11 @@ impl Session {
             self.role = None;
             return Ok(());
         };
-        if self.db.roles.get(name).is_none() {
+        if self.db.roles().get(name).is_none() {
             return Err(QueryError::InvalidParameterValue(format!("role \"{name}\" does not exist")));
         }
         // Whom the session's own user may become: anyone for a superuser, else itself (no role membership).
-        let may = name == self.user || self.db.roles.is_superuser(&self.user).unwrap_or(self.unlisted);
+        let may = name == self.user || self.db.roles().is_superuser(&self.user).unwrap_or(self.unlisted);
         if !may {
             return Err(QueryError::InsufficientPrivilege(format!("permission denied to set role \"{name}\"")));
         }

@@ -6,9 +6,9 @@ use sqlparser::ast::{self, Statement};
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use super::{AccessStatement, Privilege, Privileges, RoleOptions};
 use crate::error::{QueryError, Result};
-use crate::expr::ident_name;
+use crate::roles::{AccessStatement, Privilege, Privileges, RoleOptions};
+use crate::schema::ident_name;
 
 fn unsupported(what: &str) -> QueryError {
     QueryError::NotSupported(format!("{what} is not supported"))

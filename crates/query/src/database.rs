@@ -1,0 +1,154 @@
+//! The SQL layer's state shared by every session: the store, the roles, the cache of table schemas with
+//! its version, the settings new sessions start with, and the analytic engine, started on first use.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::RwLock;
+use tabula_store::Store;
+
+use crate::analytic::{Analytics, Source};
+use crate::error::{QueryError, Result};
+use crate::memory::ServerMemory;
+use crate::planner::Catalog;
+use crate::roles::Registry;
+use crate::schema::TableSchema;
+use crate::settings::{check_setting, default_settings, Settings, SERVER_SETTINGS};
+
+/// Statement texts longer than this are refused unless configured otherwise.
+pub const DEFAULT_MAX_STATEMENT_BYTES: usize = 16 << 20;
+
+/// The SQL layer over one store, shared by all sessions.
+pub struct Database {
+    store: Arc<Store>,
+    max_statement_bytes: AtomicUsize,
+    roles: Registry,
+    /// DataFusion, started by the first statement that needs it.
+    analytics: OnceLock<Arc<Analytics>>,
+    /// Bumped by every DDL statement; cached plans of older versions are re-planned.
+    catalog_version: AtomicU64,
+    schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
+    /// What a new session's settings start as (and `RESET`, `DISCARD ALL` return to).
+    defaults: RwLock<Settings>,
+    /// Memory budgets of analytic statements.
+    memory: Arc<ServerMemory>,
+}
+
+impl Database {
+    pub fn new(store: Arc<Store>) -> Result<Arc<Database>> {
+        let store_durability = store.durability();
+        Ok(Arc::new(Database {
+            roles: Registry::load(&store)?,
+            store,
+            analytics: OnceLock::new(),
+            max_statement_bytes: AtomicUsize::new(DEFAULT_MAX_STATEMENT_BYTES),
+            catalog_version: AtomicU64::new(1),
+            schemas: RwLock::new(HashMap::new()),
+            defaults: RwLock::new(Arc::new(default_settings(store_durability))),
+            memory: Default::default(),
+        }))
+    }
+
+    /// Publishes one of the server's own settings ([`SERVER_SETTINGS`]): `SHOW` gives it, `SET` refuses it.
+    pub fn set_server_setting(&self, name: &str, value: &str) -> Result<()> {
+        if !SERVER_SETTINGS.contains(&name) {
+            return Err(QueryError::Internal(format!("\"{name}\" is not a server setting")));
+        }
+        Arc::make_mut(&mut self.defaults.write()).insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// Changes the default of a setting for sessions started from now on (`synchronous_commit`, say, from
+    /// the server's configuration). The value is checked as `SET` would check it.
+    pub fn set_default(&self, name: &str, value: &str) -> Result<()> {
+        let (key, value) = check_setting(name, value)?;
+        Arc::make_mut(&mut self.defaults.write()).insert(key, value);
+        Ok(())
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// What a new session's settings start as.
+    pub fn default_settings(&self) -> Settings {
+        self.defaults.read().clone()
+    }
+
+    /// The memory budgets of analytic statements, shared by the server's sessions.
+    pub fn memory(&self) -> &Arc<ServerMemory> {
+        &self.memory
+    }
+
+    /// Every role: the configuration's users (set here by the server, superusers) and those made in SQL.
+    pub fn roles(&self) -> &Registry {
+        &self.roles
+    }
+
+    pub fn set_max_statement_bytes(&self, n: usize) {
+        self.max_statement_bytes.store(n, Ordering::Relaxed);
+    }
+
+    /// The memory budget of one analytic statement and the ceiling of all of them together (bytes).
+    pub fn set_memory_limits(&self, statement: usize, server: usize) {
+        self.memory.set_limits(statement, server);
+    }
+
+    pub fn max_statement_bytes(&self) -> usize {
+        self.max_statement_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Refuses a statement text over the configured size before parsing it.
+    pub(crate) fn check_size(&self, sql: &str) -> Result<()> {
+        let limit = self.max_statement_bytes.load(Ordering::Relaxed);
+        if sql.len() > limit {
+            return Err(QueryError::ProgramLimitExceeded(format!(
+                "statement is too long: {} bytes, the limit is {limit} (max_statement_bytes)",
+                sql.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The analytic engine (DataFusion), set up on first use.
+    pub fn analytics(self: &Arc<Self>) -> Result<Arc<Analytics>> {
+        if let Some(a) = self.analytics.get() {
+            return Ok(a.clone());
+        }
+        let source: Weak<dyn Source> = Arc::downgrade(self) as Weak<dyn Source>;
+        let a = Arc::new(Analytics::new(source, self.memory.clone())?);
+        Ok(self.analytics.get_or_init(|| a).clone())
+    }
+
+    /// DDL changed the catalog: cached schemas are read again, and prepared plans made again.
+    pub(crate) fn invalidate(&self) {
+        self.schemas.write().clear();
+        self.catalog_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn catalog_version(&self) -> u64 {
+        self.catalog_version.load(Ordering::SeqCst)
+    }
+}
+
+impl Catalog for Database {
+    fn table(&self, name: &str) -> Result<Arc<TableSchema>> {
+        if let Some(t) = self.schemas.read().get(name) {
+            return Ok(t.clone());
+        }
+        let def = self.store.table(name)?;
+        let schema = Arc::new(TableSchema::from_def(&def)?);
+        self.schemas.write().insert(name.to_string(), schema.clone());
+        Ok(schema)
+    }
+}
+impl Source for Database {
+    fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    fn roles(&self) -> &Registry {
+        &self.roles
+    }
+}

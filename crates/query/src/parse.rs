@@ -1,0 +1,100 @@
+//! Statement text to statements: sqlparser's PostgreSQL dialect, after [`crate::depth::check`] has bounded
+//! how deeply the tokens nest, plus the few forms sqlparser does not know, recognised from the tokens.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::Result;
+
+/// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
+/// does not know, comes back as a ready plan.
+pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
+    let dialect = PostgreSqlDialect {};
+    let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
+    crate::depth::check(&tokens)?;
+    crate::access::user_as_role(&mut tokens);
+    let refused = crate::access::refused_unparsed(&tokens);
+    let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
+    if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
+        if let Some(f) = crate::cursors::parse_fetch(sql) {
+            return Ok(vec![ParsedStatement::Fetch(f?)]);
+        }
+    }
+    match Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements() {
+        Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
+        Err(e) => match parse_reset(sql) {
+            Some(p) => Ok(vec![p]),
+            None => Err(refused.unwrap_or_else(|| e.into())),
+        },
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ParsedStatement {
+    Ast(Box<Statement>),
+    Reset { table: String, options: Vec<String> },
+    Fetch(crate::cursors::FetchStatement),
+}
+
+/// `ALTER TABLE name RESET (opt [, opt ...]) [;]` and `RESET SESSION AUTHORIZATION`, from the tokens.
+fn parse_reset(sql: &str) -> Option<ParsedStatement> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let words: Vec<Token> = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+    let word = |t: &Token| match t {
+        Token::Word(w) => Some(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_lowercase() }),
+        _ => None,
+    };
+    let mut it = words.iter();
+    // sqlparser's PostgreSQL dialect does not know `RESET SESSION AUTHORIZATION`: it is that setting's reset.
+    let lead: Vec<Option<String>> = words.iter().take(3).map(word).collect();
+    if lead.iter().map(|w| w.as_deref()).eq([Some("reset"), Some("session"), Some("authorization")])
+        && matches!(&words[3..], [] | [Token::SemiColon])
+    {
+        let name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new("session_authorization")]);
+        let reset = sqlparser::ast::ResetStatement { reset: sqlparser::ast::Reset::ConfigurationParameter(name) };
+        return Some(ParsedStatement::Ast(Box::new(Statement::Reset(reset))));
+    }
+    if word(it.next()?)?.as_str() != "alter" || word(it.next()?)?.as_str() != "table" {
+        return None;
+    }
+    let mut table = word(it.next()?)?;
+    let mut next = it.next()?;
+    if *next == Token::Period {
+        table = word(it.next()?)?;
+        next = it.next()?;
+    }
+    if word(next)?.as_str() != "reset" || *it.next()? != Token::LParen {
+        return None;
+    }
+    let mut options = Vec::new();
+    loop {
+        options.push(word(it.next()?)?);
+        match it.next()? {
+            Token::Comma => continue,
+            Token::RParen => break,
+            _ => return None,
+        }
+    }
+    match it.next() {
+        None | Some(Token::SemiColon) if it.next().is_none() => Some(ParsedStatement::Reset { table, options }),
+        _ => None,
+    }
+}
+
+/// The result columns a plan produces (RowDescription), known before it runs.
+/// The highest `$n` in a statement.
+pub(crate) fn max_placeholder(stmt: &Statement) -> usize {
+    let mut n = 0;
+    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+        if let sqlparser::ast::Expr::Value(v) = e {
+            if let sqlparser::ast::Value::Placeholder(p) = &v.value {
+                n = n.max(p.strip_prefix('$').and_then(|d| d.parse().ok()).unwrap_or(0));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    n
+}

@@ -1,0 +1,138 @@
+//! Statements DataFusion plans and runs (the analytic route): a query the key-value planner deferred or
+//! could not plan, with the session's transaction lent for its reads.
+
+use std::sync::Arc;
+
+use sqlparser::ast::Statement;
+use tabula_store::Txn;
+
+use super::explain::explain_rows;
+use super::{Prepared, Session};
+use crate::analytic::{AnalyticPlan, ReadCtx, SessionInfo};
+use crate::error::{QueryError, Result};
+use crate::output::{Output, RowStream};
+use crate::parse::max_placeholder;
+use crate::plan::OutputColumn;
+use crate::types::{Datum, SqlType};
+
+impl Session {
+    /// A query the key-value planner refused, planned by DataFusion instead. `refusal` is what the
+    /// planner said: reported as it is when DataFusion cannot run the query either, unless the planner
+    /// only deferred (`Analytic`), in which case DataFusion's own error is the answer.
+    pub(super) fn prepare_analytic(
+        &self,
+        sql: &str,
+        stmt: Box<Statement>,
+        refusal: QueryError,
+        given: &[SqlType],
+        version: u64,
+    ) -> Result<Prepared> {
+        let is_query = match stmt.as_ref() {
+            Statement::Query(_) => true,
+            Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(_)),
+            _ => false,
+        };
+        let deferred = matches!(refusal.root(), QueryError::Analytic(_));
+        let retry = refusal.is_analytic_retry();
+        // DataFusion would run a locking read without its locks: the planner's refusal stands.
+        let locking = match stmt.as_ref() {
+            Statement::Query(q) => !q.locks.is_empty(),
+            Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(q) if !q.locks.is_empty()),
+            _ => false,
+        };
+        if !is_query || locking || !(deferred || retry) {
+            return Err(refusal);
+        }
+        let planned = self.db.analytics().and_then(|a| a.plan(&stmt, self.read_ctx(None), &self.session_info()));
+        let mut plan = match planned {
+            Ok(p) => p,
+            Err(e) if deferred => return Err(e),
+            Err(_) => return Err(refusal),
+        };
+        // Output columns named as PostgreSQL names them (DataFusion prints expressions instead).
+        if let Statement::Query(q) = stmt.as_ref() {
+            if let Some(names) = crate::planner::output_names(q).filter(|n| n.len() == plan.columns.len()) {
+                plan.columns.iter_mut().zip(names).for_each(|(c, n)| c.name = n);
+            }
+        }
+        // Every `$n` the client wrote counts, also those in parts the rewrite for DataFusion dropped.
+        let count = plan.param_types.len().max(max_placeholder(&stmt)).max(given.len());
+        let param_types = (0..count)
+            .map(|i| match (given.get(i), plan.param_types.get(i).and_then(|t| t.as_ref())) {
+                (Some(g), _) if *g != SqlType::Unknown => *g,
+                (_, Some(t)) => crate::analytic::arrow::sql_type_of(t),
+                _ => SqlType::Text,
+            })
+            .collect();
+        let columns = if matches!(stmt.as_ref(), Statement::Explain { .. }) {
+            vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }]
+        } else {
+            plan.columns.clone()
+        };
+        Ok(Prepared {
+            sql: sql.into(),
+            stmt: Some(stmt),
+            plan: None,
+            columns,
+            analytic: Some(Arc::new(plan)),
+            catalog_version: version,
+            param_types,
+        })
+    }
+
+    /// What a statement's DataFusion scans read with: the lent transaction, the clock, the user.
+    pub(super) fn read_ctx(&self, txn: Option<Arc<parking_lot::Mutex<Option<Txn>>>>) -> ReadCtx {
+        ReadCtx {
+            txn,
+            view: None,
+            now_us: self.db.store().clock().now_ms() * 1000,
+            user: self.current_user().to_string(),
+            session_user: self.user.clone(),
+            database: self.database.clone(),
+            interrupt: self.interrupt.clone(),
+            settings: self.settings.clone(),
+        }
+    }
+
+    pub(super) fn session_info(&self) -> SessionInfo {
+        SessionInfo { settings: self.settings.clone(), user: self.current_user().to_string(), session_user: self.user.clone() }
+    }
+
+    /// Runs a DataFusion statement, lending it the open transaction for its reads.
+    pub(super) fn run_analytic(&mut self, p: &Prepared, plan: &AnalyticPlan, params: &[Datum]) -> Result<Output> {
+        if self.failed {
+            return Err(QueryError::InFailedTransaction);
+        }
+        let analytics = self.db.analytics()?;
+        let fresh;
+        let plan = if p.catalog_version == self.db.catalog_version() {
+            plan
+        } else {
+            let stmt = p.stmt.as_deref().ok_or_else(|| QueryError::Internal("an analytic statement without its statement".into()))?;
+            fresh = analytics.plan(stmt, self.read_ctx(None), &self.session_info())?;
+            &fresh
+        };
+        self.check_tables(&plan.tables)?;
+        let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
+        let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
+        // Outside a transaction, or in one that has not written (its reads are its snapshot's), rows stream.
+        let view = self.txn.as_ref().map(|t| t.read_view());
+        if !explain && !matches!(view, Some(None)) {
+            let mut read = self.read_ctx(None);
+            read.view = view.flatten().map(|v| v as crate::cursor::Reader);
+            let rows = analytics.execute_stream(plan, &typed, read, &self.session_info())?;
+            return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream::from_rows(rows) });
+        }
+        let lent = self.txn.take().map(|t| Arc::new(parking_lot::Mutex::new(Some(t))));
+        let read = self.read_ctx(lent.clone());
+        let r = analytics.execute(plan, &typed, read, &self.session_info());
+        if let Some(l) = lent {
+            self.txn = l.lock().take();
+        }
+        let rows = r?;
+        if explain {
+            return Ok(explain_rows(rows));
+        }
+        Ok(Output::Rows { columns: plan.columns.clone(), tag: format!("SELECT {}", rows.len()), rows })
+    }
+}

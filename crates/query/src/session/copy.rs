@@ -1,0 +1,253 @@
+//! COPY FROM STDIN (data fed as it arrives, in batches or one bulk load) and COPY TO STDOUT.
+
+use std::sync::Arc;
+
+use tabula_store::{Access, StoreError, Txn};
+
+use super::Session;
+use crate::error::{QueryError, Result};
+use crate::expr::{EvalCtx, Expr};
+use crate::output::Output;
+use crate::plan::{Plan, SelectPlan};
+use crate::schema::TableSchema;
+use crate::types::{Datum, SqlType};
+
+/// Rows inserted per engine call during COPY FROM.
+const COPY_BATCH: usize = 2000;
+
+/// A COPY FROM in progress.
+pub(super) struct CopyIn {
+    table: Arc<TableSchema>,
+    /// The columns of the data (`given` of them), then those the data leaves out that have `defaults`.
+    targets: Vec<usize>,
+    given: usize,
+    defaults: Vec<Expr>,
+    format: crate::copy::CopyFormat,
+    buf: Vec<u8>,
+    /// The statement's own transaction when the session has none open and rows need generated keys.
+    txn: Option<Txn>,
+    /// Outside a transaction, rows with complete keys load as one atomic write batch instead.
+    bulk: Option<tabula_store::BulkLoad>,
+    /// Lines before the first row (a header).
+    skipped_lines: u64,
+    rows: u64,
+    line: u64,
+    header_pending: bool,
+    finished: bool,
+    error: Option<QueryError>,
+}
+
+impl Session {
+    /// COPY data from the client.
+    pub fn copy_data(&mut self, data: &[u8]) {
+        self.copy_feed(data, false);
+    }
+
+    /// The end of COPY data: the remaining rows are written and the statement commits. Returns the count.
+    pub fn copy_done(&mut self) -> Result<u64> {
+        self.copy_feed(&[], true);
+        let Some(copy) = self.copy.take() else { return Err(QueryError::Internal("no COPY in progress".into())) };
+        if let Some(e) = copy.error {
+            if let Some(t) = copy.txn {
+                let _ = t.rollback();
+            }
+            self.note_error();
+            return Err(e);
+        }
+        if let Some(t) = copy.txn {
+            if let Err(e) = t.commit() {
+                return Err(e.into());
+            }
+        }
+        if let Some(b) = copy.bulk {
+            match b.commit() {
+                Ok(()) => {}
+                Err(tabula_store::BulkError::Duplicate(i)) => {
+                    self.note_error();
+                    let line = copy.skipped_lines + i as u64 + 1;
+                    return Err(
+                        QueryError::UniqueViolation(copy.table.name.clone()).with_message(format!("COPY {}, line {line}", copy.table.name))
+                    );
+                }
+                Err(tabula_store::BulkError::Store(e)) => {
+                    self.note_error();
+                    return Err(e.into());
+                }
+            }
+        }
+        // Inside a transaction block the rows commit with it (and COMMIT waits for them).
+        if self.txn.is_none() {
+            self.commit_durably()?;
+        }
+        Ok(copy.rows)
+    }
+
+    /// The client gave up the COPY: nothing of it is written.
+    pub fn copy_fail(&mut self, message: &str) -> QueryError {
+        if let Some(copy) = self.copy.take() {
+            if let Some(t) = copy.txn {
+                let _ = t.rollback();
+            }
+        }
+        self.note_error();
+        QueryError::Cancelled.with_message(format!("COPY from stdin failed: {message}"))
+    }
+
+    pub(super) fn copy_feed(&mut self, data: &[u8], at_end: bool) {
+        let Some(copy) = self.copy.as_mut() else { return };
+        if copy.error.is_some() || copy.finished {
+            return;
+        }
+        copy.buf.extend_from_slice(data);
+        let mut records = Vec::new();
+        match copy.format.take_records(&mut copy.buf, at_end, &mut records) {
+            Ok(done) => copy.finished = done,
+            Err(e) => {
+                copy.error = Some(e);
+                return;
+            }
+        }
+        if copy.header_pending && !records.is_empty() {
+            records.remove(0);
+            copy.header_pending = false;
+            copy.line += 1;
+            copy.skipped_lines += 1;
+        }
+        let session_txn = self.txn.as_ref();
+        let copy = self.copy.as_mut().unwrap();
+        let access: &dyn Access = match (&copy.txn, session_txn) {
+            (Some(t), _) => t,
+            (None, Some(t)) => t,
+            (None, None) if copy.bulk.is_some() => self.db.store().as_ref(),
+            (None, None) => {
+                copy.error = Some(QueryError::Internal("COPY without a transaction".into()));
+                return;
+            }
+        };
+        let defaults_ctx = EvalCtx {
+            params: &[],
+            now_us: self.db.store().clock().now_ms() * 1000,
+            user: self.role.as_deref().unwrap_or(&self.user),
+            session_user: &self.user,
+            database: &self.database,
+        };
+        for chunk in records.chunks(COPY_BATCH) {
+            let mut batch = Vec::with_capacity(chunk.len());
+            for fields in chunk {
+                copy.line += 1;
+                let r = (|| {
+                    if fields.len() != copy.given {
+                        return Err(QueryError::InvalidText(format!(
+                            "{} data for table \"{}\": expected {} columns, got {}",
+                            if fields.len() < copy.given { "missing" } else { "extra" },
+                            copy.table.name,
+                            copy.given,
+                            fields.len()
+                        )));
+                    }
+                    let mut values = fields
+                        .iter()
+                        .zip(&copy.targets)
+                        .map(|(f, &t)| match f {
+                            None => Ok(Datum::Null),
+                            Some(text) => {
+                                Datum::parse(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) }, text)
+                            }
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    for e in &copy.defaults {
+                        values.push(e.eval(&[], &defaults_ctx)?);
+                    }
+                    crate::exec::prepare_row(&copy.table, &copy.targets, values)
+                })();
+                match r {
+                    Ok(p) => batch.push((p.pk, p.cells)),
+                    Err(e) => {
+                        copy.error = Some(e.with_message(format!("COPY {}, line {}", copy.table.name, copy.line)));
+                        return;
+                    }
+                }
+            }
+            if let Some(bulk) = copy.bulk.as_mut() {
+                let complete: Option<Vec<_>> =
+                    batch.into_iter().map(|(pk, cells)| pk.into_iter().collect::<Option<Vec<_>>>().map(|pk| (pk, cells))).collect();
+                let Some(rows) = complete else {
+                    copy.error = Some(QueryError::Internal("COPY row without a complete primary key".into()));
+                    return;
+                };
+                match bulk.add(&rows) {
+                    Ok(()) => copy.rows += rows.len() as u64,
+                    Err(e) => {
+                        copy.error = Some(QueryError::from(e).with_message(format!("COPY {}, line {}", copy.table.name, copy.line)));
+                        return;
+                    }
+                }
+                continue;
+            }
+            match access.insert_rows(&copy.table.name, &batch) {
+                Ok(_) => copy.rows += batch.len() as u64,
+                Err(StoreError::RowExists) => {
+                    copy.error = Some(QueryError::UniqueViolation(copy.table.name.clone()));
+                    return;
+                }
+                Err(e) => {
+                    copy.error = Some(e.into());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `COPY ... FROM STDIN` starts: the data comes next, through [`Session::copy_data`].
+    pub(super) fn copy_from(
+        &mut self,
+        table: &Arc<TableSchema>,
+        targets: &[usize],
+        defaults: &[(usize, Expr)],
+        format: &crate::copy::CopyFormat,
+    ) -> Result<Output> {
+        let generated = table.pk.iter().any(|&c| table.columns[c].identity);
+        let (txn, bulk) = match (&self.txn, generated) {
+            (Some(_), _) => (None, None),
+            (None, true) => (Some(self.db.store().begin()), None),
+            (None, false) => (None, Some(self.db.store().bulk_load(&table.name)?)),
+        };
+        self.copy = Some(CopyIn {
+            table: table.clone(),
+            targets: targets.iter().chain(defaults.iter().map(|(c, _)| c)).copied().collect(),
+            given: targets.len(),
+            defaults: defaults.iter().map(|(_, e)| e.clone()).collect(),
+            format: format.clone(),
+            buf: Vec::new(),
+            txn,
+            bulk,
+            skipped_lines: 0,
+            rows: 0,
+            line: 0,
+            header_pending: format.header,
+            finished: false,
+            error: None,
+        });
+        Ok(Output::CopyIn { columns: targets.len() })
+    }
+
+    /// `COPY ... TO STDOUT`: the query's rows in the chosen format.
+    pub(super) fn copy_to(&mut self, select: &SelectPlan, format: &crate::copy::CopyFormat, params: &[Datum]) -> Result<Output> {
+        let (out, _) = self.run_dml(&Plan::Select(select.clone()), params, false)?;
+        let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
+        let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+        let mut chunks = Vec::with_capacity(rows.len() + 1);
+        if format.header {
+            let header: Vec<Datum> = columns.iter().map(|c| Datum::Text(c.name.clone())).collect();
+            let mut line = Vec::new();
+            format.format_row(&header, &vec![SqlType::Text; header.len()], &mut line);
+            chunks.push(line);
+        }
+        for r in &rows {
+            let mut line = Vec::with_capacity(64);
+            format.format_row(r, &types, &mut line);
+            chunks.push(line);
+        }
+        Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
+    }
+}

@@ -1,0 +1,135 @@
+//! CREATE TABLE, DROP TABLE, TRUNCATE and ALTER TABLE: changes of the catalog, each followed by
+//! [`Database::invalidate`](crate::database::Database) so that cached schemas and plans are made again.
+
+use tabula_store::{PkColumn, StoreError, TableDef, TableOptions};
+
+use super::Session;
+use crate::error::{QueryError, Result};
+use crate::expr::Expr;
+use crate::output::Output;
+use crate::plan::CreateTablePlan;
+use crate::planner::{apply_option_text, Catalog};
+use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
+use crate::types::Datum;
+
+impl Session {
+    pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
+        let def = TableDef {
+            name: c.name.clone(),
+            primary_key: c
+                .pk
+                .iter()
+                .map(|&i| PkColumn {
+                    name: c.columns[i].name.clone(),
+                    ty: c.columns[i].ty.pk_type().unwrap(),
+                    auto_increment: c.columns[i].identity,
+                })
+                .collect(),
+            partition_key_len: c.partition_key_len,
+            options: c.options,
+            user_meta: TableSchema::encode_meta(&c.columns, &[], self.current_user(), None),
+        };
+        for col in &c.columns {
+            tabula_store::value::validate_name(&col.name)?;
+        }
+        match self.db.store().create_table(def) {
+            Ok(()) => {}
+            Err(StoreError::TableExists(_)) if c.if_not_exists => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.db.invalidate();
+        Ok(Output::Command { tag: "CREATE TABLE".into() })
+    }
+
+    /// `DROP TABLE`: each table, and the catalog's cache after even a failed one.
+    pub(super) fn drop_tables(&mut self, names: &[String], if_exists: bool) -> Result<Output> {
+        for n in names {
+            match self.db.store().drop_table(n) {
+                Ok(()) | Err(StoreError::UnknownTable(_)) if if_exists => {}
+                Ok(()) => {}
+                Err(e) => {
+                    self.db.invalidate();
+                    return Err(e.into());
+                }
+            }
+        }
+        self.db.invalidate();
+        Ok(Output::Command { tag: "DROP TABLE".into() })
+    }
+
+    /// `TRUNCATE`: every row of each table, at once.
+    pub(super) fn truncate(&mut self, names: &[String]) -> Result<Output> {
+        for n in names {
+            self.db.store().truncate_table(n)?;
+        }
+        Ok(Output::Command { tag: "TRUNCATE TABLE".into() })
+    }
+
+    /// `ALTER TABLE ... SET (...)` and `RESET (...)` of table options.
+    pub(super) fn set_options(&mut self, table: &str, set: &[(String, Expr)], reset: &[String]) -> Result<Output> {
+        let mut o = self.db.store().table(table)?.options;
+        let defaults = TableOptions::default();
+        for (k, v) in set {
+            let text = match v {
+                Expr::Literal(Datum::Text(s), _) => s.clone(),
+                other => other.to_string(),
+            };
+            apply_option_text(&mut o, k, &text, false)?;
+        }
+        for k in reset {
+            match k.as_str() {
+                "ttl" => o.ttl = defaults.ttl,
+                "max_versions" => o.max_versions = defaults.max_versions,
+                "max_version_offset" => o.max_version_offset = defaults.max_version_offset,
+                "hash_prefix" => return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into())),
+                other => return Err(QueryError::InvalidParameterValue(format!("unrecognized table option \"{other}\""))),
+            }
+        }
+        self.db.store().set_options(table, o)?;
+        self.db.invalidate();
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// `ALTER TABLE ... ADD COLUMN`.
+    pub(super) fn add_column(&mut self, table: &str, column: &ColumnDef, if_not_exists: bool) -> Result<Output> {
+        let schema = self.db.table(table)?;
+        if schema.column_index(&column.name).is_some() || column.name == VERSION_COLUMN {
+            if if_not_exists {
+                return Ok(Output::Command { tag: "ALTER TABLE".into() });
+            }
+            return Err(QueryError::InvalidTableDefinition(format!("column \"{}\" of relation \"{table}\" already exists", column.name)));
+        }
+        tabula_store::value::validate_name(&column.name)?;
+        if schema.dropped.contains(&column.name) {
+            return Err(QueryError::NotSupported(format!(
+                "column \"{}\" was dropped from \"{table}\" and its old values are still stored: choose another name",
+                column.name
+            )));
+        }
+        let mut altered = (*schema).clone();
+        altered.columns.push(column.clone());
+        self.db.store().set_user_meta(table, altered.encode())?;
+        self.db.invalidate();
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// `ALTER TABLE ... DROP COLUMN`: its name is kept as dropped, since its old cells stay stored.
+    pub(super) fn drop_column(&mut self, table: &str, column: &str, if_exists: bool) -> Result<Output> {
+        let schema = self.db.table(table)?;
+        let Some(i) = schema.columns.iter().position(|c| c.name == column) else {
+            if if_exists {
+                return Ok(Output::Command { tag: "ALTER TABLE".into() });
+            }
+            return Err(QueryError::UndefinedColumn(format!("{column}\" of relation \"{table}")));
+        };
+        if schema.is_pk(i) {
+            return Err(QueryError::NotSupported(format!("cannot drop primary key column \"{column}\"")));
+        }
+        let mut altered = (*schema).clone();
+        altered.columns.remove(i);
+        altered.dropped.push(column.to_string());
+        self.db.store().set_user_meta(table, altered.encode())?;
+        self.db.invalidate();
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+}

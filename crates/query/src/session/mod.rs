@@ -1,0 +1,449 @@
+//! Sessions: the SQL entry point. A session parses, plans (with a plan cache per prepared statement),
+//! runs statements in auto-commit or inside a transaction, and keeps its settings.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sqlparser::ast::Statement;
+use tabula_store::Txn;
+
+use crate::analytic::AnalyticPlan;
+use crate::database::Database;
+use crate::error::{QueryError, Result};
+use crate::exec::{Deadline, Interrupt};
+use crate::expr::EvalCtx;
+use crate::output::{Output, TxnStatus};
+use crate::parse::{parse, ParsedStatement};
+use crate::plan::*;
+use crate::planner::Planner;
+use crate::settings::*;
+use crate::types::{Datum, SqlType};
+use copy::CopyIn;
+
+mod access;
+mod analytic;
+mod copy;
+mod ddl;
+mod dml;
+mod explain;
+mod settings;
+mod statements;
+
+/// A parsed and planned statement, ready to run with parameters.
+#[derive(Clone)]
+pub struct Prepared {
+    pub sql: String,
+    stmt: Option<Box<Statement>>,
+    plan: Option<Arc<Plan>>,
+    /// Set instead of `plan` for statements DataFusion runs.
+    analytic: Option<Arc<AnalyticPlan>>,
+    catalog_version: u64,
+    pub param_types: Vec<SqlType>,
+    pub columns: Vec<OutputColumn>,
+}
+
+impl Prepared {
+    pub fn is_empty(&self) -> bool {
+        self.plan.is_none() && self.analytic.is_none()
+    }
+}
+
+pub struct Session {
+    db: Arc<Database>,
+    txn: Option<Txn>,
+    failed: bool,
+    pub user: String,
+    pub database: String,
+    settings: Settings,
+    pub interrupt: Interrupt,
+    copy: Option<CopyIn>,
+    /// The open transaction's savepoints, oldest first, one per engine savepoint (`None`: released).
+    savepoints: Vec<Option<String>>,
+    /// The plan of the statement run last (for the slow-statement log).
+    last_plan: Option<Arc<Plan>>,
+    /// Set by a streamed result that ended in an error (see [`RowStream`]).
+    stream_failed: Arc<std::sync::atomic::AtomicBool>,
+    /// Cursors open in SQL (`DECLARE`).
+    cursors: crate::cursors::Cursors,
+    /// Statements prepared in SQL (`PREPARE`), by name.
+    statements: HashMap<String, Arc<Prepared>>,
+    /// `SET ROLE`: whose privileges the session has (`current_user`); `None`: its own user's.
+    role: Option<String>,
+    /// The session's user was no role when it logged in (trust takes any name): it is a superuser.
+    unlisted: bool,
+}
+
+impl Session {
+    /// A new session of `user` on `db`, connected to `database` (the name the client gave).
+    pub fn new(db: &Arc<Database>, user: &str, database: &str) -> Session {
+        Session {
+            db: db.clone(),
+            txn: None,
+            failed: false,
+            user: user.to_string(),
+            database: database.to_string(),
+            settings: db.default_settings(),
+            interrupt: Interrupt { memory: Some(db.memory().clone()), ..Interrupt::default() },
+            copy: None,
+            savepoints: Vec::new(),
+            last_plan: None,
+            stream_failed: Default::default(),
+            cursors: Default::default(),
+            statements: HashMap::new(),
+            role: None,
+            unlisted: db.roles().get(user).is_none(),
+        }
+    }
+
+    /// Whose privileges the session has: the role SET ROLE chose, else its user.
+    pub fn current_user(&self) -> &str {
+        self.role.as_deref().unwrap_or(&self.user)
+    }
+
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The plan of the last statement, as EXPLAIN prints it.
+    pub fn last_plan(&self) -> Option<String> {
+        self.last_plan.as_ref().map(|p| p.to_string())
+    }
+
+    pub fn txn_status(&self) -> TxnStatus {
+        match (&self.txn, self.failed) {
+            (None, _) => TxnStatus::Idle,
+            (Some(_), false) => TxnStatus::InTransaction,
+            (Some(_), true) => TxnStatus::Failed,
+        }
+    }
+
+    /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
+    pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
+        self.absorb_stream_failure();
+        let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
+            Ok(s) => s,
+            Err(e) => {
+                self.note_error();
+                return vec![Err(e)];
+            }
+        };
+        let mut out = Vec::new();
+        let mut stmts = stmts.into_iter().peekable();
+        while let Some(s) = stmts.next() {
+            let r = self.check_not_failed(&s).and_then(|_| self.prepare_parsed(sql, Some(s), &[])).and_then(|p| self.execute(&p, &[]));
+            // A streamed result is read as the client takes it, which is after the whole string has run: the
+            // statements after it could change what it reads. It is read out before they run.
+            let r = match r {
+                Ok(Output::Stream { columns, cursor }) if stmts.peek().is_some() => {
+                    let rows = cursor.collect::<Result<Vec<_>>>();
+                    if rows.is_err() {
+                        self.note_error();
+                    }
+                    rows.map(|rows| Output::Rows { tag: format!("SELECT {}", rows.len()), columns, rows })
+                }
+                r => r,
+            };
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                // Planning errors too: PostgreSQL fails the transaction on any error in it.
+                self.note_error();
+                break;
+            }
+        }
+        if out.is_empty() {
+            out.push(Ok(Output::Empty));
+        }
+        out
+    }
+
+    fn savepoint_index(&self, name: &str) -> Result<usize> {
+        self.savepoints.iter().rposition(|s| s.as_deref() == Some(name)).ok_or_else(|| QueryError::UndefinedSavepoint(name.to_string()))
+    }
+
+    /// In a failed transaction only its end is accepted (COMMIT, ROLLBACK, ROLLBACK TO SAVEPOINT), before
+    /// anything is planned, as PostgreSQL refuses even a statement that would not plan.
+    fn check_not_failed(&self, s: &ParsedStatement) -> Result<()> {
+        let ends = matches!(s, ParsedStatement::Ast(s) if matches!(s.as_ref(), Statement::Commit { .. } | Statement::Rollback { .. }));
+        if self.failed && !ends {
+            return Err(QueryError::InFailedTransaction);
+        }
+        Ok(())
+    }
+
+    fn note_error(&mut self) {
+        if self.txn.is_some() {
+            self.failed = true;
+        }
+    }
+
+    /// Parses and plans one statement for the extended protocol. Parameter types the client gave win;
+    /// the others are inferred from where they are used.
+    pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        self.absorb_stream_failure();
+        let r = (|| {
+            self.db.check_size(sql)?;
+            let mut stmts = parse(sql)?;
+            if stmts.len() > 1 {
+                return Err(QueryError::Syntax("cannot insert multiple commands into a prepared statement".into()));
+            }
+            if let Some(s) = stmts.first() {
+                self.check_not_failed(s)?;
+            }
+            self.prepare_parsed(sql, stmts.pop(), param_types)
+        })();
+        if r.is_err() {
+            self.note_error();
+        }
+        r
+    }
+
+    fn prepare_parsed(&self, sql: &str, stmt: Option<ParsedStatement>, param_types: &[Option<SqlType>]) -> Result<Prepared> {
+        let version = self.db.catalog_version();
+        let Some(stmt) = stmt else {
+            return Ok(Prepared {
+                sql: sql.into(),
+                stmt: None,
+                plan: None,
+                analytic: None,
+                catalog_version: version,
+                param_types: vec![],
+                columns: vec![],
+            });
+        };
+        let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
+        let (plan, params, stmt) = match stmt {
+            ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
+            ParsedStatement::Fetch(f) => {
+                let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
+                (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
+            }
+            ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
+                // Typed with NULLs where the subqueries' results will be.
+                let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                let typed = planner.plan(&crate::subqueries::placeholder(&s))?;
+                let param_types: Vec<SqlType> =
+                    planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
+                let plan = Plan::WithSubqueries { statement: s.clone(), param_types: param_types.clone(), columns: plan_columns(&typed) };
+                (plan, param_types, Some(s))
+            }
+            ParsedStatement::Ast(s) => {
+                let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                match planner.plan(&s) {
+                    // The parameters are those of the cursor's query, whichever engine runs it.
+                    Ok(plan @ Plan::DeclareCursor { .. }) => {
+                        let Plan::DeclareCursor { query, .. } = &plan else { unreachable!() };
+                        let inner = self.prepare_query(query, param_types)?;
+                        (plan, inner.param_types, Some(s))
+                    }
+                    Ok(Plan::ExecutePrepared { name, args, .. }) => {
+                        let columns =
+                            self.statements.get(&name).ok_or_else(|| QueryError::UndefinedPreparedStatement(name.clone()))?.columns.clone();
+                        (Plan::ExecutePrepared { name, args, columns }, planner.params, Some(s))
+                    }
+                    Ok(plan) => (plan, planner.params, Some(s)),
+                    Err(e) => return self.prepare_analytic(sql, s, e, &given, version),
+                }
+            }
+        };
+        // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
+        let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
+        let columns = plan_columns(&plan);
+        Ok(Prepared { sql: sql.into(), stmt, plan: Some(Arc::new(plan)), analytic: None, catalog_version: version, param_types, columns })
+    }
+
+    /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
+    pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        self.absorb_stream_failure();
+        match self.execute_here(p, params)? {
+            Output::Stream { columns, cursor } => Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) }),
+            out => Ok(out),
+        }
+    }
+
+    /// A streamed result that ended in an error fails the transaction it ran in, before the next statement.
+    fn absorb_stream_failure(&mut self) {
+        if self.stream_failed.swap(false, Ordering::Relaxed) {
+            self.note_error();
+        }
+    }
+
+    fn execute_here(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        if p.is_empty() {
+            return Ok(Output::Empty);
+        }
+        self.run_bound(p, params, |s, params| s.execute_bound(p, params))
+    }
+
+    /// Runs a prepared statement whose parameters are bound to its types, under the running statement's
+    /// timeout (a cursor's query runs under its DECLARE's).
+    fn execute_bound(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
+        if let Some(a) = &p.analytic {
+            self.last_plan = None;
+            return self.run_analytic(p, &a.clone(), params);
+        }
+        let Some(plan) = &p.plan else { return Ok(Output::Empty) };
+        let plan = if p.catalog_version == self.db.catalog_version() || p.stmt.is_none() {
+            plan.clone()
+        } else {
+            let fresh = match &p.stmt {
+                Some(s) if !matches!(plan.as_ref(), Plan::SetOptions { reset, .. } if !reset.is_empty()) => {
+                    let mut planner = Planner::new(self.db.as_ref(), p.param_types.clone());
+                    Arc::new(planner.plan(s)?)
+                }
+                _ => plan.clone(),
+            };
+            fresh
+        };
+        self.last_plan = Some(plan.clone());
+        self.run(&plan, params)
+    }
+
+    /// Binds parameters to a prepared statement's types and runs it under the statement timeout; an error
+    /// fails the open transaction.
+    fn run_bound(&mut self, p: &Prepared, params: &[Datum], f: impl FnOnce(&mut Self, &[Datum]) -> Result<Output>) -> Result<Output> {
+        if params.len() != p.param_types.len() {
+            return Err(QueryError::Syntax(format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                p.param_types.len()
+            )));
+        }
+        let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
+        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
+        // A cell of this statement's own: the streams it opens keep it after it returns.
+        self.interrupt.deadline = Arc::new(Deadline::at((timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout))));
+        let r = f(self, &params);
+        self.interrupt.deadline = Arc::default();
+        if r.is_err() {
+            self.note_error();
+        }
+        r
+    }
+
+    fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
+        EvalCtx { params, now_us, user: self.current_user(), session_user: &self.user, database: &self.database }
+    }
+
+    fn run(&mut self, plan: &Plan, params: &[Datum]) -> Result<Output> {
+        if self.failed && !matches!(plan, Plan::Rollback | Plan::Commit | Plan::RollbackToSavepoint(_)) {
+            return Err(QueryError::InFailedTransaction);
+        }
+        self.check_access(plan)?;
+        match plan {
+            Plan::Savepoint(name) => {
+                let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("SAVEPOINT"))?;
+                txn.savepoint();
+                self.savepoints.push(Some(name.clone()));
+                Ok(Output::Command { tag: "SAVEPOINT".into() })
+            }
+            Plan::ReleaseSavepoint(name) => {
+                self.txn.as_ref().ok_or(QueryError::NoTransaction("RELEASE SAVEPOINT"))?;
+                let i = self.savepoint_index(name)?;
+                // The engine keeps its savepoints; released ones stay on its stack without a name.
+                self.savepoints[i..].iter_mut().for_each(|s| *s = None);
+                Ok(Output::Command { tag: "RELEASE".into() })
+            }
+            Plan::RollbackToSavepoint(name) => {
+                let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("ROLLBACK TO SAVEPOINT"))?;
+                let i = self.savepoint_index(name)?;
+                for _ in i..self.savepoints.len() {
+                    txn.rollback_to_savepoint()?;
+                }
+                // The savepoint stays, as in PostgreSQL: it can be rolled back to again.
+                txn.savepoint();
+                self.savepoints.truncate(i + 1);
+                self.failed = false;
+                Ok(Output::Command { tag: "ROLLBACK".into() })
+            }
+            Plan::Begin => {
+                if self.txn.is_none() {
+                    self.txn = Some(self.db.store().begin_with_view());
+                    self.failed = false;
+                    self.savepoints.clear();
+                }
+                Ok(Output::Command { tag: "BEGIN".into() })
+            }
+            Plan::Commit => {
+                let failed = std::mem::take(&mut self.failed);
+                self.savepoints.clear();
+                self.cursors.end_transaction(!failed);
+                match self.txn.take() {
+                    Some(t) if failed => {
+                        t.rollback()?;
+                        Ok(Output::Command { tag: "ROLLBACK".into() })
+                    }
+                    Some(t) => {
+                        let wrote = t.wrote();
+                        t.commit()?;
+                        if wrote {
+                            self.commit_durably()?;
+                        }
+                        Ok(Output::Command { tag: "COMMIT".into() })
+                    }
+                    None => Ok(Output::Command { tag: "COMMIT".into() }),
+                }
+            }
+            Plan::Rollback => {
+                self.failed = false;
+                self.savepoints.clear();
+                self.cursors.end_transaction(false);
+                if let Some(t) = self.txn.take() {
+                    t.rollback()?;
+                }
+                Ok(Output::Command { tag: "ROLLBACK".into() })
+            }
+            // Statements prepared in SQL and those of the protocol share one namespace, as in PostgreSQL.
+            Plan::Deallocate(Some(name)) if self.statements.remove(name).is_some() => Ok(Output::Command { tag: "DEALLOCATE".into() }),
+            Plan::Deallocate(name) => self.deallocate(name),
+            Plan::PrepareStatement { name, param_types, statement } => self.prepare_statement(name, param_types, statement),
+            Plan::ExecutePrepared { name, args, .. } => self.execute_prepared(name, args, params),
+            Plan::DeclareCursor { name, hold, query } => self.declare_cursor(name, *hold, query, params),
+            Plan::Fetch { name, direction, move_only, .. } => self.fetch(name, *direction, *move_only),
+            Plan::CloseCursor(name) => self.close_cursor(name),
+            Plan::SetVariable { name, value } => self.set(name, value.as_deref()),
+            Plan::SetConfig { name, value, if_exists } => self.set_config(plan, name, value, *if_exists),
+            Plan::ShowVariable { name } if name == "all" => self.show_all(plan),
+            Plan::ShowVariable { name } => self.show(name),
+            Plan::Reset { name: Some(name) } => match self.set(name, None)? {
+                Output::Set { name, value, .. } => Ok(Output::Set { tag: "RESET".into(), name, value }),
+                _ => Ok(Output::Command { tag: "RESET".into() }),
+            },
+            Plan::Reset { name: None } => self.reset_all(),
+            Plan::Discard { what } if what.eq_ignore_ascii_case("all") => self.discard_all(),
+            Plan::Discard { what } => Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) }),
+            Plan::Access(statement) => self.run_access(statement),
+            Plan::CreateTable(c) => self.create_table(c),
+            Plan::DropTable { names, if_exists } => self.drop_tables(names, *if_exists),
+            Plan::Truncate { names } => self.truncate(names),
+            Plan::SetOptions { table, set, reset } => self.set_options(table, set, reset),
+            Plan::AddColumn { table, column, if_not_exists } => self.add_column(table, column, *if_not_exists),
+            Plan::DropColumn { table, column, if_exists } => self.drop_column(table, column, *if_exists),
+            Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
+            Plan::CopyFrom { table, targets, defaults, format } => self.copy_from(table, targets, defaults, format),
+            Plan::CopyTo { select, format } => self.copy_to(select, format, params),
+            Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
+            Plan::InsertSelect { insert, query, defaults } => self.insert_select(insert, query, defaults, params),
+            Plan::WithSubqueries { statement, param_types, .. } => self.with_subqueries(statement, param_types, params),
+        }
+    }
+}
+
+pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
+    let text = |n: &str| vec![OutputColumn { name: n.into(), ty: SqlType::Text, source: None }];
+    match plan {
+        Plan::Select(s) => s.columns.clone(),
+        Plan::Insert(InsertPlan { returning: Some(r), .. })
+        | Plan::InsertSelect { insert: InsertPlan { returning: Some(r), .. }, .. }
+        | Plan::Update(UpdatePlan { returning: Some(r), .. })
+        | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
+        Plan::Explain { .. } => text("QUERY PLAN"),
+        Plan::SetConfig { .. } => text("set_config"),
+        Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
+        Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
+        Plan::ShowVariable { name } => text(name),
+        _ => vec![],
+    }
+}
