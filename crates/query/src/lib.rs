@@ -41,6 +41,7 @@ pub mod exec;
 pub mod expr;
 pub mod json;
 pub mod memory;
+pub mod options;
 pub mod output;
 pub mod parse;
 pub mod plan;

@@ -162,9 +162,10 @@ pub enum Plan {
     Truncate {
         names: Vec<String>,
     },
+    /// `ALTER TABLE ... SET (name = value, ...)` (values as written, already checked) or `RESET (name, ...)`.
     SetOptions {
         table: String,
-        set: Vec<(String, Expr)>,
+        set: Vec<(String, String)>,
         reset: Vec<String>,
     },
     AddColumn {

@@ -1025,7 +1025,7 @@ impl<'a> Planner<'a> {
             let ast::SqlOption::KeyValue { key, value } = opt else {
                 return Err(QueryError::InvalidParameterValue(format!("unrecognized table option {opt}")));
             };
-            apply_option(&mut o, &ident_name(key), value, creating)?;
+            crate::options::set(&mut o, &ident_name(key), &crate::options::text_of(value), creating)?;
         }
         Ok(o)
     }
@@ -1042,9 +1042,10 @@ impl<'a> Planner<'a> {
                     let ast::SqlOption::KeyValue { key, value } = opt else {
                         return Err(QueryError::InvalidParameterValue(format!("unrecognized table option {opt}")));
                     };
-                    // Validated now, applied against the current options at execution.
-                    apply_option(&mut TableOptions::default(), &ident_name(key), value, false)?;
-                    set.push((ident_name(key), Expr::literal(Datum::Text(option_text(value)))));
+                    // Checked now, applied against the current options at execution.
+                    let (key, text) = (ident_name(key), crate::options::text_of(value));
+                    crate::options::set(&mut TableOptions::default(), &key, &text, false)?;
+                    set.push((key, text));
                 }
                 Ok(Plan::SetOptions { table, set, reset: vec![] })
             }
@@ -1081,107 +1082,6 @@ impl<'a> Planner<'a> {
             other => Err(QueryError::NotSupported(format!("ALTER TABLE {other}"))),
         }
     }
-}
-
-/// Text of an option value as written.
-fn option_text(v: &ast::Expr) -> String {
-    match v {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => s.clone(),
-            other => other.to_string(),
-        },
-        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => format!("-{}", option_text(expr)),
-        other => other.to_string(),
-    }
-}
-
-/// Sets one table option from its SQL text, validating it (22023 on a bad name or value).
-pub fn apply_option(o: &mut TableOptions, key: &str, value: &ast::Expr, creating: bool) -> Result<()> {
-    apply_option_text(o, key, &option_text(value), creating)
-}
-
-pub fn apply_option_text(o: &mut TableOptions, key: &str, text: &str, creating: bool) -> Result<()> {
-    let int = |t: &str| -> Result<i64> {
-        t.trim().parse::<i64>().map_err(|_| QueryError::InvalidParameterValue(format!("invalid value for option \"{key}\": \"{t}\"")))
-    };
-    match key {
-        "ttl" => {
-            o.ttl = match text.trim().parse::<i64>() {
-                Ok(v) => v,
-                Err(_) => parse_interval_seconds(text).ok_or_else(|| {
-                    QueryError::InvalidParameterValue(format!(
-                        "invalid value for option \"ttl\": \"{text}\" (seconds, -1 for forever, or an interval such as '1 day')"
-                    ))
-                })?,
-            };
-            if o.ttl < -1 || o.ttl == 0 {
-                return Err(QueryError::InvalidParameterValue(format!(
-                    "ttl must be -1 (forever) or a positive number of seconds, got {}",
-                    o.ttl
-                )));
-            }
-        }
-        "max_versions" => {
-            let v = int(text)?;
-            if v < 1 || v > u32::MAX as i64 {
-                return Err(QueryError::InvalidParameterValue(format!("max_versions must be at least 1, got {v}")));
-            }
-            o.max_versions = v as u32;
-        }
-        "max_version_offset" => {
-            let v = match text.trim().parse::<i64>() {
-                Ok(v) => v,
-                Err(_) => parse_interval_seconds(text).ok_or_else(|| {
-                    QueryError::InvalidParameterValue(format!("invalid value for option \"max_version_offset\": \"{text}\""))
-                })?,
-            };
-            if v < 1 {
-                return Err(QueryError::InvalidParameterValue(format!("max_version_offset must be a positive number of seconds, got {v}")));
-            }
-            o.max_version_offset = v;
-        }
-        "hash_prefix" => {
-            if !creating {
-                return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into()));
-            }
-            let v = int(text)?;
-            if v != 0 && !(2..=256).contains(&v) {
-                return Err(QueryError::InvalidParameterValue(format!("hash_prefix must be between 2 and 256 buckets, got {v}")));
-            }
-            o.hash_prefix = v as u16;
-        }
-        other => {
-            return Err(QueryError::InvalidParameterValue(format!(
-                "unrecognized table option \"{other}\" (expected ttl, max_versions, max_version_offset or hash_prefix)"
-            )))
-        }
-    }
-    Ok(())
-}
-
-/// Seconds in an interval text such as `1 day`, `12 hours`, `1 day 2 hours`, `30 min`.
-pub fn parse_interval_seconds(text: &str) -> Option<i64> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.is_empty() || !words.len().is_multiple_of(2) {
-        return None;
-    }
-    let mut total = 0i64;
-    for pair in words.chunks(2) {
-        let n: i64 = pair[0].parse().ok()?;
-        let unit = pair[1].to_ascii_lowercase();
-        let secs = match unit.trim_end_matches('s') {
-            "second" | "sec" | "" => 1,
-            "minute" | "min" => 60,
-            "hour" | "hr" | "h" => 3600,
-            "day" | "d" => 86400,
-            "week" | "w" => 604800,
-            "month" | "mon" => 2592000,
-            "year" | "yr" | "y" => 31557600,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(secs)?)?;
-    }
-    Some(total)
 }
 
 fn first_words(s: &str) -> String {

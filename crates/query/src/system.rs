@@ -29,16 +29,11 @@ impl SystemView {
         let (name, columns) = match self {
             SystemView::Tables => (
                 "tabula.tables",
-                vec![
-                    col("table_name", SqlType::Text),
-                    col("primary_key", SqlType::Text),
-                    col("partition_key", SqlType::Text),
-                    col("ttl", SqlType::Int8),
-                    col("max_versions", SqlType::Int8),
-                    col("max_version_offset", SqlType::Int8),
-                    col("hash_prefix", SqlType::Int4),
-                    col("partitions", SqlType::Int8),
-                ],
+                [col("table_name", SqlType::Text), col("primary_key", SqlType::Text), col("partition_key", SqlType::Text)]
+                    .into_iter()
+                    .chain(crate::options::OPTIONS.iter().map(|d| col(d.name, d.ty)))
+                    .chain([col("partitions", SqlType::Int8)])
+                    .collect(),
             ),
             SystemView::Partitions => (
                 "tabula.partitions",
@@ -83,17 +78,9 @@ impl SystemView {
                 SystemView::Tables => {
                     let pk: Vec<&str> = def.primary_key.iter().map(|c| c.name.as_str()).collect();
                     let o = def.options;
-                    out.push(vec![
-                        Datum::Text(name.clone()),
-                        Datum::Text(pk.join(", ")),
-                        Datum::Text(pk[..def.partition_key_len].join(", ")),
-                        Datum::Int(o.ttl),
-                        Datum::Int(o.max_versions as i64),
-                        Datum::Int(o.max_version_offset),
-                        Datum::Int(o.hash_prefix as i64),
-                        Datum::Int(parts.len() as i64),
-                        Datum::Null,
-                    ]);
+                    let names = [name.clone(), pk.join(", "), pk[..def.partition_key_len].join(", ")].map(Datum::Text);
+                    let options = crate::options::OPTIONS.iter().map(|d| Datum::Int(d.value(&o)));
+                    out.push(names.into_iter().chain(options).chain([Datum::Int(parts.len() as i64), Datum::Null]).collect());
                 }
                 SystemView::Partitions => {
                     for (i, p) in parts.iter().enumerate() {

@@ -40,6 +40,7 @@ pub mod error;
 pub mod keys;
 pub mod ops;
 pub mod partition;
+pub mod retry;
 pub mod row;
 mod runs;
 pub mod value;

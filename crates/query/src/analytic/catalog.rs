@@ -347,17 +347,6 @@ fn pk_attnums(t: &TableSchema) -> Vec<i64> {
     t.pk.iter().map(|&i| i as i64 + 1).collect()
 }
 
-fn options_text(t: &TableSchema) -> Vec<String> {
-    let o = &t.options;
-    let mut v = vec![format!("ttl={}", o.ttl)];
-    v.push(format!("max_versions={}", o.max_versions));
-    v.push(format!("max_version_offset={}", o.max_version_offset));
-    if o.hash_prefix > 0 {
-        v.push(format!("hash_prefix={}", o.hash_prefix));
-    }
-    v
-}
-
 /// One generated catalog relation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Generated {
@@ -805,7 +794,7 @@ impl Generated {
                         Some((t, _)) => {
                             let rows: i64 =
                                 s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
-                            (rows as f64, Cell::Texts(options_text(t)))
+                            (rows as f64, Cell::Texts(crate::options::reloptions(&t.options)))
                         }
                         None => (-1.0, Cell::Null),
                     };

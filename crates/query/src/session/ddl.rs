@@ -1,16 +1,14 @@
 //! CREATE TABLE, DROP TABLE, TRUNCATE and ALTER TABLE: changes of the catalog, each followed by
 //! [`Database::invalidate`](crate::database::Database) so that cached schemas and plans are made again.
 
-use tabula_store::{PkColumn, StoreError, TableDef, TableOptions};
+use tabula_store::{PkColumn, StoreError, TableDef};
 
 use super::Session;
 use crate::error::{QueryError, Result};
-use crate::expr::Expr;
 use crate::output::Output;
 use crate::plan::CreateTablePlan;
-use crate::planner::{apply_option_text, Catalog};
+use crate::planner::Catalog;
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
-use crate::types::Datum;
 
 impl Session {
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
@@ -66,24 +64,13 @@ impl Session {
     }
 
     /// `ALTER TABLE ... SET (...)` and `RESET (...)` of table options.
-    pub(super) fn set_options(&mut self, table: &str, set: &[(String, Expr)], reset: &[String]) -> Result<Output> {
+    pub(super) fn set_options(&mut self, table: &str, set: &[(String, String)], reset: &[String]) -> Result<Output> {
         let mut o = self.db.store().table(table)?.options;
-        let defaults = TableOptions::default();
-        for (k, v) in set {
-            let text = match v {
-                Expr::Literal(Datum::Text(s), _) => s.clone(),
-                other => other.to_string(),
-            };
-            apply_option_text(&mut o, k, &text, false)?;
+        for (k, text) in set {
+            crate::options::set(&mut o, k, text, false)?;
         }
         for k in reset {
-            match k.as_str() {
-                "ttl" => o.ttl = defaults.ttl,
-                "max_versions" => o.max_versions = defaults.max_versions,
-                "max_version_offset" => o.max_version_offset = defaults.max_version_offset,
-                "hash_prefix" => return Err(QueryError::InvalidParameterValue("hash_prefix is fixed when the table is created".into())),
-                other => return Err(QueryError::InvalidParameterValue(format!("unrecognized table option \"{other}\""))),
-            }
+            crate::options::reset(&mut o, k)?;
         }
         self.db.store().set_options(table, o)?;
         self.db.invalidate();

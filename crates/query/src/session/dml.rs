@@ -1,8 +1,6 @@
 //! SELECT, INSERT, UPDATE and DELETE on the key-value route: in the session's transaction, as one engine
 //! call where that is atomic on its own (the fast paths), or in a fresh transaction retried on conflicts.
 
-use std::time::Duration;
-
 use sqlparser::ast::Statement;
 use tabula_store::{Access, Condition, Store, StoreError, UpdateOp};
 
@@ -15,9 +13,6 @@ use crate::plan::*;
 use crate::planner::Planner;
 use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
-
-/// Auto-commit statements that lose a write conflict are retried this many times.
-const MAX_RETRIES: usize = 20;
 
 impl Session {
     /// All rows of a query, planned by whichever engine takes it (the source of INSERT ... SELECT).
@@ -100,21 +95,15 @@ impl Session {
             let store = self.db.store().clone();
             return self.exec_on_store(store.as_ref(), plan, params, now_us);
         }
-        let mut attempt = 0;
-        loop {
-            let txn = self.db.store().begin();
-            let r = self.exec_on(&txn, plan, params, now_us).and_then(|o| {
+        tabula_store::retry::on_conflict(
+            || {
+                let txn = self.db.store().begin();
+                let o = self.exec_on(&txn, plan, params, now_us)?;
                 txn.commit()?;
                 Ok(o)
-            });
-            match r {
-                Err(QueryError::SerializationFailure) if attempt < MAX_RETRIES => {
-                    attempt += 1;
-                    std::thread::sleep(Duration::from_micros(100 * attempt as u64));
-                }
-                r => return r,
-            }
-        }
+            },
+            |e| matches!(e, QueryError::SerializationFailure),
+        )
     }
 
     /// Runs on committed data, outside any transaction: full scans may read partitions in parallel.

@@ -153,39 +153,27 @@ impl Inner {
         stripes.sort_unstable();
         stripes.dedup();
         let _guards: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
-        let mut attempt = 0u32;
-        loop {
-            let epoch = self.bulk_epoch.load(Ordering::SeqCst);
-            let txn = self.kv.begin(false);
-            let mut ctx = WriteCtx { txn: &*txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
-            let value = f(&mut ctx)?;
-            let deltas = std::mem::take(&mut ctx.deltas);
-            let committed = {
+        crate::retry::on_conflict(
+            || {
+                let epoch = self.bulk_epoch.load(Ordering::SeqCst);
+                let txn = self.kv.begin(false);
+                let mut ctx = WriteCtx { txn: &*txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
+                let value = f(&mut ctx)?;
+                let deltas = std::mem::take(&mut ctx.deltas);
                 let _shared = self.commit_gate.read();
                 if self.bulk_epoch.load(Ordering::SeqCst) != epoch {
                     // An ingest may have written these keys unseen by the conflict check: read again.
                     let _ = txn.rollback();
-                    Err(StoreError::Conflict)
-                } else {
-                    txn.commit().map_err(StoreError::from)
+                    return Err(StoreError::Conflict);
                 }
-            };
-            match committed {
-                Ok(()) => {
-                    for d in deltas {
-                        d.partition.add(d.bytes, d.rows);
-                    }
-                    return Ok(value);
+                txn.commit().map_err(StoreError::from)?;
+                for d in deltas {
+                    d.partition.add(d.bytes, d.rows);
                 }
-                Err(e) => match e {
-                    StoreError::Conflict if attempt < 100 => {
-                        attempt += 1;
-                        std::thread::sleep(Duration::from_micros(50 * attempt as u64));
-                    }
-                    e => return Err(e),
-                },
-            }
-        }
+                Ok(value)
+            },
+            |e| matches!(e, StoreError::Conflict),
+        )
     }
 
     pub(super) fn get_row(&self, src: &dyn Read, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {

@@ -519,15 +519,13 @@ impl Access for Store {
                 Err(BulkError::Store(e)) => Err(e),
             };
         }
-        let mut attempt = 0;
-        loop {
-            let txn = self.begin();
-            let r = txn.insert_rows(table, rows).and_then(|pks| txn.commit().map(|_| pks));
-            match r {
-                Err(StoreError::Conflict) if attempt < 20 => attempt += 1,
-                r => return r,
-            }
-        }
+        crate::retry::on_conflict(
+            || {
+                let txn = self.begin();
+                txn.insert_rows(table, rows).and_then(|pks| txn.commit().map(|_| pks))
+            },
+            |e| matches!(e, StoreError::Conflict),
+        )
     }
     access_reads!();
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
