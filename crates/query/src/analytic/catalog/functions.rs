@@ -1,0 +1,418 @@
+//! The catalog functions DataFusion lacks or gets wrong for Tabula: OIDs to names and back, object
+//! descriptions, relation sizes, `format_type`, and others PostgreSQL's tools call.
+
+use crate::analytic::catalog::*;
+
+/// A Tabula table's or primary key's name by OID.
+fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
+    match tabula_object(db, oid)? {
+        (name, OidPart::Table) => Some(quote_ident(&name)),
+        (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
+        (_, OidPart::PrimaryKeyConstraint) => None,
+    }
+}
+
+/// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
+fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
+    let (name, part) = tabula_object(db, oid)?;
+    let t = db.table(&name).ok()?;
+    let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+    match (what, part) {
+        (OidText::IndexDef, OidPart::PrimaryKeyIndex) => {
+            Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", ")))
+        }
+        (OidText::ConstraintDef, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
+        _ => None,
+    }
+}
+
+fn quote_ident(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OidText {
+    IndexDef,
+    ConstraintDef,
+}
+
+/// `pg_get_indexdef(oid [, column, pretty])` and `pg_get_constraintdef(oid [, pretty])` over Tabula's catalog.
+#[derive(Debug)]
+pub struct OidTextUdf {
+    what: OidText,
+    signature: Signature,
+    db: Weak<dyn Source>,
+}
+
+impl PartialEq for OidTextUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.what == other.what
+    }
+}
+impl Eq for OidTextUdf {}
+impl Hash for OidTextUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.what.hash(state)
+    }
+}
+
+impl OidTextUdf {
+    fn new(what: OidText, db: Weak<dyn Source>) -> Self {
+        let mut sigs = Vec::new();
+        for oid in [DataType::Int32, DataType::Int64] {
+            sigs.push(TypeSignature::Exact(vec![oid.clone()]));
+            sigs.push(TypeSignature::Exact(vec![oid.clone(), DataType::Boolean]));
+            sigs.push(TypeSignature::Exact(vec![oid.clone(), DataType::Int32, DataType::Boolean]));
+            sigs.push(TypeSignature::Exact(vec![oid, DataType::Int64, DataType::Boolean]));
+        }
+        OidTextUdf { what, signature: Signature::one_of(sigs, Volatility::Stable), db }
+    }
+}
+
+impl ScalarUDFImpl for OidTextUdf {
+    fn name(&self) -> &str {
+        match self.what {
+            OidText::IndexDef => "pg_get_indexdef",
+            OidText::ConstraintDef => "pg_get_constraintdef",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+        let oids = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        let db = self.db.upgrade();
+        let out: StringArray = oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(&**db, o, self.what)))).collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+/// `f(name) -> oid`: NULL when nothing has that name.
+/// Looks a name up, with the database when it is still there.
+type NameLookup = fn(Option<Arc<dyn Source>>, &str) -> Option<i32>;
+
+fn name_to_oid(name: &str, db: Weak<dyn Source>, f: NameLookup) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Utf8],
+        DataType::Int32,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let names = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+            let out: Int32Array = names.as_string::<i32>().iter().map(|n| n.and_then(|n| f(db.upgrade(), n))).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+/// PostgreSQL's pg_size_pretty: bytes, kB, MB, GB, TB, rounding half up past 10 of a unit.
+fn size_pretty(n: i64) -> String {
+    let mut v = n;
+    for unit in ["bytes", "kB", "MB", "GB", "TB"] {
+        if v.abs() < 10 * 1024 || unit == "TB" {
+            return format!("{v} {unit}");
+        }
+        v = (v + if v >= 0 { 512 } else { -512 }) / 1024;
+    }
+    unreachable!("TB returns")
+}
+
+/// Approximate bytes of a Tabula table (its partitions' statistics); 0 for anything else.
+fn relation_bytes(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Int64],
+        DataType::Int64,
+        Volatility::Volatile,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+            let db = db.upgrade();
+            let bytes = |oid: i64| -> i64 {
+                let Some(db) = db.as_ref() else { return 0 };
+                let Some((name, OidPart::Table)) = tabula_object(&**db, oid) else { return 0 };
+                db.store().partitions(&name).map(|p| p.iter().map(|p| p.approx_bytes.max(0)).sum()).unwrap_or(0)
+            };
+            let out: Int64Array = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|o| o.map(bytes)).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+/// The name a relation OID prints as (`oid::regclass`): Tabula's tables and their keys by name, others
+/// by number.
+fn oid_to_name(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Int64],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+            let db = db.upgrade();
+            let out: StringArray = oids
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                .iter()
+                .map(|o| o.map(|o| db.as_ref().and_then(|db| relation_name(&**db, o)).unwrap_or_else(|| o.to_string())))
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
+    let db_for_names = db.clone();
+    let db_for_regclass = db.clone();
+    let db_for_sizes = db.clone();
+    fn int_to_text(name: &str, f: impl Fn(i64) -> Option<String> + Send + Sync + 'static) -> ScalarUDF {
+        datafusion::logical_expr::create_udf(
+            name,
+            vec![DataType::Int64],
+            DataType::Utf8,
+            Volatility::Stable,
+            Arc::new(move |args: &[ColumnarValue]| {
+                let arrays = ColumnarValue::values_to_arrays(args)?;
+                let ints = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+                let out: StringArray =
+                    ints.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|v| v.and_then(&f)).collect();
+                Ok(ColumnarValue::Array(Arc::new(out)))
+            }),
+        )
+    }
+    let db_for_users = db.clone();
+    vec![
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
+        // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
+        ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
+        // Tabula keeps no comments, sequences or views; every type, function and collation is visible.
+        ConstUdf::udf("obj_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("col_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("shobj_description", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_get_serial_sequence", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_get_viewdef", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_type_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_function_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
+        ConstUdf::udf("pg_is_in_recovery", ScalarValue::Boolean(Some(false))),
+        ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
+        name_to_oid("to_regtype", db_for_names.clone(), |_, name| {
+            crate::types::SqlType::parse(name).filter(|t| *t != SqlType::Unknown).map(|t| t.oid() as i32)
+        }),
+        name_to_oid("to_regclass", db_for_names, |db, name| {
+            let db = db?;
+            let name = name.strip_prefix("public.").unwrap_or(name).trim_matches('"');
+            db.store().table_id(name).ok().map(table_oid)
+        }),
+        oid_to_name("regclass_name", db_for_regclass),
+        int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
+        pg_text(),
+        relation_bytes("pg_table_size", db_for_sizes.clone()),
+        relation_bytes("pg_relation_size", db_for_sizes.clone()),
+        relation_bytes("pg_total_relation_size", db_for_sizes),
+        int_to_text("pg_get_userbyid", move |oid| {
+            let role = db_for_users.upgrade().and_then(|db| db.roles().all().into_iter().find(|r| r.oid as i64 == oid));
+            Some(role.map_or_else(|| format!("unknown (OID={oid})"), |r| r.name))
+        }),
+        int_to_text("pg_encoding_to_char", |e| {
+            Some(
+                if e == UTF8_ENCODING as i64 {
+                    "UTF8"
+                } else if e == 0 {
+                    "SQL_ASCII"
+                } else {
+                    ""
+                }
+                .to_string(),
+            )
+        }),
+    ]
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ExprTextUdf {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ExprTextUdf {
+    fn name(&self) -> &str {
+        "pg_get_expr"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let first = arrays.first().ok_or_else(|| DataFusionError::Plan("pg_get_expr needs an expression".into()))?;
+        Ok(ColumnarValue::Array(datafusion::arrow::compute::cast(first, &DataType::Utf8)?))
+    }
+}
+
+/// A catalog function whose answer does not depend on its arguments in Tabula.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ConstUdf {
+    name: &'static str,
+    value: ScalarValue,
+    signature: Signature,
+}
+
+impl ConstUdf {
+    fn udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
+        // Nullary too: `pg_is_in_recovery()` takes no argument, and variadic_any wants one.
+        let signature = Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::VariadicAny], Volatility::Stable);
+        ScalarUDF::new_from_impl(ConstUdf { name, value, signature })
+    }
+}
+
+impl ScalarUDFImpl for ConstUdf {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(self.value.data_type())
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        Ok(ColumnarValue::Scalar(self.value.clone()))
+    }
+}
+
+/// `json_build_object(k1, v1, ...)`: a json value (text typed json for the client).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonBuildObject {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JsonBuildObject {
+    fn name(&self) -> &str {
+        "json_build_object"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, _args: datafusion::logical_expr::ReturnFieldArgs) -> DfResult<Arc<Field>> {
+        Ok(Arc::new(crate::analytic::arrow::field(self.name(), SqlType::Json, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        if !args.args.len().is_multiple_of(2) {
+            return Err(DataFusionError::Plan("argument list must have even number of elements".into()));
+        }
+        let n = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n {
+            let mut parts = Vec::new();
+            for pair in arrays.chunks(2) {
+                let key = ScalarValue::try_from_array(&pair[0], row)?;
+                let value = ScalarValue::try_from_array(&pair[1], row)?;
+                parts.push(format!("{} : {}", json_string(&key.to_string()), json_value(&value)));
+            }
+            out.push(format!("{{{}}}", parts.join(", ")));
+        }
+        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out))))
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_value(v: &ScalarValue) -> String {
+    if v.is_null() {
+        return "null".into();
+    }
+    match v {
+        ScalarValue::Boolean(Some(b)) => b.to_string(),
+        v if v.data_type().is_numeric() => v.to_string(),
+        v => json_string(&v.to_string()),
+    }
+}
+
+/// `x::text` (see the rewrite's `float_text_cast`): floats as PostgreSQL prints them, anything else as
+/// Arrow casts it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgText {
+    signature: Signature,
+}
+
+fn pg_text() -> ScalarUDF {
+    ScalarUDF::new_from_impl(PgText { signature: Signature::any(1, Volatility::Immutable) })
+}
+
+impl ScalarUDFImpl for PgText {
+    fn name(&self) -> &str {
+        "pg_text"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let a = &arrays[0];
+        let out: ArrayRef = match a.data_type() {
+            DataType::Float64 | DataType::Float32 => {
+                let ty = if *a.data_type() == DataType::Float32 { SqlType::Float4 } else { SqlType::Float8 };
+                let f = datafusion::arrow::compute::cast(a, &DataType::Float64)?;
+                let text: StringArray = f
+                    .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                    .iter()
+                    .map(|v| v.and_then(|v| crate::types::Datum::Float(v).to_pg_text(ty)))
+                    .collect();
+                Arc::new(text)
+            }
+            _ => datafusion::arrow::compute::cast(a, &DataType::Utf8)?,
+        };
+        Ok(ColumnarValue::Array(out))
+    }
+}

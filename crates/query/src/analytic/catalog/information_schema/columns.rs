@@ -1,0 +1,112 @@
+//! `information_schema.columns`.
+
+use crate::analytic::catalog::*;
+
+#[derive(Debug)]
+pub struct Columns;
+
+impl Relation for Columns {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("table_catalog", Text),
+            ("table_schema", Text),
+            ("table_name", Text),
+            ("column_name", Text),
+            ("ordinal_position", I32),
+            ("column_default", Text),
+            ("is_nullable", Text),
+            ("data_type", Text),
+            ("character_maximum_length", I32),
+            ("character_octet_length", I32),
+            ("numeric_precision", I32),
+            ("numeric_precision_radix", I32),
+            ("numeric_scale", I32),
+            ("datetime_precision", I32),
+            ("interval_type", Text),
+            ("interval_precision", I32),
+            ("character_set_catalog", Text),
+            ("character_set_schema", Text),
+            ("character_set_name", Text),
+            ("collation_catalog", Text),
+            ("collation_schema", Text),
+            ("collation_name", Text),
+            ("domain_catalog", Text),
+            ("domain_schema", Text),
+            ("domain_name", Text),
+            ("udt_catalog", Text),
+            ("udt_schema", Text),
+            ("udt_name", Text),
+            ("scope_catalog", Text),
+            ("scope_schema", Text),
+            ("scope_name", Text),
+            ("maximum_cardinality", I32),
+            ("dtd_identifier", Text),
+            ("is_self_referencing", Text),
+            ("is_identity", Text),
+            ("identity_generation", Text),
+            ("identity_start", Text),
+            ("identity_increment", Text),
+            ("identity_maximum", Text),
+            ("identity_minimum", Text),
+            ("identity_cycle", Text),
+            ("is_generated", Text),
+            ("generation_expression", Text),
+            ("is_updatable", Text),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        for r in s.rels.iter().filter(|r| s.sees(r, false)) {
+            for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
+                let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
+                let identity = col.is_some_and(|c| c.identity);
+                let generation = col.filter(|c| c.identity).map(|c| if c.always { "ALWAYS" } else { "BY DEFAULT" });
+                let (precision, radix, scale) = match ty {
+                    SqlType::Int2 => (Some(16), Some(2), Some(0)),
+                    SqlType::Int4 => (Some(32), Some(2), Some(0)),
+                    SqlType::Int8 => (Some(64), Some(2), Some(0)),
+                    SqlType::Float4 => (Some(24), Some(2), None),
+                    SqlType::Float8 => (Some(53), Some(2), None),
+                    SqlType::Numeric => (None, Some(10), None),
+                    _ => (None, None, None),
+                };
+                let dt_precision =
+                    matches!(ty, SqlType::Timestamp | SqlType::Timestamptz).then_some(6).or(matches!(ty, SqlType::Date).then_some(0));
+                let mut row: Vec<Cell> = vec![
+                    CATALOG.into(),
+                    r.schema.clone().into(),
+                    r.name.clone().into(),
+                    name.clone().into(),
+                    (i as i32 + 1).into(),
+                    col.and_then(|c| c.default.clone()).into(),
+                    if *not_null { "NO" } else { "YES" }.into(),
+                    ty.pg_name().into(),
+                    Cell::Null,
+                    if ty.is_text() { Some(1073741824) } else { None }.into(),
+                    precision.into(),
+                    radix.into(),
+                    scale.into(),
+                    dt_precision.into(),
+                    Cell::Null,
+                    Cell::Null,
+                ];
+                row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                row.extend([CATALOG.into(), "pg_catalog".into(), udt_name(*ty).into()]);
+                row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                row.push((i as i32 + 1).to_string().into());
+                row.push("NO".into());
+                row.push(if identity { "YES" } else { "NO" }.into());
+                row.push(generation.into());
+                row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
+                row.push(if identity { Some("NO") } else { None }.into());
+                row.push("NEVER".into());
+                row.push(Cell::Null);
+                row.push(if r.tabula.is_some() { "YES" } else { "NO" }.into());
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,525 @@
+//! The PostgreSQL catalog tools read, built from Tabula's live catalog.
+//!
+//! datafusion-pg-catalog supplies pg_catalog's static tables (pg_type, pg_proc, pg_am, ...), its
+//! functions and its SQL rewrites. The relations that describe *Tabula's* tables are generated here on
+//! every read, so they carry what the library cannot know: declared SQL types, NOT NULL, defaults,
+//! identity columns, the primary key as index and constraint, row estimates and table options.
+//! The same goes for `information_schema` and Tabula's own `tabula` schema.
+//!
+//! OIDs are stable: a Tabula table with internal id `n` is `20000 + 3n`, its primary-key index `+1` and
+//! its constraint `+2`; other relations are numbered by name within their schema.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::*;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{CatalogProviderList, SchemaProvider, Session as DfSession, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::TableType;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::arrow::sql_type;
+use super::provider::df_err;
+use super::Source;
+use crate::schema::TableSchema;
+use crate::system::SystemView;
+use crate::types::SqlType;
+
+mod cells;
+mod functions;
+mod information_schema;
+mod pg_catalog;
+
+use cells::{build_batch, schema_of, Cell, K};
+pub use functions::catalog_udfs;
+
+pub const CATALOG: &str = "tabula";
+pub const PG_CATALOG_NSP: i32 = 11;
+pub const PUBLIC_NSP: i32 = 2200;
+pub const INFORMATION_SCHEMA_NSP: i32 = 13000;
+pub const TABULA_NSP: i32 = 16384;
+/// The bootstrap superuser's OID, owner of everything.
+const OWNER: i32 = 10;
+const BTREE_AM: i32 = 403;
+const HEAP_AM: i32 = 2;
+const DEFAULT_COLLATION: i32 = 100;
+const DATABASE_OID: i32 = 16383;
+const UTF8_ENCODING: i32 = 6;
+
+fn namespace_oid(schema: &str) -> Option<i32> {
+    Some(match schema {
+        "pg_catalog" => PG_CATALOG_NSP,
+        "public" => PUBLIC_NSP,
+        "information_schema" => INFORMATION_SCHEMA_NSP,
+        "tabula" => TABULA_NSP,
+        _ => return None,
+    })
+}
+
+fn table_oid(id: u32) -> i32 {
+    20000 + 3 * id as i32
+}
+
+/// Which object of a Tabula table an OID names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OidPart {
+    Table,
+    PrimaryKeyIndex,
+    PrimaryKeyConstraint,
+}
+
+/// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
+fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
+    let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
+    let id = u32::try_from(rel / 3).ok()?;
+    let part = [OidPart::Table, OidPart::PrimaryKeyIndex, OidPart::PrimaryKeyConstraint][(rel % 3) as usize];
+    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+    Some((name, part))
+}
+
+/// A relation as the catalog describes it.
+struct Rel {
+    schema: String,
+    name: String,
+    oid: i32,
+    kind: &'static str,
+    /// (name, type OID, not null)
+    columns: Vec<(String, SqlType, bool)>,
+    tabula: Option<(Arc<TableSchema>, u32)>,
+}
+
+/// Everything the catalog tables are generated from, read once per scan.
+struct Snapshot {
+    rels: Vec<Rel>,
+    db: Arc<dyn Source>,
+    /// The reading session's settings (pg_settings shows them).
+    settings: crate::settings::Settings,
+    /// The reading role when it is no superuser: information_schema shows it only the tables it may use,
+    /// as PostgreSQL's does (pg_class shows every table to everybody).
+    viewer: Option<String>,
+}
+
+impl Snapshot {
+    /// Reads every relation's description when `relations`; else only what needs no enumeration.
+    async fn take(
+        db: &Arc<dyn Source>,
+        list: &Arc<dyn CatalogProviderList>,
+        relations: bool,
+        settings: crate::settings::Settings,
+        viewer: Option<String>,
+    ) -> DfResult<Snapshot> {
+        let mut rels = Vec::new();
+        let catalog = list.catalog(CATALOG).filter(|_| relations);
+        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings, viewer }) };
+        let mut schemas = catalog.schema_names();
+        schemas.sort();
+        for s in schemas {
+            if namespace_oid(&s).is_none() {
+                continue;
+            }
+            let Some(provider) = catalog.schema(&s) else { continue };
+            let mut names = provider.table_names();
+            names.sort();
+            for (i, name) in names.into_iter().enumerate() {
+                if s == "public" {
+                    let t = db.table(&name).map_err(df_err)?;
+                    let id = db.store().table_id(&name).map_err(|e| df_err(e.into()))?;
+                    let columns = t.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
+                    rels.push(Rel { schema: s.clone(), name, oid: table_oid(id), kind: "r", columns, tabula: Some((t, id)) });
+                    continue;
+                }
+                let Some(table) = provider.table(&name).await? else { continue };
+                let columns = table.schema().fields().iter().map(|f| (f.name().clone(), sql_type(f), !f.is_nullable())).collect();
+                let kind = if s == "pg_catalog"
+                    && !name.starts_with("pg_stat")
+                    && !matches!(name.as_str(), "pg_tables" | "pg_views" | "pg_roles" | "pg_settings" | "pg_matviews")
+                {
+                    "r"
+                } else {
+                    "v"
+                };
+                // Numbered by name within the schema: the same on every start of the same build.
+                let base = match s.as_str() {
+                    "pg_catalog" => 1000,
+                    "information_schema" => 13100,
+                    _ => 16400,
+                };
+                let oid = base + i as i32;
+                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
+            }
+        }
+        Ok(Snapshot { rels, db: db.clone(), settings, viewer })
+    }
+
+    /// Whether the reader may see a relation in information_schema: it holds some privilege on it (other
+    /// than SELECT: `table_constraints`).
+    fn sees(&self, r: &Rel, beyond_select: bool) -> bool {
+        let (Some(viewer), Some((t, _))) = (&self.viewer, &r.tabula) else { return true };
+        let acl = t.acl.clone().unwrap_or_else(|| crate::roles::Acl::owner_default(&t.owner));
+        crate::roles::Privilege::ALL
+            .into_iter()
+            .filter(|p| !beyond_select || *p != crate::roles::Privilege::Select)
+            .any(|p| acl.allows(viewer, p))
+    }
+
+    fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
+        self.rels.iter().filter_map(|r| r.tabula.as_ref().map(|(t, id)| (r, t, *id)))
+    }
+}
+
+fn type_len(ty: SqlType) -> i64 {
+    use SqlType::*;
+    match ty {
+        Bool => 1,
+        Int2 => 2,
+        Int4 | Float4 | Date => 4,
+        Int8 | Float8 | Timestamp | Timestamptz => 8,
+        Uuid => 16,
+        _ => -1,
+    }
+}
+
+fn collation(ty: SqlType) -> i32 {
+    if matches!(ty, SqlType::Text | SqlType::Varchar) {
+        DEFAULT_COLLATION
+    } else {
+        0
+    }
+}
+
+fn pk_attnums(t: &TableSchema) -> Vec<i64> {
+    t.pk.iter().map(|&i| i as i64 + 1).collect()
+}
+
+/// One relation Tabula generates from its catalog: PostgreSQL's columns for it, and its rows from a
+/// snapshot of the catalog taken when a statement scans it.
+trait Relation: Send + Sync + fmt::Debug {
+    fn columns(&self) -> Vec<(&'static str, K)>;
+
+    /// Whether its rows describe relations (and so need every schema's tables enumerated).
+    fn reads_relations(&self) -> bool {
+        true
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>>;
+}
+
+/// What a generated table is: a catalog relation, or one of Tabula's own views (`tabula.tables`, ...),
+/// which build their rows from the store themselves.
+#[derive(Clone, Copy, Debug)]
+enum Generated {
+    Relation(&'static dyn Relation),
+    System(SystemView),
+}
+
+impl Generated {
+    fn schema(self) -> SchemaRef {
+        match self {
+            Generated::System(v) => {
+                let t = v.schema();
+                Arc::new(Schema::new(t.columns.iter().map(|c| super::arrow::field(&c.name, c.ty, true)).collect::<Vec<_>>()))
+            }
+            Generated::Relation(r) => schema_of(&r.columns()),
+        }
+    }
+}
+
+fn udt_name(ty: SqlType) -> &'static str {
+    use SqlType::*;
+    match ty {
+        Bool => "bool",
+        Int2 => "int2",
+        Int4 => "int4",
+        Int8 => "int8",
+        Float4 => "float4",
+        Float8 => "float8",
+        Numeric => "numeric",
+        Text | Unknown => "text",
+        Varchar => "varchar",
+        Bytea => "bytea",
+        Timestamp => "timestamp",
+        Timestamptz => "timestamptz",
+        Date => "date",
+        Json => "json",
+        Jsonb => "jsonb",
+        Uuid => "uuid",
+        TextArray => "_text",
+    }
+}
+
+/// A table's owner's OID and its access control list (`relacl`), as pg_class has them.
+type Ownership = (i32, Cell);
+
+#[allow(clippy::too_many_arguments)]
+fn pg_class_row(
+    oid: i32,
+    name: &str,
+    nsp: i32,
+    am: i32,
+    rows: f64,
+    has_index: bool,
+    kind: &str,
+    natts: i64,
+    options: Cell,
+    owned: Ownership,
+) -> Vec<Cell> {
+    let (owner, acl) = owned;
+    let am = if kind == "v" { 0 } else { am };
+    vec![
+        oid.into(),
+        name.into(),
+        nsp.into(),
+        0.into(),
+        0.into(),
+        owner.into(),
+        am.into(),
+        oid.into(),
+        0.into(),
+        ((rows.max(0.0) / 100.0).ceil() as i32).into(),
+        Cell::F(rows),
+        0.into(),
+        0.into(),
+        has_index.into(),
+        false.into(),
+        "p".into(),
+        kind.into(),
+        natts.into(),
+        0.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        false.into(),
+        true.into(),
+        if kind == "r" { "d" } else { "n" }.into(),
+        false.into(),
+        0.into(),
+        0.into(),
+        0.into(),
+        acl,
+        options,
+        Cell::Null,
+    ]
+}
+
+fn pg_attribute_row(rel: i32, name: &str, ty: SqlType, num: i64, not_null: bool, has_def: bool, identity: &str) -> Vec<Cell> {
+    let len = type_len(ty);
+    vec![
+        rel.into(),
+        name.into(),
+        (ty.oid() as i32).into(),
+        (-1).into(),
+        len.into(),
+        num.into(),
+        0.into(),
+        (-1).into(),
+        (-1).into(),
+        (len > 0 && len <= 8).into(),
+        if len == 8 {
+            "d"
+        } else if len == 2 {
+            "s"
+        } else if len == 1 || len == 16 {
+            "c"
+        } else {
+            "i"
+        }
+        .into(),
+        if len > 0 { "p" } else { "x" }.into(),
+        "".into(),
+        not_null.into(),
+        has_def.into(),
+        false.into(),
+        identity.into(),
+        "".into(),
+        false.into(),
+        true.into(),
+        0.into(),
+        collation(ty).into(),
+        Cell::Null,
+        Cell::Null,
+        Cell::Null,
+        Cell::Null,
+    ]
+}
+
+/// A catalog relation generated on each scan.
+pub struct GeneratedTable {
+    which: Generated,
+    schema: SchemaRef,
+    db: Weak<dyn Source>,
+    list: Weak<dyn CatalogProviderList>,
+}
+
+impl fmt::Debug for GeneratedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GeneratedTable({:?})", self.which)
+    }
+}
+
+impl GeneratedTable {
+    fn new(which: Generated, db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
+        GeneratedTable { which, schema: which.schema(), db, list }
+    }
+
+    async fn batch(&self, settings: crate::settings::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
+        let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
+        if let Generated::System(v) = self.which {
+            let mut rows = v.rows(db.store()).map_err(df_err)?;
+            let n = self.schema.fields().len();
+            rows.iter_mut().for_each(|r| r.truncate(n));
+            return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
+        }
+        let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
+        let Generated::Relation(relation) = self.which else { unreachable!("a system view is answered above") };
+        let snapshot = Snapshot::take(&db, &list, relation.reads_relations(), settings, viewer).await?;
+        build_batch(&self.schema, &relation.rows(&snapshot)?)
+    }
+}
+
+#[async_trait]
+impl TableProvider for GeneratedTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        _filters: &[datafusion::logical_expr::Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let read = state.config().get_extension::<super::provider::ReadCtx>();
+        let settings = read.as_ref().map(|r| r.settings.clone()).unwrap_or_default();
+        let viewer = read.map(|r| r.user.clone()).filter(|u| self.db.upgrade().is_some_and(|db| db.roles().is_superuser(u) == Some(false)));
+        let batch = self.batch(settings, viewer).await?;
+        Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
+    }
+}
+
+/// pg_catalog: the library's provider, with the relations about Tabula's tables generated here.
+#[derive(Debug)]
+pub struct PgCatalogSchema {
+    pub inner: Arc<dyn SchemaProvider>,
+    pub db: Weak<dyn Source>,
+    pub list: Weak<dyn CatalogProviderList>,
+}
+
+fn pg_catalog_generated(name: &str) -> Option<Generated> {
+    use pg_catalog::*;
+    let relation: &'static dyn Relation = match name {
+        "pg_class" => &PgClass,
+        "pg_attribute" => &PgAttribute,
+        "pg_namespace" => &PgNamespace,
+        "pg_index" => &PgIndex,
+        "pg_constraint" => &PgConstraint,
+        "pg_attrdef" => &PgAttrdef,
+        "pg_database" => &PgDatabase,
+        "pg_roles" => &PgRoles,
+        "pg_settings" => &PgSettings,
+        "pg_policy" => &Empty("pg_policy"),
+        "pg_statistic_ext" => &Empty("pg_statistic_ext"),
+        "pg_publication" => &Empty("pg_publication"),
+        "pg_publication_rel" => &Empty("pg_publication_rel"),
+        "pg_publication_namespace" => &Empty("pg_publication_namespace"),
+        "pg_inherits" => &Empty("pg_inherits"),
+        "pg_trigger" => &Empty("pg_trigger"),
+        // Identity columns use the engine's auto-increment, not sequences.
+        "pg_sequence" => &Empty("pg_sequence"),
+        "pg_stat_user_tables" | "pg_stat_all_tables" => &PgStatUserTables,
+        _ => return None,
+    };
+    Some(Generated::Relation(relation))
+}
+
+#[async_trait]
+impl SchemaProvider for PgCatalogSchema {
+    fn table_names(&self) -> Vec<String> {
+        let mut names = self.inner.table_names();
+        if !names.iter().any(|n| n == "pg_stat_all_tables") {
+            names.push("pg_stat_all_tables".into());
+        }
+        names
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        match pg_catalog_generated(&name.to_ascii_lowercase()) {
+            Some(g) => Ok(Some(Arc::new(GeneratedTable::new(g, self.db.clone(), self.list.clone())))),
+            None => self.inner.table(name).await,
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        pg_catalog_generated(&name.to_ascii_lowercase()).is_some() || self.inner.table_exist(name)
+    }
+}
+
+/// A schema whose relations are all generated: information_schema and tabula.
+#[derive(Debug)]
+pub struct GeneratedSchema {
+    tables: BTreeMap<&'static str, Generated>,
+    pub db: Weak<dyn Source>,
+    pub list: Weak<dyn CatalogProviderList>,
+}
+
+impl GeneratedSchema {
+    pub fn information_schema(db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
+        use information_schema::*;
+        let tables = BTreeMap::from([
+            ("schemata", Generated::Relation(&Schemata)),
+            ("tables", Generated::Relation(&Tables)),
+            ("columns", Generated::Relation(&Columns)),
+            ("key_column_usage", Generated::Relation(&KeyColumnUsage)),
+            ("table_constraints", Generated::Relation(&TableConstraints)),
+            ("views", Generated::Relation(&Views)),
+            ("referential_constraints", Generated::Relation(&ReferentialConstraints)),
+        ]);
+        GeneratedSchema { tables, db, list }
+    }
+
+    pub fn tabula(db: Weak<dyn Source>, list: Weak<dyn CatalogProviderList>) -> Self {
+        let tables =
+            BTreeMap::from([("tables", Generated::System(SystemView::Tables)), ("partitions", Generated::System(SystemView::Partitions))]);
+        GeneratedSchema { tables, db, list }
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for GeneratedSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.tables.keys().map(|k| k.to_string()).collect()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        Ok(self
+            .tables
+            .get(name.to_ascii_lowercase().as_str())
+            .map(|g| Arc::new(GeneratedTable::new(*g, self.db.clone(), self.list.clone())) as Arc<dyn TableProvider>))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.tables.contains_key(name.to_ascii_lowercase().as_str())
+    }
+}
+
+/// `pg_attribute.attidentity`: `a` for GENERATED ALWAYS, `d` for BY DEFAULT (and serial), empty otherwise.
+fn identity_kind(c: &crate::schema::ColumnDef) -> &'static str {
+    match (c.identity, c.always) {
+        (true, true) => "a",
+        (true, false) => "d",
+        _ => "",
+    }
+}

@@ -1,0 +1,26 @@
+//! The pg_catalog relations Tabula generates from its own catalog (the rest come from
+//! datafusion-pg-catalog), one per file.
+
+mod empty;
+mod pg_attrdef;
+mod pg_attribute;
+mod pg_class;
+mod pg_constraint;
+mod pg_database;
+mod pg_index;
+mod pg_namespace;
+mod pg_roles;
+mod pg_settings;
+mod pg_stat_user_tables;
+
+pub use empty::Empty;
+pub use pg_attrdef::PgAttrdef;
+pub use pg_attribute::PgAttribute;
+pub use pg_class::PgClass;
+pub use pg_constraint::PgConstraint;
+pub use pg_database::PgDatabase;
+pub use pg_index::PgIndex;
+pub use pg_namespace::PgNamespace;
+pub use pg_roles::PgRoles;
+pub use pg_settings::PgSettings;
+pub use pg_stat_user_tables::PgStatUserTables;

@@ -1,0 +1,60 @@
+//! `pg_attribute`: the columns of every relation.
+
+use crate::analytic::catalog::*;
+
+#[derive(Debug)]
+pub struct PgAttribute;
+
+impl Relation for PgAttribute {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("attrelid", Oid),
+            ("attname", Text),
+            ("atttypid", Oid),
+            ("attstattarget", I32),
+            ("attlen", I16),
+            ("attnum", I16),
+            ("attndims", I32),
+            ("attcacheoff", I32),
+            ("atttypmod", I32),
+            ("attbyval", Bool),
+            ("attalign", Text),
+            ("attstorage", Text),
+            ("attcompression", Text),
+            ("attnotnull", Bool),
+            ("atthasdef", Bool),
+            ("atthasmissing", Bool),
+            ("attidentity", Text),
+            ("attgenerated", Text),
+            ("attisdropped", Bool),
+            ("attislocal", Bool),
+            ("attinhcount", I32),
+            ("attcollation", Oid),
+            ("attacl", Texts),
+            ("attoptions", Texts),
+            ("attfdwoptions", Texts),
+            ("attmissingval", Texts),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        for r in &s.rels {
+            for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
+                let (has_def, identity) = match &r.tabula {
+                    Some((t, _)) => (t.columns[i].default.is_some(), identity_kind(&t.columns[i])),
+                    None => (false, ""),
+                };
+                out.push(pg_attribute_row(r.oid, name, *ty, i as i64 + 1, *not_null, has_def, identity));
+            }
+            if let Some((t, _)) = &r.tabula {
+                for (k, &c) in t.pk.iter().enumerate() {
+                    let col = &t.columns[c];
+                    out.push(pg_attribute_row(r.oid + 1, &col.name, col.ty, k as i64 + 1, false, false, ""));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,85 @@
+//! `pg_class`: every relation, Tabula's tables and their primary-key indexes among them.
+
+use crate::analytic::catalog::*;
+
+#[derive(Debug)]
+pub struct PgClass;
+
+impl Relation for PgClass {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("oid", Oid),
+            ("relname", Text),
+            ("relnamespace", Oid),
+            ("reltype", Oid),
+            ("reloftype", Oid),
+            ("relowner", Oid),
+            ("relam", Oid),
+            ("relfilenode", Oid),
+            ("reltablespace", Oid),
+            ("relpages", I32),
+            ("reltuples", F32),
+            ("relallvisible", I32),
+            ("reltoastrelid", Oid),
+            ("relhasindex", Bool),
+            ("relisshared", Bool),
+            ("relpersistence", Text),
+            ("relkind", Text),
+            ("relnatts", I16),
+            ("relchecks", I16),
+            ("relhasrules", Bool),
+            ("relhastriggers", Bool),
+            ("relhassubclass", Bool),
+            ("relrowsecurity", Bool),
+            ("relforcerowsecurity", Bool),
+            ("relispopulated", Bool),
+            ("relreplident", Text),
+            ("relispartition", Bool),
+            ("relrewrite", Oid),
+            ("relfrozenxid", I32),
+            ("relminmxid", I32),
+            ("relacl", Texts),
+            ("reloptions", Texts),
+            ("relpartbound", Text),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        for r in &s.rels {
+            let nsp = namespace_oid(&r.schema).unwrap_or(PUBLIC_NSP);
+            let (rows, options) = match &r.tabula {
+                Some((t, _)) => {
+                    let rows: i64 = s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
+                    (rows as f64, Cell::Texts(crate::options::reloptions(&t.options)))
+                }
+                None => (-1.0, Cell::Null),
+            };
+            let has_index = r.tabula.is_some();
+            let owned = || match &r.tabula {
+                Some((t, _)) => {
+                    let owner = s.db.roles().get(&t.owner).map_or(OWNER, |o| o.oid as i32);
+                    (owner, t.acl.as_ref().map_or(Cell::Null, |a| Cell::Texts(a.items(&t.owner))))
+                }
+                None => (OWNER, Cell::Null),
+            };
+            out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned()));
+            if let Some((t, _)) = &r.tabula {
+                out.push(pg_class_row(
+                    r.oid + 1,
+                    &format!("{}_pkey", t.name),
+                    nsp,
+                    BTREE_AM,
+                    rows,
+                    false,
+                    "i",
+                    t.pk.len() as i64,
+                    Cell::Null,
+                    (owned().0, Cell::Null),
+                ));
+            }
+        }
+        Ok(out)
+    }
+}

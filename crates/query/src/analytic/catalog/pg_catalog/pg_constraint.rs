@@ -1,0 +1,75 @@
+//! `pg_constraint`: each table's primary-key constraint.
+
+use crate::analytic::catalog::*;
+
+#[derive(Debug)]
+pub struct PgConstraint;
+
+impl Relation for PgConstraint {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("oid", Oid),
+            ("conname", Text),
+            ("connamespace", Oid),
+            ("contype", Text),
+            ("condeferrable", Bool),
+            ("condeferred", Bool),
+            ("convalidated", Bool),
+            ("conrelid", Oid),
+            ("contypid", Oid),
+            ("conindid", Oid),
+            ("conparentid", Oid),
+            ("confrelid", Oid),
+            ("confupdtype", Text),
+            ("confdeltype", Text),
+            ("confmatchtype", Text),
+            ("conislocal", Bool),
+            ("coninhcount", I32),
+            ("connoinherit", Bool),
+            ("conkey", I16s),
+            ("confkey", I16s),
+            ("conpfeqop", Oids),
+            ("conppeqop", Oids),
+            ("conffeqop", Oids),
+            ("confdelsetcols", I16s),
+            ("conexclop", Oids),
+            ("conbin", Text),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        for (r, t, _) in s.tabula() {
+            out.push(vec![
+                (r.oid + 2).into(),
+                format!("{}_pkey", t.name).into(),
+                PUBLIC_NSP.into(),
+                "p".into(),
+                false.into(),
+                false.into(),
+                true.into(),
+                r.oid.into(),
+                0.into(),
+                (r.oid + 1).into(),
+                0.into(),
+                0.into(),
+                " ".into(),
+                " ".into(),
+                " ".into(),
+                true.into(),
+                0.into(),
+                true.into(),
+                Cell::Ints(pk_attnums(t)),
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+            ]);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,67 @@
+//! `pg_index`: each table's primary key, its one index.
+
+use crate::analytic::catalog::*;
+
+#[derive(Debug)]
+pub struct PgIndex;
+
+impl Relation for PgIndex {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("indexrelid", Oid),
+            ("indrelid", Oid),
+            ("indnatts", I16),
+            ("indnkeyatts", I16),
+            ("indisunique", Bool),
+            ("indnullsnotdistinct", Bool),
+            ("indisprimary", Bool),
+            ("indisexclusion", Bool),
+            ("indimmediate", Bool),
+            ("indisclustered", Bool),
+            ("indisvalid", Bool),
+            ("indcheckxmin", Bool),
+            ("indisready", Bool),
+            ("indislive", Bool),
+            ("indisreplident", Bool),
+            ("indkey", I16s),
+            ("indcollation", Oids),
+            ("indclass", Oids),
+            ("indoption", I16s),
+            ("indexprs", Text),
+            ("indpred", Text),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let mut out: Vec<Vec<Cell>> = Vec::new();
+        for (r, t, _) in s.tabula() {
+            let n = t.pk.len() as i64;
+            let collations = t.pk.iter().map(|&c| collation(t.columns[c].ty) as i64).collect();
+            out.push(vec![
+                (r.oid + 1).into(),
+                r.oid.into(),
+                n.into(),
+                n.into(),
+                true.into(),
+                false.into(),
+                true.into(),
+                false.into(),
+                true.into(),
+                false.into(),
+                true.into(),
+                false.into(),
+                true.into(),
+                true.into(),
+                false.into(),
+                Cell::Ints(pk_attnums(t)),
+                Cell::Ints(collations),
+                Cell::Ints(vec![0; n as usize]),
+                Cell::Ints(vec![0; n as usize]),
+                Cell::Null,
+                Cell::Null,
+            ]);
+        }
+        Ok(out)
+    }
+}
