@@ -1,0 +1,224 @@
+//! CREATE TABLE and ALTER TABLE.
+
+use super::*;
+
+impl Planner<'_> {
+    pub(super) fn create_table(&mut self, c: &ast::CreateTable) -> Result<Plan> {
+        if c.query.is_some() || c.like.is_some() {
+            return Err(QueryError::NotSupported("CREATE TABLE AS / LIKE".into()));
+        }
+        let name = created_name(&c.name)?;
+        let mut columns = Vec::new();
+        let mut pk_names: Vec<String> = Vec::new();
+        let mut partition_key_len = 1;
+        for col in &c.columns {
+            let cname = ident_name(&col.name);
+            if columns.iter().any(|d: &ColumnDef| d.name == cname) {
+                return Err(QueryError::InvalidTableDefinition(format!("column \"{cname}\" specified more than once")));
+            }
+            if cname == VERSION_COLUMN {
+                return Err(QueryError::InvalidName(format!("column name \"{VERSION_COLUMN}\" is reserved for versions")));
+            }
+            let type_text = col.data_type.to_string().to_lowercase();
+            let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
+            let ty = sql_type(&col.data_type)?;
+            let mut def = ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, always: false, default: None };
+            for opt in &col.options {
+                match &opt.option {
+                    ast::ColumnOption::NotNull => def.not_null = true,
+                    ast::ColumnOption::Null => def.not_null = false,
+                    ast::ColumnOption::PrimaryKey(_) => {
+                        if !pk_names.is_empty() {
+                            return Err(QueryError::InvalidTableDefinition(format!(
+                                "multiple primary keys for table \"{name}\" are not allowed"
+                            )));
+                        }
+                        pk_names.push(cname.clone());
+                    }
+                    ast::ColumnOption::Default(e) => {
+                        // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
+                        self.bind_default(&e.to_string(), ty, &cname)?;
+                        def.default = Some(e.to_string());
+                    }
+                    ast::ColumnOption::Generated { generation_expr: None, generated_as, .. } => {
+                        def.identity = true;
+                        def.always = matches!(generated_as, ast::GeneratedAs::Always);
+                        def.not_null = true;
+                    }
+                    ast::ColumnOption::Identity(_) => {
+                        def.identity = true;
+                        def.not_null = true;
+                    }
+                    other => return Err(QueryError::NotSupported(format!("column option {other} is not supported"))),
+                }
+            }
+            columns.push(def);
+        }
+        for con in &c.constraints {
+            match con {
+                ast::TableConstraint::PrimaryKey(pk) => {
+                    if !pk_names.is_empty() {
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "multiple primary keys for table \"{name}\" are not allowed"
+                        )));
+                    }
+                    for (i, ic) in pk.columns.iter().enumerate() {
+                        match &ic.column.expr {
+                            ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
+                            // PRIMARY KEY ((a, b), c): the parenthesised first group is the partition key.
+                            ast::Expr::Tuple(ids) if i == 0 => {
+                                for e in ids {
+                                    match e {
+                                        ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
+                                        other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
+                                    }
+                                }
+                                partition_key_len = ids.len();
+                            }
+                            ast::Expr::Nested(inner) if i == 0 => match inner.as_ref() {
+                                ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
+                                other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
+                            },
+                            other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
+                        }
+                    }
+                }
+                other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
+            }
+        }
+        if pk_names.is_empty() {
+            return Err(QueryError::InvalidTableDefinition(format!("table \"{name}\" needs a PRIMARY KEY of 1 to 4 columns")));
+        }
+        let mut pk = Vec::new();
+        for n in &pk_names {
+            let i = columns
+                .iter()
+                .position(|c| &c.name == n)
+                .ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" named in key does not exist")))?;
+            if pk.contains(&i) {
+                return Err(QueryError::InvalidTableDefinition(format!("column \"{n}\" appears twice in primary key constraint")));
+            }
+            pk.push(i);
+        }
+        if pk.len() > 4 {
+            return Err(QueryError::InvalidTableDefinition(format!(
+                "a primary key has at most 4 columns, table \"{name}\" names {}",
+                pk.len()
+            )));
+        }
+        for &i in &pk {
+            let col = &mut columns[i];
+            col.not_null = true;
+            if col.ty.pk_type().is_none() {
+                return Err(QueryError::InvalidTableDefinition(format!(
+                    "primary key column \"{}\" has type {}: key columns must be text, varchar, bigint, integer, smallint or bytea",
+                    col.name, col.ty
+                )));
+            }
+        }
+        for (i, col) in columns.iter().enumerate() {
+            if col.identity {
+                let pos = pk.iter().position(|&k| k == i);
+                match pos {
+                    None => {
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "identity column \"{}\" must be a primary key column after the partition key",
+                            col.name
+                        )))
+                    }
+                    Some(p) if p < partition_key_len => {
+                        return Err(QueryError::InvalidTableDefinition(format!(
+                            "identity column \"{}\" cannot be part of the partition key",
+                            col.name
+                        )))
+                    }
+                    _ => {}
+                }
+                if !col.ty.is_integer() {
+                    return Err(QueryError::InvalidTableDefinition(format!("identity column \"{}\" must be an integer", col.name)));
+                }
+            }
+        }
+        let options = self.table_options(&c.table_options, TableOptions::default(), true)?;
+        Ok(Plan::CreateTable(CreateTablePlan { name, if_not_exists: c.if_not_exists, columns, pk, partition_key_len, options }))
+    }
+
+    pub(super) fn table_options(&mut self, opts: &ast::CreateTableOptions, mut o: TableOptions, creating: bool) -> Result<TableOptions> {
+        let list = match opts {
+            ast::CreateTableOptions::None => return Ok(o),
+            ast::CreateTableOptions::With(l)
+            | ast::CreateTableOptions::Options(l)
+            | ast::CreateTableOptions::Plain(l)
+            | ast::CreateTableOptions::TableProperties(l) => l,
+        };
+        for opt in list {
+            let ast::SqlOption::KeyValue { key, value } = opt else {
+                return Err(QueryError::InvalidParameterValue(format!("unrecognized table option {opt}")));
+            };
+            crate::options::set(&mut o, &ident_name(key), &crate::options::text_of(value), creating)?;
+        }
+        Ok(o)
+    }
+
+    pub(super) fn alter_table(&mut self, a: &ast::AlterTable) -> Result<Plan> {
+        let table = object_name(&a.name);
+        let [op] = a.operations.as_slice() else {
+            return Err(QueryError::NotSupported("ALTER TABLE with several actions".into()));
+        };
+        match op {
+            ast::AlterTableOperation::SetOptionsParens { options } => {
+                let mut set = Vec::new();
+                for opt in options {
+                    let ast::SqlOption::KeyValue { key, value } = opt else {
+                        return Err(QueryError::InvalidParameterValue(format!("unrecognized table option {opt}")));
+                    };
+                    // Checked now, applied against the current options at execution.
+                    let (key, text) = (ident_name(key), crate::options::text_of(value));
+                    crate::options::set(&mut TableOptions::default(), &key, &text, false)?;
+                    set.push((key, text));
+                }
+                Ok(Plan::SetOptions { table, set, reset: vec![] })
+            }
+            ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
+                let ty = sql_type(&column_def.data_type)?;
+                let name = ident_name(&column_def.name);
+                let col = ColumnDef { name, ty, not_null: false, identity: false, always: false, default: None };
+                for opt in &column_def.options {
+                    match &opt.option {
+                        ast::ColumnOption::Null => {}
+                        ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => {}
+                        ast::ColumnOption::Default(_) => {
+                            return Err(QueryError::NotSupported(
+                                "ADD COLUMN with a DEFAULT: adding a column is instant and existing rows would not get the default; \
+                                 add the column, then UPDATE the rows and set the default with a new table"
+                                    .into(),
+                            ))
+                        }
+                        other => {
+                            return Err(QueryError::NotSupported(format!(
+                                "ADD COLUMN with {other}: adding a column is instant and cannot constrain existing rows"
+                            )))
+                        }
+                    }
+                }
+                Ok(Plan::AddColumn { table, column: col, if_not_exists: *if_not_exists })
+            }
+            ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
+                let [c] = column_names.as_slice() else {
+                    return Err(QueryError::NotSupported("dropping several columns at once".into()));
+                };
+                Ok(Plan::DropColumn { table, column: ident_name(c), if_exists: *if_exists })
+            }
+            other => Err(QueryError::NotSupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+}
+
+/// The name of a table to create: only in `public`, as PostgreSQL refuses a schema that does not exist.
+pub(super) fn created_name(n: &ast::ObjectName) -> Result<String> {
+    let name = object_name(n);
+    match name.split_once('.') {
+        Some((schema, _)) => Err(QueryError::Engine { sqlstate: "3F000", message: format!("schema \"{schema}\" does not exist") }),
+        None => Ok(name),
+    }
+}

@@ -1,0 +1,348 @@
+//! INSERT (with VALUES, DEFAULT, identity columns and ON CONFLICT), UPDATE and DELETE.
+
+use super::*;
+
+impl Planner<'_> {
+    pub(super) fn insert(&mut self, i: &ast::Insert) -> Result<Plan> {
+        let name = match &i.table {
+            ast::TableObject::TableName(n) => object_name(n),
+            _ => return Err(QueryError::NotSupported("INSERT into a table function".into())),
+        };
+        let table = self.catalog.table(&name)?;
+        let targets: Vec<usize> = if i.columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            i.columns
+                .iter()
+                .map(|c| {
+                    let n = c.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
+                    table.column_index(&n).ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" of relation \"{}", table.name)))
+                })
+                .collect::<Result<_>>()?
+        };
+        for (k, t) in targets.iter().enumerate() {
+            if targets[..k].contains(t) {
+                return Err(QueryError::Syntax(format!("column \"{}\" specified more than once", table.column_name(*t))));
+            }
+        }
+        let source = i.source.as_ref().ok_or_else(|| QueryError::NotSupported("INSERT without VALUES".into()))?;
+        let mut values = match source.body.as_ref() {
+            SetExpr::Values(values) => Some(values),
+            _ => None,
+        };
+        let mut rows = match values {
+            Some(v) => match self.values_rows(&table, &targets, v) {
+                Ok(rows) => rows,
+                // Functions only DataFusion has (`repeat`, `decode`, ...): the VALUES list runs there as the
+                // query of an INSERT ... SELECT. The DEFAULT keyword has no meaning in a bare VALUES query.
+                Err(e) if e.is_analytic_retry() => {
+                    if v.rows.iter().flat_map(|r| r.iter()).any(is_default_keyword) {
+                        return Err(QueryError::NotSupported(format!("DEFAULT in a VALUES list that needs the analytic engine ({e})")));
+                    }
+                    values = None;
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            },
+            None => Vec::new(),
+        };
+        if values.is_none() {
+            if let Some(&t) = targets.iter().find(|&&t| table.columns.get(t).is_some_and(|c| c.always)) {
+                return Err(generated_always(table.column_name(t)));
+            }
+        }
+        // Columns left out take their DEFAULT, as written values: every insert path sees whole rows.
+        let defaults = self.omitted_defaults(&table, &targets)?;
+        for row in &mut rows {
+            row.extend(defaults.iter().map(|(_, e)| e.clone()));
+        }
+        let mut targets = targets;
+        targets.extend(defaults.iter().map(|(c, _)| *c));
+        let on_conflict = match &i.on {
+            None => OnConflict::Error,
+            Some(ast::OnInsert::OnConflict(oc)) => {
+                if let Some(ast::ConflictTarget::Columns(cols)) = &oc.conflict_target {
+                    let mut idx: Vec<usize> = cols.iter().filter_map(|c| table.column_index(&ident_name(c))).collect();
+                    idx.sort();
+                    let mut pk = table.pk.clone();
+                    pk.sort();
+                    if idx != pk {
+                        return Err(QueryError::InvalidParameterValue(
+                            "there is no unique or exclusion constraint matching the ON CONFLICT specification".into(),
+                        ));
+                    }
+                }
+                match &oc.action {
+                    ast::OnConflictAction::DoNothing => OnConflict::DoNothing { arbiter: oc.conflict_target.is_some() },
+                    ast::OnConflictAction::DoUpdate(du) => {
+                        if oc.conflict_target.is_none() {
+                            return Err(QueryError::Syntax(
+                                "ON CONFLICT DO UPDATE requires inference specification or constraint name".into(),
+                            ));
+                        }
+                        // Existing row's columns first, then `excluded`'s.
+                        let offset = table.columns.len() + 1;
+                        let scope = Scope { tables: vec![(&table, table.name.clone(), 0), (&table, "excluded".to_string(), offset)] };
+                        let (version, assignments): (Vec<_>, Vec<_>) =
+                            self.assignments(&scope, &table, &du.assignments)?.into_iter().partition(|(c, _)| *c == table.columns.len());
+                        let version = version.into_iter().next().map(|(_, e)| e);
+                        let filter = du.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
+                        OnConflict::DoUpdate { assignments, filter, version }
+                    }
+                }
+            }
+            Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
+        };
+        let returning = self.returning(&table, i.returning.as_ref())?;
+        let insert = InsertPlan { table, targets, rows, on_conflict, returning };
+        match values {
+            Some(_) => Ok(Plan::Insert(insert)),
+            None => Ok(Plan::InsertSelect { insert, query: source.clone(), defaults: defaults.into_iter().map(|(_, e)| e).collect() }),
+        }
+    }
+
+    /// The rows of `INSERT ... VALUES`, bound and typed as the target columns take them.
+    pub(super) fn values_rows(&mut self, table: &TableSchema, targets: &[usize], values: &ast::Values) -> Result<Vec<Vec<Expr>>> {
+        let scope = Scope::empty();
+        let mut rows = Vec::new();
+        for row in &values.rows {
+            if row.len() > targets.len() {
+                return Err(QueryError::Syntax("INSERT has more expressions than target columns".into()));
+            }
+            if row.len() < targets.len() {
+                return Err(QueryError::Syntax("INSERT has more target columns than expressions".into()));
+            }
+            let mut out = Vec::new();
+            for (e, &t) in row.iter().zip(targets) {
+                let ty = table.column_type(t);
+                if is_default_keyword(e) {
+                    out.push(self.column_default(table, t)?.unwrap_or(Expr::Literal(Datum::Null, ty)));
+                    continue;
+                }
+                if table.columns.get(t).is_some_and(|c| c.always) {
+                    return Err(generated_always(table.column_name(t)));
+                }
+                let b = self.binder(&scope).bind(e)?;
+                out.push(self.assign(b, ty, table.column_name(t))?);
+            }
+            rows.push(out);
+        }
+        Ok(rows)
+    }
+
+    /// A column's DEFAULT, bound and typed as a value assigned to it; `None` without one.
+    pub(super) fn column_default(&mut self, table: &TableSchema, col: usize) -> Result<Option<Expr>> {
+        match &table.columns[col].default {
+            Some(text) => self.bind_default(text, table.column_type(col), table.column_name(col)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub(super) fn bind_default(&mut self, text: &str, ty: SqlType, column: &str) -> Result<Expr> {
+        let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(text)?.parse_expr()?;
+        let b = self.binder(&Scope::empty()).bind(&e)?;
+        self.assign(b, ty, column)
+    }
+
+    /// The DEFAULTs of the columns a row write leaves out (an identity column is generated instead).
+    pub(super) fn omitted_defaults(&mut self, table: &TableSchema, targets: &[usize]) -> Result<Vec<(usize, Expr)>> {
+        let mut out = Vec::new();
+        for c in (0..table.columns.len()).filter(|c| !targets.contains(c) && !table.columns[*c].identity) {
+            if let Some(e) = self.column_default(table, c)? {
+                out.push((c, e));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Types a value assigned to a column, as INSERT and UPDATE do.
+    pub(super) fn assign(&mut self, e: Expr, ty: SqlType, column: &str) -> Result<Expr> {
+        let e = self.binder(&Scope::empty()).coerce(e, ty)?;
+        let et = e.ty();
+        let compatible = et == ty
+            || et == SqlType::Unknown
+            || (et.is_numeric() && ty.is_numeric())
+            || (et.is_text() && ty.is_text())
+            || (et.is_text() && matches!(ty, SqlType::Json | SqlType::Jsonb))
+            || (matches!(et, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
+                && matches!(ty, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date));
+        if !compatible {
+            return Err(QueryError::DatatypeMismatch(format!("column \"{column}\" is of type {ty} but expression is of type {et}")));
+        }
+        Ok(match e {
+            Expr::Literal(d, _) => Expr::Literal(d.cast(ty)?, ty),
+            e if e.ty() == ty => e,
+            e => Expr::Cast { expr: Box::new(e), ty },
+        })
+    }
+
+    pub(super) fn assignments(&mut self, scope: &Scope, table: &TableSchema, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>> {
+        let mut out = Vec::new();
+        for a in list {
+            let names: Vec<String> = match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => vec![n.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default()],
+                ast::AssignmentTarget::Tuple(_) => return Err(QueryError::NotSupported("tuple assignments".into())),
+            };
+            let name = &names[0];
+            let idx =
+                table.column_index(name).ok_or_else(|| QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)))?;
+            if table.is_pk(idx) {
+                return Err(QueryError::NotSupported(format!(
+                    "updating primary key column \"{name}\" is not supported: delete and insert the row"
+                )));
+            }
+            if is_default_keyword(&a.value) {
+                let default = self.column_default(table, idx)?;
+                out.push((idx, default.unwrap_or(Expr::Literal(Datum::Null, table.column_type(idx)))));
+                continue;
+            }
+            let b = self.binder(scope).bind(&a.value)?;
+            out.push((idx, self.assign(b, table.column_type(idx), name)?));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn returning(&mut self, table: &Arc<TableSchema>, items: Option<&Vec<ast::SelectItem>>) -> Result<Option<Returning>> {
+        let Some(items) = items else { return Ok(None) };
+        let scope = Scope::table(table, None);
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for item in items {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    for (i, c) in table.columns.iter().enumerate() {
+                        exprs.push(Expr::Column { index: i, ty: c.ty, name: c.name.clone() });
+                        columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, source: Some((table.name.clone(), i)) });
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let b = self.binder(&scope).bind(e)?;
+                    columns.push(output_column(&b, default_name(e), Some(table)));
+                    exprs.push(b);
+                }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(QueryError::NotSupported("several aliases for one expression".into()))
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    let b = self.binder(&scope).bind(expr)?;
+                    let mut c = output_column(&b, ident_name(alias), Some(table));
+                    c.name = ident_name(alias);
+                    columns.push(c);
+                    exprs.push(b);
+                }
+            }
+        }
+        Ok(Some(Returning { exprs, columns }))
+    }
+
+    pub(super) fn table_target(&mut self, relation: &TableFactor) -> Result<(Arc<TableSchema>, Option<String>)> {
+        match relation {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                Ok((self.catalog.table(&object_name(name))?, alias.as_ref().map(|a| ident_name(&a.name))))
+            }
+            _ => Err(QueryError::NotSupported("only plain tables can be updated".into())),
+        }
+    }
+
+    pub(super) fn update(&mut self, u: &ast::Update) -> Result<Plan> {
+        if u.from.is_some() || !u.table.joins.is_empty() {
+            return Err(QueryError::NotSupported("UPDATE ... FROM is not supported".into()));
+        }
+        let (table, alias) = self.table_target(&u.table.relation)?;
+        let scope = Scope::table(&table, alias.as_deref());
+        let mut assignments = self.assignments(&scope, &table, &u.assignments)?;
+        let version = assignments.iter().position(|(c, _)| *c == table.columns.len()).map(|i| assignments.remove(i).1);
+        if version.is_some() && assignments.is_empty() {
+            return Err(QueryError::Syntax("SET _version needs at least one column to write at that version".into()));
+        }
+        let filter = u.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
+        let scan = self.dml_scan(&table, filter);
+        let returning = self.returning(&table, u.returning.as_ref())?;
+        Ok(Plan::Update(UpdatePlan { scan, assignments, version, returning }))
+    }
+
+    pub(super) fn delete(&mut self, d: &ast::Delete) -> Result<Plan> {
+        let from = match &d.from {
+            ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+        };
+        let [twj] = from.as_slice() else {
+            return Err(QueryError::NotSupported("DELETE from several tables".into()));
+        };
+        if d.using.is_some() || !twj.joins.is_empty() {
+            return Err(QueryError::NotSupported("DELETE ... USING is not supported".into()));
+        }
+        let (table, alias) = self.table_target(&twj.relation)?;
+        let scope = Scope::table(&table, alias.as_deref());
+        let filter = d.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
+        // `AND _version = v` with the full key deletes one version of every cell.
+        let mut version = None;
+        let mut conjuncts = filter.map(|f| f.conjuncts()).unwrap_or_default();
+        let vcol = table.columns.len();
+        if let Some(pos) = conjuncts.iter().position(|c| eq_column_const(c, vcol).is_some()) {
+            version = eq_column_const(&conjuncts[pos], vcol);
+            conjuncts.remove(pos);
+        }
+        let scan = self.dml_scan(&table, Expr::and_all(conjuncts));
+        if version.is_some() && !matches!(scan.access, AccessPath::PointGet { .. }) {
+            return Err(QueryError::NotSupported("deleting one version needs the full primary key in WHERE".into()));
+        }
+        let returning = self.returning(&table, d.returning.as_ref())?;
+        Ok(Plan::Delete(DeletePlan { scan, version, returning }))
+    }
+
+    pub(super) fn dml_scan(&mut self, table: &Arc<TableSchema>, filter: Option<Expr>) -> Scan {
+        let (access, residual) = choose_access(table, filter.map(|f| f.conjuncts()).unwrap_or_default());
+        Scan { table: table.clone(), access, filter: Expr::and_all(residual), limit: None, versions: Versions::Latest, columns: None }
+    }
+}
+
+/// The name PostgreSQL gives an unaliased select-list expression.
+/// A value given for a `GENERATED ALWAYS` identity column, refused as PostgreSQL refuses it (its escape,
+/// `OVERRIDING SYSTEM VALUE`, is not parsed).
+pub(super) fn generated_always(column: &str) -> QueryError {
+    QueryError::Engine {
+        sqlstate: "428C9",
+        message: format!(
+            "cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column defined as GENERATED ALWAYS"
+        ),
+    }
+}
+
+pub(super) fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none())
+}
+
+pub(crate) fn default_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(id) => ident_name(id),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        ast::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_else(|| "?column?".into()),
+        ast::Expr::Cast { expr, data_type, .. } => match default_name(expr) {
+            inner if inner != "?column?" => inner,
+            _ => sql_type(data_type)
+                .map(|t| match t {
+                    SqlType::Int4 => "int4".to_string(),
+                    SqlType::Int8 => "int8".to_string(),
+                    SqlType::Int2 => "int2".to_string(),
+                    SqlType::Text => "text".to_string(),
+                    SqlType::Bool => "bool".to_string(),
+                    SqlType::Float8 => "float8".to_string(),
+                    other => other.pg_name().to_string(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
+        },
+        ast::Expr::Nested(inner) => default_name(inner),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Array(_) => "array".into(),
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => default_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        _ => "?column?".into(),
+    }
+}
