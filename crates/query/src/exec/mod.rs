@@ -1,0 +1,210 @@
+//! Execution of plans on the engine, through [`Access`]: the store itself (each call commits on its own)
+//! or a transaction.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tabula_store::{
+    Access, CellWrite, Condition, Direction, LatestRows, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
+};
+
+use crate::error::{QueryError, Result};
+use crate::expr::{BinOp, EvalCtx, Expr};
+use crate::plan::*;
+use crate::schema::TableSchema;
+use crate::types::{Datum, SqlRow, SqlType};
+
+mod scan;
+mod write;
+
+pub use scan::latest_sql_rows;
+pub use write::{column_condition, increment_of, prepare_row, PreparedRow};
+
+/// Stops a running statement: a cancel request or a statement timeout.
+#[derive(Default, Clone)]
+pub struct Interrupt {
+    pub cancelled: Arc<AtomicBool>,
+    /// Shared with the streams the statement opens: a result read after its statement returned keeps the
+    /// statement's deadline, and a cursor's stream is given each FETCH's.
+    pub deadline: Arc<Deadline>,
+    /// The server's memory budgets, which the rows a statement holds count against (`None`: unbounded).
+    pub memory: Option<Arc<crate::memory::ServerMemory>>,
+}
+
+impl Interrupt {
+    pub fn check(&self) -> Result<()> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Err(QueryError::Cancelled);
+        }
+        if self.deadline.passed() {
+            return Err(QueryError::StatementTimeout);
+        }
+        Ok(())
+    }
+}
+
+/// When a statement times out (`None`: never).
+#[derive(Default, Debug)]
+pub struct Deadline(parking_lot::Mutex<Option<Instant>>);
+
+impl Deadline {
+    pub fn at(when: Option<Instant>) -> Deadline {
+        Deadline(parking_lot::Mutex::new(when))
+    }
+
+    pub fn get(&self) -> Option<Instant> {
+        *self.0.lock()
+    }
+
+    pub fn set(&self, when: Option<Instant>) {
+        *self.0.lock() = when;
+    }
+
+    fn passed(&self) -> bool {
+        self.get().is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Counters of one scan, for EXPLAIN ANALYZE.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScanStats {
+    pub examined: u64,
+    pub returned: u64,
+    pub engine_calls: u64,
+    pub micros: u64,
+}
+
+pub struct Executor<'a> {
+    pub access: &'a dyn Access,
+    /// Set when reading committed data outside a transaction: full scans then read partitions in parallel.
+    pub store: Option<&'a tabula_store::Store>,
+    /// The store's catalog, for Tabula's own views.
+    pub system: Option<&'a tabula_store::Store>,
+    pub ctx: EvalCtx<'a>,
+    pub interrupt: &'a Interrupt,
+    pub stats: std::cell::Cell<ScanStats>,
+}
+
+/// About what a row takes in memory: its values and what text and bytes hold on the heap.
+fn row_bytes(r: &SqlRow) -> usize {
+    let heap: usize = r
+        .iter()
+        .map(|d| match d {
+            Datum::Text(s) => s.len(),
+            Datum::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    std::mem::size_of::<SqlRow>() + r.len() * std::mem::size_of::<Datum>() + heap
+}
+
+fn store_err(e: StoreError) -> QueryError {
+    e.into()
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
+        Executor { access, store: None, system: None, ctx, interrupt, stats: Default::default() }
+    }
+
+    fn eval_const(&self, e: &Expr) -> Result<Datum> {
+        e.eval(&[], &self.ctx)
+    }
+
+    /// A `_version = v` value, in ms.
+    fn eval_version(&self, e: &Option<Expr>) -> Result<Option<i64>> {
+        Ok(e.as_ref().map(|e| self.eval_const(e)).transpose()?.map(|d| d.cast(SqlType::Int8)).transpose()?.and_then(|d| d.as_int()))
+    }
+
+    /// A LIMIT or OFFSET value.
+    pub fn eval_limit(&self, e: &Expr) -> Result<Option<u64>> {
+        self.eval_u64(&Some(e.clone()))
+    }
+
+    /// An engine row as SQL rows (latest versions).
+    fn eval_u64(&self, e: &Option<Expr>) -> Result<Option<u64>> {
+        let Some(e) = e else { return Ok(None) };
+        match self.eval_const(e)? {
+            Datum::Null => Ok(None),
+            Datum::Int(i) if i >= 0 => Ok(Some(i as u64)),
+            Datum::Int(_) => Err(QueryError::InvalidParameterValue("LIMIT and OFFSET must not be negative".into())),
+            d => Err(QueryError::DatatypeMismatch(format!("argument of LIMIT must be type bigint, not type {}", d.natural_type()))),
+        }
+    }
+
+    /// A key value for a key column, or `None` when it is NULL (matching nothing).
+    fn key_value(&self, t: &TableSchema, pos: usize, e: &Expr) -> Result<Option<PkValue>> {
+        let ty = t.column_type(t.pk[pos]);
+        let d = self.eval_const(e)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        let d = match (&d, ty.pk_type()) {
+            (Datum::Int(_), Some(tabula_store::PkType::Integer)) => d,
+            _ => d.cast(ty)?,
+        };
+        Ok(d.to_pk(ty))
+    }
+
+    fn key(&self, t: &TableSchema, exprs: &[Expr]) -> Result<Option<Vec<PkValue>>> {
+        let mut out = Vec::with_capacity(exprs.len());
+        for (pos, e) in exprs.iter().enumerate() {
+            match self.key_value(t, pos, e)? {
+                Some(v) => out.push(v),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn bound(&self, t: &TableSchema, b: &[KeyBound]) -> Result<Option<Vec<PkBound>>> {
+        let mut out = Vec::with_capacity(b.len());
+        for (pos, k) in b.iter().enumerate() {
+            out.push(match k {
+                KeyBound::InfMin => PkBound::InfMin,
+                KeyBound::InfMax => PkBound::InfMax,
+                KeyBound::Value(e) => match self.key_value(t, pos, e)? {
+                    Some(v) => PkBound::Value(v),
+                    None => return Ok(None),
+                },
+            });
+        }
+        Ok(Some(out))
+    }
+
+    fn read_spec(&self, scan: &Scan) -> Result<ReadSpec> {
+        let t = &scan.table;
+        let columns = scan.columns.as_ref().map(|cs| cs.iter().map(|c| t.column_name(*c).to_string()).collect());
+        Ok(match &scan.versions {
+            Versions::Latest => ReadSpec { columns, max_versions: Some(1), time_range: None },
+            Versions::AsOf(e) => {
+                let ms = self
+                    .eval_const(e)?
+                    .as_int()
+                    .ok_or_else(|| QueryError::InvalidParameterValue("as_of must be a number of milliseconds".into()))?;
+                ReadSpec {
+                    columns,
+                    max_versions: Some(1),
+                    time_range: Some(TimeRange::Range { start: i64::MIN, end: ms.saturating_add(1) }),
+                }
+            }
+            Versions::History { latest_n, after_or_equal, before } => {
+                let n = match latest_n {
+                    Some(e) => {
+                        let n = self.eval_const(e)?.as_int().unwrap_or(0);
+                        if n < 1 {
+                            return Err(QueryError::InvalidParameterValue(format!("latest_n must be at least 1, got {n}")));
+                        }
+                        n.min(u32::MAX as i64) as u32
+                    }
+                    None => u32::MAX,
+                };
+                let start = after_or_equal.as_ref().map(|e| self.eval_const(e)).transpose()?.and_then(|d| d.as_int()).unwrap_or(i64::MIN);
+                let end = before.as_ref().map(|e| self.eval_const(e)).transpose()?.and_then(|d| d.as_int()).unwrap_or(i64::MAX);
+                let time_range = (after_or_equal.is_some() || before.is_some()).then_some(TimeRange::Range { start, end });
+                ReadSpec { columns, max_versions: Some(n), time_range }
+            }
+        })
+    }
+}

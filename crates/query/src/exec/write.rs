@@ -1,0 +1,371 @@
+//! Writes: INSERT, UPDATE and DELETE as conditional engine calls, with RETURNING.
+
+use super::*;
+
+impl Executor<'_> {
+    pub(super) fn pk_of(&self, t: &TableSchema, row: &SqlRow) -> Result<Vec<PkValue>> {
+        t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c)).ok_or_else(|| QueryError::Internal("row without its key".into()))).collect()
+    }
+
+    pub(super) fn returning(&self, r: &Option<Returning>, row: &SqlRow, out: &mut Vec<SqlRow>) -> Result<()> {
+        if let Some(ret) = r {
+            out.push(ret.exprs.iter().map(|e| e.eval(row, &self.ctx)).collect::<Result<_>>()?);
+        }
+        Ok(())
+    }
+
+    /// Reads one row by key, as a SQL row.
+    pub(super) fn get(&self, t: &TableSchema, pk: &[PkValue]) -> Result<Option<SqlRow>> {
+        let spec = ReadSpec::default();
+        let Some(row) = self.access.get_row(&t.name, pk, &spec).map_err(store_err)? else { return Ok(None) };
+        let mut out = Vec::new();
+        self.sql_rows(t, row, &Versions::Latest, &mut out)?;
+        Ok(out.pop())
+    }
+
+    pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.table;
+        let n = t.columns.len();
+        let mut rows = Vec::with_capacity(p.rows.len());
+        for exprs in &p.rows {
+            let values = exprs.iter().map(|e| self.eval_const(e)).collect::<Result<Vec<_>>>()?;
+            rows.push(prepare_row(t, &p.targets, values)?);
+        }
+        let mut returned = Vec::new();
+        // Plain multi-row inserts: one existence check and one atomic write for all rows.
+        if matches!(p.on_conflict, OnConflict::Error) && rows.len() > 1 {
+            let writes: Vec<(Vec<Option<PkValue>>, Vec<CellWrite>)> = rows.iter().map(|r| (r.pk.clone(), r.cells.clone())).collect();
+            let pks = self.access.insert_rows(&t.name, &writes).map_err(|e| match e {
+                StoreError::RowExists => QueryError::UniqueViolation(t.name.clone()),
+                e => e.into(),
+            })?;
+            for (mut r, pk) in rows.into_iter().zip(pks) {
+                r.fill_pk(t, &pk, self.ctx.now_us / 1000);
+                self.returning(&p.returning, &r.row, &mut returned)?;
+            }
+            return Ok((p.rows.len() as u64, returned));
+        }
+        let mut count = 0;
+        for mut prepared in rows {
+            self.interrupt.check()?;
+            let result = self.access.put_row(&t.name, &prepared.pk, &prepared.cells, &Condition::expect_not_exist());
+            let pk = prepared.pk.clone();
+            match result {
+                Ok(outcome) => {
+                    prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
+                    count += 1;
+                    self.returning(&p.returning, &prepared.row, &mut returned)?;
+                }
+                Err(StoreError::RowExists) => match &p.on_conflict {
+                    OnConflict::Error => {
+                        // PostgreSQL's DETAIL names the key: Key (a, b)=(x, 1) already exists.
+                        let cols: Vec<&str> = t.pk.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                        let vals: Vec<String> =
+                            t.pk.iter().map(|&c| prepared.row[c].to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
+                        return Err(QueryError::UniqueViolation(t.name.clone()).with_message(format!(
+                            "Key ({})=({}) already exists.",
+                            cols.join(", "),
+                            vals.join(", ")
+                        )));
+                    }
+                    OnConflict::DoNothing { .. } => {}
+                    OnConflict::DoUpdate { assignments, filter, version } => {
+                        let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
+                        let Some(existing) = self.get(t, &pk)? else { continue };
+                        // Row layout: existing columns, existing _version, then `excluded`'s columns and the
+                        // version the insert would have written at.
+                        let mut combined = existing.clone();
+                        combined.extend(prepared.row.iter().take(n).cloned());
+                        combined.push(Datum::Int(prepared.version.unwrap_or(self.ctx.now_us / 1000)));
+                        if let Some(f) = filter {
+                            if !f.eval_predicate(&combined, &self.ctx)? {
+                                continue;
+                            }
+                        }
+                        let version = match version {
+                            Some(e) => e.eval(&combined, &self.ctx)?.cast(SqlType::Int8)?.as_int(),
+                            None => None,
+                        };
+                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version)?;
+                        count += 1;
+                        self.returning(&p.returning, &updated, &mut returned)?;
+                    }
+                },
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((count, returned))
+    }
+
+    /// Applies SET assignments to one existing row; returns the row as it is after.
+    pub(super) fn apply_update(
+        &self,
+        t: &TableSchema,
+        pk: &[PkValue],
+        before: &SqlRow,
+        eval_row: &SqlRow,
+        assignments: &[(usize, Expr)],
+        version: Option<i64>,
+    ) -> Result<SqlRow> {
+        let mut ops = Vec::with_capacity(assignments.len());
+        let mut after = before.clone();
+        for (col, e) in assignments {
+            let name = t.columns[*col].name.clone();
+            // `n = n + k`: the engine's atomic increment, immune to concurrent writers.
+            if let (Some(k), None) = (increment_of(e, *col), version) {
+                // NULL + NULL-able: an increment of NULL is NULL, which the general path below gives.
+                if let Some(k) = self.eval_const(&k)?.cast(SqlType::Int8)?.as_int() {
+                    ops.push((name, UpdateOp::Add(k)));
+                    continue;
+                }
+            }
+            let v = e.eval(eval_row, &self.ctx)?.cast(t.column_type(*col))?;
+            if v.is_null() && t.columns[*col].not_null {
+                return Err(QueryError::NotNull { table: t.name.clone(), column: name });
+            }
+            after[*col] = v.clone();
+            ops.push((
+                name,
+                match v.to_value() {
+                    Some(value) => UpdateOp::Put { value, version },
+                    None => UpdateOp::DeleteAll,
+                },
+            ));
+        }
+        let outcome = self.access.update_row(&t.name, pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
+        for (name, v) in outcome.increments {
+            if let Some(ci) = t.column_index(&name) {
+                after[ci] = Datum::Int(v).cast(t.column_type(ci))?;
+            }
+        }
+        after[t.columns.len()] = Datum::Int(version.unwrap_or(outcome.version));
+        Ok(after)
+    }
+
+    pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.scan.table;
+        let version = self.eval_version(&p.version)?;
+        let mut targets = Vec::new();
+        self.scan(&p.scan, |r| {
+            targets.push(r);
+            Ok(true)
+        })?;
+        let mut count = 0;
+        let mut returned = Vec::new();
+        for row in targets {
+            self.interrupt.check()?;
+            let pk = self.pk_of(t, &row)?;
+            match self.apply_update(t, &pk, &row, &row, &p.assignments, version) {
+                Ok(after) => {
+                    count += 1;
+                    self.returning(&p.returning, &after, &mut returned)?;
+                }
+                // Deleted meanwhile: nothing to update.
+                Err(QueryError::Store(StoreError::RowNotFound)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((count, returned))
+    }
+
+    pub fn delete(&self, p: &DeletePlan) -> Result<(u64, Vec<SqlRow>)> {
+        let t = &p.scan.table;
+        let mut targets = Vec::new();
+        self.scan(&p.scan, |r| {
+            targets.push(r);
+            Ok(true)
+        })?;
+        let version = self.eval_version(&p.version)?;
+        let mut count = 0;
+        let mut returned = Vec::new();
+        for row in targets {
+            self.interrupt.check()?;
+            let pk = self.pk_of(t, &row)?;
+            let res = match version {
+                Some(v) => {
+                    let ops: Vec<(String, UpdateOp)> =
+                        t.attributes().map(|i| (t.columns[i].name.clone(), UpdateOp::DeleteVersion(v))).collect();
+                    // Only rows that have that version count.
+                    let had = self
+                        .access
+                        .get_row(&t.name, &pk, &ReadSpec { columns: None, max_versions: Some(1), time_range: Some(TimeRange::Exact(v)) })
+                        .map_err(store_err)?
+                        .is_some_and(|r| !r.columns.is_empty());
+                    if !had {
+                        continue;
+                    }
+                    self.access.update_row(&t.name, &pk, &ops, &Condition::expect_exist()).map(|_| ())
+                }
+                None => self.access.delete_row(&t.name, &pk, &Condition::expect_exist()).map(|_| ()),
+            };
+            match res {
+                Ok(()) => {
+                    count += 1;
+                    self.returning(&p.returning, &row, &mut returned)?;
+                }
+                Err(StoreError::RowNotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((count, returned))
+    }
+}
+
+/// A row about to be inserted: its SQL values, key (generated columns `None`) and cells.
+pub struct PreparedRow {
+    pub row: SqlRow,
+    pub pk: Vec<Option<PkValue>>,
+    pub cells: Vec<CellWrite>,
+    pub version: Option<i64>,
+}
+
+impl PreparedRow {
+    /// Records the key the engine wrote (generated values included) and the version the cells got.
+    fn fill_pk(&mut self, t: &TableSchema, pk: &[PkValue], now_ms: i64) {
+        for (pos, &c) in t.pk.iter().enumerate() {
+            self.row[c] = Datum::from_pk(&pk[pos]);
+        }
+        let n = t.columns.len();
+        self.row[n] = self.version.or_else(|| (!self.cells.is_empty()).then_some(now_ms)).map(Datum::Int).unwrap_or(Datum::Null);
+    }
+}
+
+/// Turns values for target columns (`_version` is `columns.len()`) into a row to insert: typed, with NOT
+/// NULL checked and the cells to write.
+pub fn prepare_row(t: &TableSchema, targets: &[usize], values: Vec<Datum>) -> Result<PreparedRow> {
+    let n = t.columns.len();
+    let mut row = vec![Datum::Null; n + 1];
+    let mut version = None;
+    for (v, &target) in values.into_iter().zip(targets) {
+        if target == n {
+            version = match v {
+                Datum::Null => None,
+                d => d.cast(SqlType::Int8)?.as_int(),
+            };
+        } else {
+            row[target] = v.cast(t.column_type(target))?;
+        }
+    }
+    for (i, c) in t.columns.iter().enumerate() {
+        if row[i].is_null() && c.not_null && !c.identity {
+            return Err(QueryError::NotNull { table: t.name.clone(), column: c.name.clone() });
+        }
+    }
+    let pk = t.pk.iter().map(|&c| row[c].to_pk(t.column_type(c))).collect();
+    let cells = t
+        .attributes()
+        .filter(|&i| !row[i].is_null())
+        .map(|i| CellWrite { column: t.columns[i].name.clone(), value: row[i].to_value().unwrap(), version })
+        .collect();
+    Ok(PreparedRow { row, pk, cells, version })
+}
+
+/// A WHERE clause over attribute columns as the engine's column condition, when it can be one exactly:
+/// comparisons of a stored column with a constant, under AND, OR and NOT. A missing cell fails the
+/// comparison, as NULL does in SQL. `None` when the clause needs the general path.
+pub fn column_condition(t: &TableSchema, e: &Expr, ctx: &EvalCtx) -> Result<Option<tabula_store::ColumnCondition>> {
+    use tabula_store::CompareOp;
+    let storable = |ty: SqlType| {
+        matches!(
+            ty,
+            SqlType::Int2
+                | SqlType::Int4
+                | SqlType::Int8
+                | SqlType::Float4
+                | SqlType::Float8
+                | SqlType::Text
+                | SqlType::Varchar
+                | SqlType::Bool
+                | SqlType::Bytea
+                | SqlType::Timestamp
+                | SqlType::Timestamptz
+                | SqlType::Date
+        )
+    };
+    let cmp = |op: BinOp, negate: bool| -> Option<CompareOp> {
+        let op = if negate {
+            match op {
+                BinOp::Eq => BinOp::NotEq,
+                BinOp::NotEq => BinOp::Eq,
+                BinOp::Lt => BinOp::GtEq,
+                BinOp::LtEq => BinOp::Gt,
+                BinOp::Gt => BinOp::LtEq,
+                BinOp::GtEq => BinOp::Lt,
+                _ => return None,
+            }
+        } else {
+            op
+        };
+        Some(match op {
+            BinOp::Eq => CompareOp::Eq,
+            BinOp::NotEq => CompareOp::Ne,
+            BinOp::Lt => CompareOp::Lt,
+            BinOp::LtEq => CompareOp::Le,
+            BinOp::Gt => CompareOp::Gt,
+            BinOp::GtEq => CompareOp::Ge,
+            _ => return None,
+        })
+    };
+    fn go(
+        t: &TableSchema,
+        e: &Expr,
+        ctx: &EvalCtx,
+        negate: bool,
+        storable: &dyn Fn(SqlType) -> bool,
+        cmp: &dyn Fn(BinOp, bool) -> Option<tabula_store::CompareOp>,
+    ) -> Result<Option<tabula_store::ColumnCondition>> {
+        use tabula_store::ColumnCondition as C;
+        Ok(match e {
+            Expr::Binary { op: BinOp::And | BinOp::Or, left, right } => {
+                let (Some(l), Some(r)) = (go(t, left, ctx, negate, storable, cmp)?, go(t, right, ctx, negate, storable, cmp)?) else {
+                    return Ok(None);
+                };
+                // De Morgan under NOT.
+                let and = matches!(e, Expr::Binary { op: BinOp::And, .. }) != negate;
+                Some(if and { C::And(vec![l, r]) } else { C::Or(vec![l, r]) })
+            }
+            Expr::Not(inner) => go(t, inner, ctx, !negate, storable, cmp)?,
+            Expr::Binary { op, left, right } if op.is_comparison() => {
+                let (col, c, op) = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Column { index, .. }, c) if c.is_constant() => (*index, c, *op),
+                    (c, Expr::Column { index, .. }) if c.is_constant() => (*index, c, op.flip()),
+                    _ => return Ok(None),
+                };
+                if col >= t.columns.len() || t.is_pk(col) || !storable(t.column_type(col)) {
+                    return Ok(None);
+                }
+                let Some(value) = c.eval(&[], ctx)?.cast(t.column_type(col))?.to_value() else { return Ok(None) };
+                let Some(op) = cmp(op, negate) else { return Ok(None) };
+                Some(C::Single { column: t.columns[col].name.clone(), op, value, pass_if_missing: false, latest_version_only: true })
+            }
+            _ => None,
+        })
+    }
+    go(t, e, ctx, false, &storable, &cmp)
+}
+
+/// `col + k` or `k + col` (or `col - k`) with a constant integer `k`: the amount to add.
+pub fn increment_of(e: &Expr, col: usize) -> Option<Expr> {
+    // Only bigint: the engine adds in i64, and a narrower column could leave its range.
+    let is_col = |e: &Expr| matches!(e, Expr::Column { index, ty: SqlType::Int8, .. } if *index == col);
+    let unwrap_cast = |e: &Expr| match e {
+        Expr::Cast { expr, .. } => (**expr).clone(),
+        e => e.clone(),
+    };
+    let e = unwrap_cast(e);
+    match &e {
+        Expr::Binary { op: BinOp::Add, left, right } => {
+            if is_col(left) && right.is_constant() && right.ty().is_integer() {
+                Some((**right).clone())
+            } else if is_col(right) && left.is_constant() && left.ty().is_integer() {
+                Some((**left).clone())
+            } else {
+                None
+            }
+        }
+        Expr::Binary { op: BinOp::Sub, left, right } if is_col(left) && right.is_constant() && right.ty().is_integer() => {
+            Some(Expr::Neg(right.clone()))
+        }
+        _ => None,
+    }
+}

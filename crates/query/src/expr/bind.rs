@@ -1,0 +1,415 @@
+//! Binding: sqlparser's expressions resolved against a [`Scope`] of tables, typed, with parameters'
+//! types inferred where they are used.
+
+use super::*;
+
+/// The names an expression can refer to.
+pub struct Scope<'a> {
+    /// (table, name it is referred by, index of its first column in the row)
+    pub tables: Vec<(&'a TableSchema, String, usize)>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn empty() -> Self {
+        Scope { tables: Vec::new() }
+    }
+
+    pub fn table(t: &'a TableSchema, alias: Option<&str>) -> Self {
+        Scope { tables: vec![(t, alias.unwrap_or(&t.name).to_string(), 0)] }
+    }
+
+    fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<Expr> {
+        let mut found = None;
+        for (t, tname, offset) in &self.tables {
+            if let Some(q) = qualifier {
+                if q != tname {
+                    continue;
+                }
+            } else if tname == "excluded" {
+                continue;
+            }
+            if let Some(i) = t.column_index(name) {
+                if found.is_some() {
+                    return Err(QueryError::AmbiguousColumn(name.to_string()));
+                }
+                found = Some(Expr::Column { index: offset + i, ty: t.column_type(i), name: name.to_string() });
+            }
+        }
+        if let (Some(q), None) = (qualifier, &found) {
+            if !self.tables.iter().any(|(_, n, _)| n == q) {
+                return Err(QueryError::UndefinedTable(format!("missing FROM-clause entry for table \"{q}\"")));
+            }
+        }
+        found.ok_or_else(|| {
+            QueryError::UndefinedColumn(match qualifier {
+                Some(q) => format!("{q}.{name}"),
+                None => name.to_string(),
+            })
+        })
+    }
+}
+
+/// Binds sqlparser expressions; collects the types parameters must have.
+pub struct Binder<'a, 's> {
+    pub scope: &'a Scope<'s>,
+    pub params: &'a mut Vec<SqlType>,
+}
+
+impl Binder<'_, '_> {
+    fn param(&mut self, s: &str) -> Result<Expr> {
+        let n: usize = s.trim_start_matches('$').parse().map_err(|_| QueryError::Syntax(format!("bad parameter {s}")))?;
+        if n == 0 || n > 65535 {
+            return Err(QueryError::Syntax(format!("there is no parameter ${n}")));
+        }
+        if self.params.len() < n {
+            self.params.resize(n, SqlType::Unknown);
+        }
+        Ok(Expr::Param { index: n - 1, ty: self.params[n - 1] })
+    }
+
+    /// Gives an untyped operand (a quoted literal or parameter) the type the other side expects.
+    pub fn coerce(&mut self, e: Expr, ty: SqlType) -> Result<Expr> {
+        if ty == SqlType::Unknown {
+            return Ok(e);
+        }
+        Ok(match e {
+            Expr::Param { index, ty: SqlType::Unknown } => {
+                self.params[index] = ty;
+                Expr::Param { index, ty }
+            }
+            Expr::Literal(d @ Datum::Text(_), SqlType::Unknown) => Expr::Literal(d.cast(ty)?, ty),
+            Expr::Literal(Datum::Null, _) => Expr::Literal(Datum::Null, ty),
+            // An integer literal against a float or numeric column: convert now.
+            Expr::Literal(d @ Datum::Int(_), t) if t.is_integer() && matches!(ty, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) => {
+                Expr::Literal(d.cast(ty)?, ty)
+            }
+            e => e,
+        })
+    }
+
+    pub fn bind(&mut self, e: &ast::Expr) -> Result<Expr> {
+        crate::depth::with_stack(|| self.bind_here(e))
+    }
+
+    fn bind_here(&mut self, e: &ast::Expr) -> Result<Expr> {
+        use ast::Expr as E;
+        Ok(match e {
+            // Keywords in PostgreSQL, never columns when unquoted; sqlparser reads them as names.
+            E::Identifier(id) if id.quote_style.is_none() && ["current_role", "user"].iter().any(|k| id.value.eq_ignore_ascii_case(k)) => {
+                Expr::Func { func: Func::CurrentUser, args: vec![] }
+            }
+            E::Identifier(id) => self.scope.resolve(None, &ident_name(id))?,
+            E::CompoundIdentifier(ids) => {
+                let names: Vec<String> = ids.iter().map(ident_name).collect();
+                match names.as_slice() {
+                    [q, c] => self.scope.resolve(Some(q), c)?,
+                    [_, q, c] => self.scope.resolve(Some(q), c)?,
+                    _ => return Err(QueryError::UndefinedColumn(names.join("."))),
+                }
+            }
+            E::Value(v) => self.value(&v.value)?,
+            E::Nested(e) => self.bind(e)?,
+            E::BinaryOp { left, op, right } => {
+                let op = match op {
+                    ast::BinaryOperator::Plus => BinOp::Add,
+                    ast::BinaryOperator::Minus => BinOp::Sub,
+                    ast::BinaryOperator::Multiply => BinOp::Mul,
+                    ast::BinaryOperator::Divide => BinOp::Div,
+                    ast::BinaryOperator::Modulo => BinOp::Mod,
+                    ast::BinaryOperator::Eq => BinOp::Eq,
+                    ast::BinaryOperator::NotEq => BinOp::NotEq,
+                    ast::BinaryOperator::Lt => BinOp::Lt,
+                    ast::BinaryOperator::LtEq => BinOp::LtEq,
+                    ast::BinaryOperator::Gt => BinOp::Gt,
+                    ast::BinaryOperator::GtEq => BinOp::GtEq,
+                    ast::BinaryOperator::And => BinOp::And,
+                    ast::BinaryOperator::Or => BinOp::Or,
+                    ast::BinaryOperator::StringConcat => BinOp::Concat,
+                    ast::BinaryOperator::Arrow => BinOp::JsonGet,
+                    ast::BinaryOperator::LongArrow => BinOp::JsonGetText,
+                    ast::BinaryOperator::AtArrow => BinOp::JsonContains,
+                    ast::BinaryOperator::ArrowAt => BinOp::JsonContainedBy,
+                    other => return Err(QueryError::NotSupported(format!("operator {other} is not supported"))),
+                };
+                // Row comparisons `(a, b) > (x, y)` expand to their lexicographic meaning.
+                if let (E::Tuple(ls), E::Tuple(rs)) = (strip(left), strip(right)) {
+                    return self.bind_tuple_cmp(op, ls, rs);
+                }
+                let l = self.bind(left)?;
+                let r = self.bind(right)?;
+                self.binary(op, l, r)?
+            }
+            E::UnaryOp { op, expr } => {
+                let inner = self.bind(expr)?;
+                match op {
+                    ast::UnaryOperator::Not => Expr::Not(Box::new(self.coerce(inner, SqlType::Bool)?)),
+                    ast::UnaryOperator::Minus => match inner {
+                        Expr::Literal(Datum::Int(i), t) => Expr::Literal(Datum::Int(-i), t),
+                        Expr::Literal(Datum::Float(f), t) => Expr::Literal(Datum::Float(-f), t),
+                        Expr::Literal(Datum::Numeric(d), t) => Expr::Literal(Datum::Numeric(-d), t),
+                        e => Expr::Neg(Box::new(e)),
+                    },
+                    ast::UnaryOperator::Plus => inner,
+                    other => return Err(QueryError::NotSupported(format!("operator {other} is not supported"))),
+                }
+            }
+            E::IsNull(e) => Expr::IsNull { expr: Box::new(self.bind(e)?), negated: false },
+            E::IsNotNull(e) => Expr::IsNull { expr: Box::new(self.bind(e)?), negated: true },
+            E::IsTrue(e) => Expr::IsBool { expr: Box::new(self.bind(e)?), value: true, negated: false },
+            E::IsNotTrue(e) => Expr::IsBool { expr: Box::new(self.bind(e)?), value: true, negated: true },
+            E::IsFalse(e) => Expr::IsBool { expr: Box::new(self.bind(e)?), value: false, negated: false },
+            E::IsNotFalse(e) => Expr::IsBool { expr: Box::new(self.bind(e)?), value: false, negated: true },
+            E::InList { expr, list, negated } => {
+                let inner = self.bind(expr)?;
+                let ty = inner.ty();
+                let list = list
+                    .iter()
+                    .map(|e| {
+                        let b = self.bind(e)?;
+                        self.coerce(b, ty)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let ty =
+                    if ty == SqlType::Unknown { list.iter().map(|e| e.ty()).find(|t| *t != SqlType::Unknown).unwrap_or(ty) } else { ty };
+                Expr::InList { expr: Box::new(self.coerce(inner, ty)?), list, negated: *negated }
+            }
+            E::Between { expr, negated, low, high } => {
+                let inner = self.bind(expr)?;
+                let ty = inner.ty();
+                let low = self.bind(low)?;
+                let low = self.coerce(low, ty)?;
+                let high = self.bind(high)?;
+                let high = self.coerce(high, ty)?;
+                Expr::Between { expr: Box::new(inner), low: Box::new(low), high: Box::new(high), negated: *negated }
+            }
+            E::Like { negated, expr, pattern, .. } | E::ILike { negated, expr, pattern, .. } => {
+                let ci = matches!(e, E::ILike { .. });
+                let p = self.bind(pattern)?;
+                Expr::Like {
+                    expr: Box::new(self.bind(expr)?),
+                    pattern: Box::new(self.coerce(p, SqlType::Text)?),
+                    negated: *negated,
+                    case_insensitive: ci,
+                }
+            }
+            E::Cast { expr, data_type, .. } => {
+                let ty = sql_type(data_type)?;
+                let inner = self.bind(expr)?;
+                match inner {
+                    Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
+                    Expr::Literal(d, _) => Expr::Literal(d.cast(ty)?, ty),
+                    e => Expr::Cast { expr: Box::new(e), ty },
+                }
+            }
+            E::TypedString(ts) => {
+                let ty = sql_type(&ts.data_type)?;
+                let s = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Expr::Literal(Datum::parse(ty, &s)?, ty)
+            }
+            E::Function(f) => self.function(f)?,
+            E::Case { operand, conditions, else_result, .. } => {
+                let operand = operand.as_ref().map(|o| self.bind(o)).transpose()?;
+                let whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
+                let otherwise = else_result.as_ref().map(|e| self.bind(e)).transpose()?;
+                Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new) }
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.bind(expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.bind(f)?,
+                    None => Expr::literal(Datum::Int(1)),
+                });
+                if let Some(n) = substring_for {
+                    args.push(self.bind(n)?);
+                }
+                Expr::Func { func: Func::Substr, args }
+            }
+            E::Floor { expr, .. } => Expr::Func { func: Func::Floor, args: vec![self.bind(expr)?] },
+            E::Ceil { expr, .. } => Expr::Func { func: Func::Ceil, args: vec![self.bind(expr)?] },
+            E::Tuple(_) => return Err(QueryError::NotSupported("row values are only supported in comparisons".into())),
+            E::Subquery(_) | E::InSubquery { .. } | E::Exists { .. } => {
+                return Err(QueryError::NotSupported("subqueries are not supported yet".into()))
+            }
+            other => return Err(QueryError::NotSupported(format!("expression {other} is not supported"))),
+        })
+    }
+
+    /// A binary operation, with untyped operands given the other side's type.
+    pub fn binary(&mut self, op: BinOp, l: Expr, r: Expr) -> Result<Expr> {
+        let (lt, rt) = (l.ty(), r.ty());
+        let (l, r) = if matches!(op, BinOp::And | BinOp::Or) {
+            (self.coerce(l, SqlType::Bool)?, self.coerce(r, SqlType::Bool)?)
+        } else if op == BinOp::Concat {
+            (self.coerce(l, SqlType::Text)?, self.coerce(r, SqlType::Text)?)
+        } else if let Some(r_ty) = json_operand(op, rt) {
+            // jsonb operators: `json` (kept as written) has no field access here, as its text is not normalized.
+            if lt == SqlType::Json {
+                return Err(QueryError::NotSupported(format!("the operator {} on json (it is on jsonb)", op.symbol())));
+            }
+            if lt != SqlType::Jsonb && lt != SqlType::Unknown {
+                return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
+            }
+            (self.coerce(l, SqlType::Jsonb)?, self.coerce(r, r_ty)?)
+        } else {
+            let l = self.coerce(l, rt)?;
+            let r = self.coerce(r, lt)?;
+            (l, r)
+        };
+        if op.is_comparison() {
+            let (lt, rt) = (l.ty(), r.ty());
+            let comparable = lt == rt
+                || lt == SqlType::Unknown
+                || rt == SqlType::Unknown
+                || (lt.is_numeric() && rt.is_numeric())
+                || (lt.is_text() && rt.is_text())
+                || (matches!(lt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
+                    && matches!(rt, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date))
+                || (matches!(lt, SqlType::Json | SqlType::Jsonb) && rt.is_text());
+            if !comparable {
+                return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
+            }
+        }
+        Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r) })
+    }
+
+    fn bind_tuple_cmp(&mut self, op: BinOp, ls: &[ast::Expr], rs: &[ast::Expr]) -> Result<Expr> {
+        if ls.len() != rs.len() || ls.is_empty() {
+            return Err(QueryError::Syntax("unequal number of entries in row expressions".into()));
+        }
+        let l: Vec<Expr> = ls.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
+        let r: Vec<Expr> = rs.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
+        let pairs: Vec<(Expr, Expr)> = l.into_iter().zip(r).collect();
+        match op {
+            BinOp::Eq | BinOp::NotEq => {
+                let eqs = pairs.into_iter().map(|(a, b)| self.binary(BinOp::Eq, a, b)).collect::<Result<Vec<_>>>()?;
+                let all = Expr::and_all(eqs).unwrap();
+                Ok(if op == BinOp::Eq { all } else { Expr::Not(Box::new(all)) })
+            }
+            _ => {
+                // (a, b) > (x, y)  ≡  a > x OR (a = x AND b > y), built from the last column up.
+                let strict = match op {
+                    BinOp::LtEq => BinOp::Lt,
+                    BinOp::GtEq => BinOp::Gt,
+                    o => o,
+                };
+                let mut it = pairs.into_iter().rev();
+                let (la, lb) = it.next().unwrap();
+                let mut acc = self.binary(op, la, lb)?;
+                for (a, b) in it {
+                    let gt = self.binary(strict, a.clone(), b.clone())?;
+                    let eq = self.binary(BinOp::Eq, a, b)?;
+                    acc = Expr::Binary {
+                        op: BinOp::Or,
+                        left: Box::new(gt),
+                        right: Box::new(Expr::Binary { op: BinOp::And, left: Box::new(eq), right: Box::new(acc) }),
+                    };
+                }
+                Ok(acc)
+            }
+        }
+    }
+
+    fn value(&mut self, v: &ast::Value) -> Result<Expr> {
+        use ast::Value as V;
+        Ok(match v {
+            V::Number(n, _) => {
+                if let Ok(i) = n.parse::<i64>() {
+                    Expr::Literal(Datum::Int(i), if i32::try_from(i).is_ok() { SqlType::Int4 } else { SqlType::Int8 })
+                } else {
+                    Expr::Literal(Datum::parse(SqlType::Numeric, n)?, SqlType::Numeric)
+                }
+            }
+            V::SingleQuotedString(s) | V::EscapedStringLiteral(s) | V::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
+                Expr::Literal(Datum::Text(s.clone()), SqlType::Unknown)
+            }
+            V::HexStringLiteral(h) => Expr::Literal(Datum::parse(SqlType::Bytea, &format!("\\x{h}"))?, SqlType::Bytea),
+            V::Boolean(b) => Expr::Literal(Datum::Bool(*b), SqlType::Bool),
+            V::Null => Expr::Literal(Datum::Null, SqlType::Unknown),
+            V::Placeholder(p) => self.param(p)?,
+            other => return Err(QueryError::NotSupported(format!("literal {other} is not supported"))),
+        })
+    }
+
+    fn function(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
+        let func = Func::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
+        let mut args = Vec::new();
+        match &f.args {
+            ast::FunctionArguments::None => {}
+            ast::FunctionArguments::List(list) => {
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(self.bind(e)?),
+                        other => return Err(QueryError::NotSupported(format!("function argument {other} is not supported"))),
+                    }
+                }
+            }
+            ast::FunctionArguments::Subquery(_) => return Err(QueryError::NotSupported("subqueries are not supported yet".into())),
+        }
+        let arity_ok = match func {
+            Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => !args.is_empty(),
+            Func::NullIf => args.len() == 2,
+            Func::Now
+            | Func::CurrentDate
+            | Func::Version
+            | Func::CurrentSchema
+            | Func::CurrentDatabase
+            | Func::CurrentUser
+            | Func::SessionUser
+            | Func::GenRandomUuid => args.is_empty(),
+            Func::Substr => (2..=3).contains(&args.len()),
+            Func::Round => (1..=2).contains(&args.len()),
+            _ => args.len() == 1,
+        };
+        if !arity_ok {
+            return Err(QueryError::UndefinedFunction(format!("{name} with {} arguments", args.len())));
+        }
+        // Untyped arguments of text functions are text; of the variadic ones, the first typed argument's type.
+        let target = match func {
+            Func::Lower | Func::Upper | Func::Length | Func::Md5 | Func::Concat => SqlType::Text,
+            _ => args.iter().map(|a| a.ty()).find(|t| *t != SqlType::Unknown).unwrap_or(SqlType::Unknown),
+        };
+        let args = args.into_iter().map(|a| self.coerce(a, target)).collect::<Result<Vec<_>>>()?;
+        Ok(Expr::Func { func, args })
+    }
+}
+
+pub(super) fn strip(e: &ast::Expr) -> &ast::Expr {
+    match e {
+        ast::Expr::Nested(inner) => strip(inner),
+        e => e,
+    }
+}
+
+/// Maps a SQL data type to Tabula's.
+pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match dt {
+        D::Boolean | D::Bool => SqlType::Bool,
+        D::SmallInt(_) | D::Int2(_) => SqlType::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) => SqlType::Int4,
+        D::BigInt(_) | D::Int8(_) => SqlType::Int8,
+        D::Real | D::Float4 => SqlType::Float4,
+        D::DoublePrecision | D::Float8 | D::Double(_) | D::Float(_) => SqlType::Float8,
+        D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Numeric,
+        D::Text | D::String(_) => SqlType::Text,
+        D::Varchar(_) | D::CharacterVarying(_) | D::CharVarying(_) | D::Char(_) | D::Character(_) => SqlType::Varchar,
+        D::Bytea => SqlType::Bytea,
+        D::Timestamp(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::Timestamptz,
+            _ => SqlType::Timestamp,
+        },
+        D::Date => SqlType::Date,
+        D::JSON => SqlType::Json,
+        D::JSONB => SqlType::Jsonb,
+        D::Uuid => SqlType::Uuid,
+        D::Custom(name, _) => {
+            let n = name.to_string().to_lowercase();
+            SqlType::parse(&n).ok_or_else(|| QueryError::NotSupported(format!("type \"{n}\" is not supported")))?
+        }
+        other => return Err(QueryError::NotSupported(format!("type {other} is not supported"))),
+    })
+}

@@ -1,0 +1,133 @@
+//! The scalar functions the key-value route evaluates itself ([`Func`]).
+
+use super::*;
+
+pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Datum> {
+    use Func::*;
+    let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.to_pg_text(args[i].ty())) };
+    let null_in = vals.iter().any(|v| v.is_null());
+    Ok(match func {
+        Coalesce => vals.into_iter().find(|v| !v.is_null()).unwrap_or(Datum::Null),
+        NullIf => {
+            if vals[0].sql_cmp(&vals[1]) == Some(std::cmp::Ordering::Equal) {
+                Datum::Null
+            } else {
+                vals[0].clone()
+            }
+        }
+        Greatest | Least => {
+            let mut best: Option<Datum> = None;
+            for v in vals.into_iter().filter(|v| !v.is_null()) {
+                best = Some(match best {
+                    None => v,
+                    Some(b) => {
+                        let o = v.sort_cmp(&b);
+                        if (func == Greatest && o.is_gt()) || (func == Least && o.is_lt()) {
+                            v
+                        } else {
+                            b
+                        }
+                    }
+                });
+            }
+            best.unwrap_or(Datum::Null)
+        }
+        Now => Datum::Timestamp(ctx.now_us),
+        CurrentDate => Datum::Date(ctx.now_us.div_euclid(86_400_000_000) as i32),
+        GenRandomUuid => Datum::Uuid(random_uuid()?),
+        Version => Datum::Text(version_string()),
+        CurrentSchema => Datum::Text("public".into()),
+        CurrentDatabase => Datum::Text(ctx.database.into()),
+        CurrentUser => Datum::Text(ctx.user.into()),
+        SessionUser => Datum::Text(ctx.session_user.into()),
+        Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.to_pg_text(a.ty())).collect()),
+        _ if null_in => Datum::Null,
+        Lower => Datum::Text(text(0).unwrap_or_default().to_lowercase()),
+        Upper => Datum::Text(text(0).unwrap_or_default().to_uppercase()),
+        Md5 => Datum::Text(format!("{:x}", md5_digest(text(0).unwrap_or_default().as_bytes()))),
+        Length => Datum::Int(match &vals[0] {
+            Datum::Bytes(b) => b.len() as i64,
+            _ => text(0).unwrap_or_default().chars().count() as i64,
+        }),
+        Substr => {
+            let s: Vec<char> = text(0).unwrap_or_default().chars().collect();
+            let start = vals.get(1).and_then(|v| v.clone().cast(SqlType::Int8).ok()).and_then(|v| v.as_int()).unwrap_or(1);
+            let len = vals.get(2).map(|v| v.clone().cast(SqlType::Int8)).transpose()?.and_then(|v| v.as_int());
+            let from = (start - 1).max(0) as usize;
+            let to = match len {
+                Some(l) if l < 0 => return Err(QueryError::InvalidParameterValue("negative substring length not allowed".into())),
+                Some(l) => ((start - 1 + l).max(0) as usize).min(s.len()),
+                None => s.len(),
+            };
+            Datum::Text(if from < to { s[from..to].iter().collect() } else { String::new() })
+        }
+        Abs => match &vals[0] {
+            Datum::Int(i) => Datum::Int(i.checked_abs().ok_or_else(|| out_of_range(args[0].ty()))?),
+            Datum::Float(f) => Datum::Float(f.abs()),
+            Datum::Numeric(d) => Datum::Numeric(d.abs()),
+            d => return Err(QueryError::UndefinedFunction(format!("abs({})", d.natural_type()))),
+        },
+        Round | Floor | Ceil => {
+            // The digits argument may come typed as the value is (numeric): read it as an integer.
+            let digits = vals.get(1).map(|v| v.clone().cast(SqlType::Int8)).transpose()?.and_then(|v| v.as_int()).unwrap_or(0);
+            match &vals[0] {
+                Datum::Int(i) => Datum::Int(*i),
+                Datum::Float(f) => {
+                    let m = 10f64.powi(digits as i32);
+                    Datum::Float(match func {
+                        Round => (f * m).round() / m,
+                        Floor => f.floor(),
+                        _ => f.ceil(),
+                    })
+                }
+                Datum::Numeric(d) => Datum::Numeric(match func {
+                    // Negative digits round left of the point, as PostgreSQL's round(1234.5, -2) is 1200.
+                    Round if digits < 0 => {
+                        let m =
+                            rust_decimal::Decimal::from(10i64.checked_pow((-digits) as u32).ok_or_else(|| out_of_range(SqlType::Numeric))?);
+                        (d / m).round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero) * m
+                    }
+                    // The result has exactly `digits` decimals, as PostgreSQL's round(4.5, 2) is 4.50.
+                    Round => {
+                        let mut r = d.round_dp_with_strategy(digits as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+                        r.rescale(digits as u32);
+                        r
+                    }
+                    Floor => d.floor(),
+                    _ => d.ceil(),
+                }),
+                d => return Err(QueryError::UndefinedFunction(format!("{}({})", func.name(), d.natural_type()))),
+            }
+        }
+    })
+}
+
+/// A version 4 (random) UUID from the operating system's random source, as PostgreSQL's gen_random_uuid().
+pub(crate) fn random_uuid() -> Result<u128> {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).map_err(|e| QueryError::Internal(format!("no random bytes: {e}")))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    Ok(u128::from_be_bytes(b))
+}
+
+pub(super) fn md5_digest(b: &[u8]) -> u128 {
+    // Small and dependency-free is not worth it: md5 is used by the engine already.
+    u128::from_be_bytes(tabula_store::keys::md5_bytes(b))
+}
+
+/// SQL LIKE with `%` and `_` and backslash escapes.
+pub(super) fn like(s: &str, p: &str) -> bool {
+    fn go(s: &[char], p: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => (0..=s.len()).any(|i| go(&s[i..], &p[1..])),
+            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&s[1..], &p[2..]),
+            Some(c) => s.first() == Some(c) && go(&s[1..], &p[1..]),
+        }
+    }
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = p.chars().collect();
+    go(&s, &p)
+}

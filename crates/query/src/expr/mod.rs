@@ -1,0 +1,263 @@
+//! Scalar expressions: bound from sqlparser's AST against a scope, typed, and evaluated over a row.
+
+use std::fmt;
+
+use rust_decimal::Decimal;
+use sqlparser::ast;
+
+use crate::error::{QueryError, Result};
+use crate::schema::{ident_name, TableSchema};
+use crate::types::{out_of_range, Datum, SqlType};
+
+mod bind;
+mod eval;
+mod functions;
+mod ops;
+
+pub use bind::{sql_type, Binder, Scope};
+pub(crate) use functions::random_uuid;
+use functions::*;
+pub use ops::truth;
+use ops::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Concat,
+    /// jsonb `->`, `->>`, `@>`, `<@`.
+    JsonGet,
+    JsonGetText,
+    JsonContains,
+    JsonContainedBy,
+}
+
+impl BinOp {
+    fn symbol(self) -> &'static str {
+        use BinOp::*;
+        match self {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            Div => "/",
+            Mod => "%",
+            Eq => "=",
+            NotEq => "<>",
+            Lt => "<",
+            LtEq => "<=",
+            Gt => ">",
+            GtEq => ">=",
+            And => "AND",
+            Or => "OR",
+            Concat => "||",
+            JsonGet => "->",
+            JsonGetText => "->>",
+            JsonContains => "@>",
+            JsonContainedBy => "<@",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq)
+    }
+
+    /// The comparison that holds with the operands swapped (`a < b` is `b > a`).
+    pub fn flip(self) -> BinOp {
+        match self {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::LtEq => BinOp::GtEq,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::GtEq => BinOp::LtEq,
+            o => o,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Lower,
+    Upper,
+    Length,
+    Abs,
+    Coalesce,
+    NullIf,
+    Now,
+    /// The date of `now()` (UTC, the only time zone sessions have).
+    CurrentDate,
+    Version,
+    CurrentSchema,
+    CurrentDatabase,
+    CurrentUser,
+    SessionUser,
+    Concat,
+    Substr,
+    Round,
+    Floor,
+    Ceil,
+    Greatest,
+    Least,
+    Md5,
+    GenRandomUuid,
+}
+
+impl Func {
+    fn lookup(name: &str) -> Option<Func> {
+        use Func::*;
+        Some(match name {
+            "lower" => Lower,
+            "upper" => Upper,
+            "length" | "char_length" | "character_length" => Length,
+            "abs" => Abs,
+            "coalesce" => Coalesce,
+            "nullif" => NullIf,
+            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" => Now,
+            "current_date" => CurrentDate,
+            "version" => Version,
+            "current_schema" => CurrentSchema,
+            "current_database" | "current_catalog" => CurrentDatabase,
+            "current_user" | "user" | "current_role" => CurrentUser,
+            "session_user" => SessionUser,
+            "concat" => Concat,
+            "substr" | "substring" => Substr,
+            "round" => Round,
+            "floor" => Floor,
+            "ceil" | "ceiling" => Ceil,
+            "greatest" => Greatest,
+            "least" => Least,
+            "md5" => Md5,
+            "gen_random_uuid" => GenRandomUuid,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        use Func::*;
+        match self {
+            Lower => "lower",
+            Upper => "upper",
+            Length => "length",
+            Abs => "abs",
+            Coalesce => "coalesce",
+            NullIf => "nullif",
+            Now => "now",
+            CurrentDate => "current_date",
+            Version => "version",
+            CurrentSchema => "current_schema",
+            CurrentDatabase => "current_database",
+            CurrentUser => "current_user",
+            SessionUser => "session_user",
+            Concat => "concat",
+            Substr => "substr",
+            Round => "round",
+            Floor => "floor",
+            Ceil => "ceil",
+            Greatest => "greatest",
+            Least => "least",
+            Md5 => "md5",
+            GenRandomUuid => "gen_random_uuid",
+        }
+    }
+}
+
+/// A bound expression: columns are indices into the row being evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Literal(Datum, SqlType),
+    Column { index: usize, ty: SqlType, name: String },
+    Param { index: usize, ty: SqlType },
+    Binary { op: BinOp, left: Box<Expr>, right: Box<Expr> },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    IsNull { expr: Box<Expr>, negated: bool },
+    IsBool { expr: Box<Expr>, value: bool, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Cast { expr: Box<Expr>, ty: SqlType },
+    Func { func: Func, args: Vec<Expr> },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::depth::with_stack(|| self.fmt_here(f))
+    }
+}
+
+impl Expr {
+    fn fmt_here(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Literal(d, ty) => match d.to_pg_text(*ty) {
+                None => write!(f, "NULL"),
+                Some(s) if matches!(d, Datum::Text(_)) => write!(f, "'{}'", s.replace('\'', "''")),
+                Some(s) => write!(f, "{s}"),
+            },
+            Expr::Column { name, .. } => write!(f, "{name}"),
+            Expr::Param { index, .. } => write!(f, "${}", index + 1),
+            Expr::Binary { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
+            Expr::Not(e) => write!(f, "(NOT {e})"),
+            Expr::Neg(e) => write!(f, "(-{e})"),
+            Expr::IsNull { expr, negated } => write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" }),
+            Expr::IsBool { expr, value, negated } => {
+                write!(f, "({expr} IS {}{})", if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+            }
+            Expr::InList { expr, list, negated } => {
+                write!(f, "({expr} {}IN (", if *negated { "NOT " } else { "" })?;
+                for (i, e) in list.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                write!(f, "))")
+            }
+            Expr::Between { expr, low, high, negated } => {
+                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                write!(f, "({expr} {}{} {pattern})", if *negated { "NOT " } else { "" }, if *case_insensitive { "ILIKE" } else { "LIKE" })
+            }
+            Expr::Cast { expr, ty } => write!(f, "{expr}::{ty}"),
+            Expr::Func { func, args } => {
+                write!(f, "{}(", func.name())?;
+                for (i, e) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                write!(f, ")")
+            }
+            Expr::Case { .. } => write!(f, "CASE ... END"),
+        }
+    }
+}
+
+/// What evaluation may read besides the row.
+pub struct EvalCtx<'a> {
+    pub params: &'a [Datum],
+    /// Statement start, µs since the epoch.
+    pub now_us: i64,
+    /// `current_user`: the role whose privileges the statement has (SET ROLE).
+    pub user: &'a str,
+    /// `session_user`: who logged in.
+    pub session_user: &'a str,
+    pub database: &'a str,
+}
+
+pub const SERVER_VERSION: &str = "15.0";
+
+pub fn version_string() -> String {
+    format!("PostgreSQL {SERVER_VERSION} (Tabula {}) on x86_64-pc-linux-gnu, wide-column engine on RocksDB", env!("CARGO_PKG_VERSION"))
+}
