@@ -5,7 +5,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::Result;
 
@@ -27,9 +27,59 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
-            None => Err(refused.unwrap_or_else(|| e.into())),
+            None => match insert_select_on_conflict(sql) {
+                Some(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
+                None => Err(refused.unwrap_or_else(|| e.into())),
+            },
         },
     }
+}
+
+/// `INSERT INTO t SELECT 1, 'a' ON CONFLICT ...`: a SELECT without FROM or WHERE, where sqlparser reads
+/// `ON` as the last item's alias (PostgreSQL reserves it), so the statement does not parse. With
+/// `WHERE TRUE` before `ON`, which keeps the SELECT's one row, it does: that is what is parsed, and only
+/// when the text as written failed.
+fn insert_select_on_conflict(sql: &str) -> Option<Vec<Statement>> {
+    let dialect = PostgreSqlDialect {};
+    let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
+    let keyword = |t: &Token| match t {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.keyword),
+        _ => None,
+    };
+    let (mut depth, mut insert, mut select, mut clause) = (0i32, false, false, false);
+    let mut at = Vec::new();
+    for i in 0..tokens.len() {
+        match &tokens[i].token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if depth == 0 => (insert, select, clause) = (false, false, false),
+            t if depth == 0 => match keyword(t) {
+                Some(Keyword::INSERT) => insert = true,
+                Some(Keyword::SELECT) if insert => select = true,
+                Some(
+                    Keyword::FROM | Keyword::WHERE | Keyword::GROUP | Keyword::HAVING | Keyword::WINDOW | Keyword::ORDER | Keyword::LIMIT,
+                ) if select => clause = true,
+                Some(Keyword::ON) if select && !clause => {
+                    let next = tokens[i + 1..].iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
+                    if next.and_then(keyword) == Some(Keyword::CONFLICT) {
+                        at.push(i);
+                        (insert, select) = (false, false);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    if at.is_empty() {
+        return None;
+    }
+    let space = || TokenWithSpan::wrap(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+    for i in at.into_iter().rev() {
+        let words = [Token::make_keyword("WHERE"), Token::make_keyword("TRUE")].map(TokenWithSpan::wrap);
+        tokens.splice(i..i, [words[0].clone(), space(), words[1].clone(), space()]);
+    }
+    Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().ok()
 }
 
 #[derive(Debug, Clone)]
@@ -97,4 +147,24 @@ pub(crate) fn max_placeholder(stmt: &Statement) -> usize {
         std::ops::ControlFlow::<()>::Continue(())
     });
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_select_without_from_takes_on_conflict_as_postgresql_does() {
+        let sql = "INSERT INTO t SELECT 1, 'a' ON CONFLICT DO NOTHING; INSERT INTO t SELECT (2) ON CONFLICT (k) DO NOTHING";
+        let stmts = parse(sql).unwrap();
+        assert_eq!(stmts.len(), 2);
+        for s in &stmts {
+            let ParsedStatement::Ast(s) = s else { panic!("{s:?}") };
+            let Statement::Insert(i) = s.as_ref() else { panic!("{s}") };
+            assert!(i.on.is_some(), "{s}");
+        }
+        // What does not parse either way is still the syntax error it was.
+        assert!(parse("INSERT INTO t SELECT 1 ON CONFLICT DO NOTHING garbage").is_err());
+        assert!(parse("SELECT 1 ON CONFLICT DO NOTHING").is_err());
+    }
 }
