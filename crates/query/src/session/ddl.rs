@@ -1,5 +1,6 @@
-//! CREATE TABLE, DROP TABLE, TRUNCATE and ALTER TABLE: changes of the catalog, each followed by
-//! [`Database::invalidate`](crate::database::Database) so that cached schemas and plans are made again.
+//! CREATE TABLE, DROP TABLE, TRUNCATE and ALTER TABLE. Each change of a table's definition is followed by
+//! [`Database::invalidate`](crate::database::Database), so that cached schemas and plans are made again;
+//! TRUNCATE changes only rows.
 
 use tabula_store::{PkColumn, StoreError, TableDef};
 

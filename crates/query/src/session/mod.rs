@@ -407,10 +407,7 @@ impl Session {
             Plan::SetConfig { name, value, if_exists } => self.set_config(plan, name, value, *if_exists),
             Plan::ShowVariable { name } if name == "all" => self.show_all(plan),
             Plan::ShowVariable { name } => self.show(name),
-            Plan::Reset { name: Some(name) } => match self.set(name, None)? {
-                Output::Set { name, value, .. } => Ok(Output::Set { tag: "RESET".into(), name, value }),
-                _ => Ok(Output::Command { tag: "RESET".into() }),
-            },
+            Plan::Reset { name: Some(name) } => self.reset(name),
             Plan::Reset { name: None } => self.reset_all(),
             Plan::Discard { what } if what.eq_ignore_ascii_case("all") => self.discard_all(),
             Plan::Discard { what } => Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) }),

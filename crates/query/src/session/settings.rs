@@ -91,6 +91,14 @@ impl Session {
         })
     }
 
+    /// `RESET name`: the setting back to its default, reported to the client as SET's change is.
+    pub(super) fn reset(&mut self, name: &str) -> Result<Output> {
+        match self.set(name, None)? {
+            Output::Set { name, value, .. } => Ok(Output::Set { tag: "RESET".into(), name, value }),
+            _ => Ok(Output::Command { tag: "RESET".into() }),
+        }
+    }
+
     /// `RESET ALL`: settings back to their defaults; the role stays, as PostgreSQL's RESET ALL leaves it.
     pub(super) fn reset_all(&mut self) -> Result<Output> {
         self.settings = self.db.default_settings();

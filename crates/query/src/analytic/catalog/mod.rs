@@ -372,14 +372,16 @@ impl GeneratedTable {
 
     async fn batch(&self, settings: crate::settings::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
-        if let Generated::System(v) = self.which {
-            let mut rows = v.rows(db.store()).map_err(df_err)?;
-            let n = self.schema.fields().len();
-            rows.iter_mut().for_each(|r| r.truncate(n));
-            return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
-        }
+        let relation = match self.which {
+            Generated::Relation(r) => r,
+            Generated::System(v) => {
+                let mut rows = v.rows(db.store()).map_err(df_err)?;
+                let n = self.schema.fields().len();
+                rows.iter_mut().for_each(|r| r.truncate(n));
+                return super::arrow::rows_to_batch(&self.schema, &rows).map_err(df_err);
+            }
+        };
         let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
-        let Generated::Relation(relation) = self.which else { unreachable!("a system view is answered above") };
         let snapshot = Snapshot::take(&db, &list, relation.reads_relations(), settings, viewer).await?;
         build_batch(&self.schema, &relation.rows(&snapshot)?)
     }
