@@ -1,31 +1,23 @@
-//! Streaming reads: a cursor pulls engine pages as the client consumes rows, so memory stays bounded
-//! however many rows a scan returns. Used for auto-commit SELECTs whose order the scan gives.
+//! Streaming reads: a cursor pulls engine pages (from [`crate::exec::Pages`], or [`crate::exec::FanOut`]
+//! over a split table) as the client consumes rows, so memory stays bounded however many rows a scan
+//! returns. Used for every read the planner marked to stream ([`SelectPlan::stream`]) that does not run in
+//! a transaction which has written.
 //!
 //! When the projection only picks columns and nothing filters, a page is never copied: the engine lends
 //! each row (`Access::visit_range_latest`) and the cursor lends its values on to the caller's encoder
 //! ([`RowSource::next_rows`]), text and integers still in RocksDB's buffer. Other scans build owned rows.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
-use tabula_store::{Access, Direction, LatestRow, LatestRows, PkBound, RangeRequest, ReadSpec, StoreError};
+use tabula_store::{LatestRow, LatestRows, ReadSpec};
 
 use crate::error::{QueryError, Result};
-use crate::exec::{latest_sql_rows, Executor, Interrupt};
+use crate::exec::{bound, latest, latest_sql_rows, page_rows, Executor, FanOut, Interrupt, Pages, Reader};
 use crate::expr::{EvalCtx, Expr};
 use crate::output::{lend_owned, RowSource};
-use crate::plan::{AccessPath, KeyBound, Scan, SelectPlan, Versions};
+use crate::plan::{AccessPath, Scan, SelectPlan};
 use crate::types::SqlRow;
 use crate::types::{Datum, DatumRef, Lent, SqlType};
-
-/// What a cursor reads from: the store (the latest committed data) or a transaction's [`tabula_store::ReadView`].
-pub type Reader = Arc<dyn Access + Send + Sync>;
-
-/// Rows per engine page while streaming.
-const PAGE: usize = 512;
-
-/// Pages of one partition's range, read ahead by its own thread.
-type PageRx = std::sync::mpsc::Receiver<Result<LatestRows>>;
 
 /// Where an output column of a lent row comes from.
 #[derive(Debug, Clone, Copy)]
@@ -42,8 +34,10 @@ enum Lend {
 
 pub struct Cursor {
     store: Reader,
-    /// Full scans over several partitions: one reader thread per partition, consumed in key order.
-    partitions: VecDeque<PageRx>,
+    /// The scan's range, read a page at a time.
+    pages: Pages,
+    /// A full scan of a split table: its partitions read in parallel, instead of `pages`.
+    fan_out: Option<FanOut<LatestRows>>,
     scan: Scan,
     projection: Vec<Expr>,
     /// When the projection only picks distinct columns: their indices, so values move out of the row.
@@ -55,10 +49,6 @@ pub struct Cursor {
     lend: Option<Vec<Lend>>,
     /// The read's columns (named in `spec`), as column indices: where each cell of an engine row goes.
     slots: Vec<usize>,
-    spec: ReadSpec,
-    direction: Direction,
-    next: Option<Vec<PkBound>>,
-    end: Vec<PkBound>,
     buf: VecDeque<SqlRow>,
     skip: u64,
     remaining: Option<u64>,
@@ -70,9 +60,8 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// A cursor for a plan that can stream (a range or full scan of latest versions, in scan order), reading
-    /// from `store`; `None` for other plans.
-    pub fn try_new(
+    /// A cursor over the rows of a plan the planner made to stream ([`SelectPlan::stream`]), read from `store`.
+    pub fn new(
         store: Reader,
         plan: &SelectPlan,
         params: &[Datum],
@@ -80,50 +69,11 @@ impl Cursor {
         // current_user, session_user, database
         [user, session_user, database]: [&str; 3],
         interrupt: &Interrupt,
-    ) -> Result<Option<Cursor>> {
-        let Some(scan) = &plan.scan else { return Ok(None) };
-        if !plan.sort.is_empty() || scan.versions != Versions::Latest {
-            return Ok(None);
-        }
-        let ctx = EvalCtx { params, now_us, user, session_user, database };
-        let (start, end, direction) = match &scan.access {
-            AccessPath::RangeScan { start, end, direction } => {
-                let bound = |b: &[KeyBound]| -> Result<Option<Vec<PkBound>>> {
-                    let mut out = Vec::with_capacity(b.len());
-                    for (pos, k) in b.iter().enumerate() {
-                        out.push(match k {
-                            KeyBound::InfMin => PkBound::InfMin,
-                            KeyBound::InfMax => PkBound::InfMax,
-                            KeyBound::Value(e) => {
-                                let ty = scan.table.column_type(scan.table.pk[pos]);
-                                let d = e.eval(&[], &ctx)?;
-                                if d.is_null() {
-                                    return Ok(None);
-                                }
-                                let d = if matches!(d, Datum::Int(_)) && ty.is_integer() { d } else { d.cast(ty)? };
-                                match d.to_pk(ty) {
-                                    Some(v) => PkBound::Value(v),
-                                    None => return Ok(None),
-                                }
-                            }
-                        });
-                    }
-                    Ok(Some(out))
-                };
-                match (bound(start)?, bound(end)?) {
-                    (Some(s), Some(e)) => (Some(s), e, *direction),
-                    // A NULL bound matches nothing: an empty cursor.
-                    _ => (None, vec![], *direction),
-                }
-            }
-            AccessPath::FullScan { direction: Direction::Forward } => {
-                (Some(vec![PkBound::InfMin]), vec![PkBound::InfMax], Direction::Forward)
-            }
-            AccessPath::FullScan { direction: Direction::Backward } => {
-                (Some(vec![PkBound::InfMax]), vec![PkBound::InfMin], Direction::Backward)
-            }
-            _ => return Ok(None),
+    ) -> Result<Cursor> {
+        let Some(scan) = plan.scan.as_ref().filter(|_| plan.stream) else {
+            return Err(QueryError::Internal("a cursor over a plan that does not stream".into()));
         };
+        let ctx = EvalCtx { params, now_us, user, session_user, database };
         let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database }, interrupt);
         let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
         let skip = eval_u64(&plan.offset)?.unwrap_or(0);
@@ -139,68 +89,20 @@ impl Cursor {
             max_versions: Some(1),
             time_range: None,
         };
-        // A full scan of a split table reads its partitions in parallel, a few pages ahead each.
-        let mut partitions = VecDeque::new();
-        if matches!(scan.access, AccessPath::FullScan { .. }) {
-            let starts = store.partition_starts(&scan.table.name)?;
-            if !starts.is_empty() {
-                let bound = |vals: &Vec<tabula_store::PkValue>| {
-                    let mut b: Vec<PkBound> = vals.iter().cloned().map(PkBound::Value).collect();
-                    b.push(PkBound::InfMin);
-                    b
-                };
-                let mut ranges = Vec::new();
-                let mut lo = vec![PkBound::InfMin];
-                for st in &starts {
-                    ranges.push((lo, bound(st)));
-                    lo = bound(st);
-                }
-                ranges.push((lo, vec![PkBound::InfMax]));
-                if direction == Direction::Backward {
-                    ranges.reverse();
-                }
-                for (lo, hi) in ranges {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(2);
-                    let (store, table, spec, interrupt) = (store.clone(), scan.table.name.clone(), spec.clone(), interrupt.clone());
-                    std::thread::spawn(move || {
-                        let (mut start, end) = if direction == Direction::Forward { (lo, hi) } else { (hi, lo) };
-                        loop {
-                            if let Err(e) = interrupt.check() {
-                                let _ = tx.send(Err(e));
-                                return;
-                            }
-                            let req = RangeRequest {
-                                start,
-                                end: end.clone(),
-                                direction,
-                                limit: Some(PAGE),
-                                read: spec.clone(),
-                                budget_bytes: None,
-                            };
-                            match store.get_range_latest(&table, &req) {
-                                Ok(mut page) => {
-                                    let next = page.next_start.take();
-                                    // The consumer went away: stop reading.
-                                    if tx.send(Ok(page)).is_err() {
-                                        return;
-                                    }
-                                    match next {
-                                        Some(n) => start = n.into_iter().map(PkBound::Value).collect(),
-                                        None => return,
-                                    }
-                                }
-                                Err(e) => {
-                                    let _ = tx.send(Err(e.into()));
-                                    return;
-                                }
-                            }
-                        }
-                    });
-                    partitions.push_back(rx);
-                }
-            }
-        }
-        let next = if partitions.is_empty() { start } else { None };
+        let table = &scan.table.name;
+        let (pages, fan_out) = match &scan.access {
+            AccessPath::RangeScan { start, end, direction } => match (bound(t, start, &ctx)?, bound(t, end, &ctx)?) {
+                (Some(s), Some(e)) => (Pages::new(table, s, e, *direction, spec), None),
+                // A NULL bound matches nothing: an empty cursor.
+                _ => (Pages::empty(table, *direction, spec), None),
+            },
+            // A full scan of a split table reads its partitions in parallel, a few pages ahead each.
+            AccessPath::FullScan { direction } => match FanOut::start(&store, table, *direction, &spec, interrupt, latest)? {
+                Some(f) => (Pages::empty(table, *direction, spec), Some(f)),
+                None => (Pages::all(table, *direction, spec), None),
+            },
+            _ => return Err(QueryError::Internal("a cursor over a plan that does not stream".into())),
+        };
         let mut picks = Vec::with_capacity(plan.projection.len());
         for e in &plan.projection {
             match e {
@@ -226,19 +128,16 @@ impl Cursor {
                 })
                 .collect()
         });
-        Ok(Some(Cursor {
+        Ok(Cursor {
             lend,
             slots,
             picks,
             picks_ascending,
-            partitions,
+            pages,
+            fan_out,
             store,
             scan: scan.clone(),
             projection: plan.projection.clone(),
-            spec,
-            direction,
-            next,
-            end,
             buf: VecDeque::new(),
             skip,
             remaining,
@@ -246,36 +145,27 @@ impl Cursor {
             now_us,
             names: [user.to_string(), session_user.to_string(), database.to_string()],
             interrupt: interrupt.clone(),
-        }))
+        })
     }
 
     /// Whether more rows may come.
     fn more(&self) -> bool {
-        self.next.is_some() || !self.partitions.is_empty()
+        self.pages.more() || self.fan_out.as_ref().is_some_and(FanOut::more)
     }
 
+    /// Rows to ask the engine for: without a filter, a LIMIT bounds how much to read.
+    fn page_rows(&self) -> usize {
+        page_rows(self.scan.filter.is_some(), self.remaining.map(|n| n + self.skip))
+    }
+
+    /// Reads the next page into `buf`, through the filter.
     fn fetch(&mut self) -> Result<()> {
-        let rows: LatestRows = if let Some(rx) = self.partitions.front() {
-            match rx.recv() {
-                Ok(page) => page?,
-                // That partition's reader is done: go on with the next.
-                Err(_) => {
-                    self.partitions.pop_front();
-                    return Ok(());
-                }
-            }
-        } else {
-            let Some(start) = self.next.take() else { return Ok(()) };
-            self.interrupt.check()?;
-            let req = self.page_request(start);
-            let mut page = match self.store.get_range_latest(&self.scan.table.name, &req) {
-                Ok(r) => r,
-                Err(tabula_store::StoreError::InvalidRange(_)) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            };
-            self.next = page.next_start.take().map(|n| n.into_iter().map(PkBound::Value).collect());
-            page
+        let page = match &mut self.fan_out {
+            Some(f) => f.next_page().transpose()?,
+            None => self.pages.next_page(self.store.as_ref(), &self.interrupt, self.page_rows(), latest)?,
         };
+        // `None`: the range, or every partition, is read.
+        let Some(rows) = page else { return Ok(()) };
         let ctx = eval_ctx(&self.params, self.now_us, &self.names);
         let (buf, filter) = (&mut self.buf, &self.scan.filter);
         latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
@@ -288,37 +178,16 @@ impl Cursor {
             Ok(())
         })
     }
-}
-
-impl Cursor {
-    /// The engine read of the next page, from `start`.
-    fn page_request(&self, start: Vec<PkBound>) -> RangeRequest {
-        // Without a filter, a LIMIT bounds how much to read.
-        let want = match (&self.scan.filter, self.remaining) {
-            (None, Some(n)) => ((n + self.skip) as usize).clamp(1, PAGE),
-            _ => PAGE,
-        };
-        RangeRequest {
-            start,
-            end: self.end.clone(),
-            direction: self.direction,
-            limit: Some(want),
-            read: self.spec.clone(),
-            budget_bytes: None,
-        }
-    }
 
     /// Reads one engine page and lends each row, as `lend` picks its columns, to `f` (see [`Lend`]).
     fn lend_page(&mut self, lend: &[Lend], f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
         if self.remaining == Some(0) {
             return Ok(false);
         }
-        let Some(start) = self.next.take() else { return Ok(false) };
-        self.interrupt.check()?;
-        let req = self.page_request(start);
+        let rows = self.page_rows();
         let (skip, remaining) = (&mut self.skip, &mut self.remaining);
         let mut failed: Option<QueryError> = None;
-        let visited = self.store.visit_range_latest(&self.scan.table.name, &req, &mut |row| {
+        let more = self.pages.visit_page(self.store.as_ref(), &self.interrupt, rows, &mut |row| {
             if *skip > 0 {
                 *skip -= 1;
                 return true;
@@ -334,18 +203,13 @@ impl Cursor {
                 }
                 None => true,
             }
-        });
-        match visited {
-            Ok(next) => self.next = next.map(|n| n.into_iter().map(PkBound::Value).collect()),
-            Err(StoreError::InvalidRange(_)) => return Ok(false),
-            Err(e) => return Err(e.into()),
-        }
+        })?;
         match failed {
             Some(e) => {
-                self.next = None;
+                self.pages.stop();
                 Err(e)
             }
-            None => Ok(true),
+            None => Ok(more),
         }
     }
 }
@@ -392,7 +256,7 @@ fn lend_row(lend: &[Lend], row: &LatestRow<'_>, f: &mut dyn FnMut(&[DatumRef<'_>
 impl RowSource for Cursor {
     fn next_rows(&mut self, f: &mut dyn FnMut(&[DatumRef<'_>]) -> Result<()>) -> Result<bool> {
         // Pages of partition readers and filtered or computed rows go through owned rows.
-        if self.partitions.is_empty() && self.buf.is_empty() {
+        if self.fan_out.is_none() && self.buf.is_empty() {
             if let Some(lend) = self.lend.take() {
                 let r = self.lend_page(&lend, f);
                 self.lend = Some(lend);
@@ -446,8 +310,8 @@ impl Iterator for Cursor {
                 return None;
             }
             if let Err(e) = self.fetch() {
-                self.next = None;
-                self.partitions.clear();
+                self.pages.stop();
+                self.fan_out = None;
                 return Some(Err(e));
             }
         }

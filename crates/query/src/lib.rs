@@ -8,22 +8,27 @@
 //! 2. The [`planner`] binds names against the catalog (the SQL schema kept in each engine table's
 //!    metadata, cached by the [`database`]), types expressions and parameters, and chooses each table
 //!    read's access path from the WHERE clause: PointGet, BatchGet, RangeScan or FullScan, with the rest as
-//!    a filter inside the scan.
-//! 3. A statement the planner defers or cannot plan, if it is a query, goes to DataFusion instead: the
-//!    session's `prepare_analytic` hands the parsed statement to [`analytic::Analytics::plan`], which
-//!    rewrites PostgreSQL forms DataFusion lacks (`analytic::rewrite`) and plans it over the same store.
-//! 4. A prepared statement keeps its plan; it is planned again only when DDL changed the catalog.
+//!    a filter inside the scan. It also decides how the plan runs (`planner::routes`): whether a read's
+//!    rows stream ([`plan::SelectPlan::stream`]), and how an auto-commit write reaches the engine
+//!    ([`plan::WriteCall`]: one write, one upsert, one conditional update, or read-modify-write).
+//! 3. A query the planner defers or cannot plan takes the analytic route ([`session::Route`]): the session's
+//!    `prepare_analytic` hands the parsed statement to [`analytic::Analytics::plan`], which rewrites
+//!    PostgreSQL forms DataFusion lacks (`analytic::rewrite`) and plans it over the same store, its table
+//!    reads again key-value scans. EXPLAIN prints every one of these decisions.
+//! 4. A prepared statement keeps its route and plan; it is planned again only when DDL changed the catalog.
 //! 5. [`Session::execute`] binds parameters and runs the plan: transaction control in the session itself,
 //!    each other kind of statement in a module of its own under [`session`] (DML, DDL, COPY, settings,
-//!    prepared statements and cursors, EXPLAIN, the analytic route). DML runs inside the session's
-//!    transaction, directly on the store when one engine call is atomic on its own (a point get, a
-//!    single-row insert, an update by full key of constants and increments), or in a fresh transaction
-//!    retried on write conflicts.
-//! 6. The [`exec`] module turns plans into engine calls — `get_row`, `batch_get`, `get_range` pages — and
+//!    prepared statements and cursors, EXPLAIN, the analytic route). What reads see is chosen once
+//!    (`Session::read_from`: the store, the transaction's snapshot, or the transaction). DML runs inside the
+//!    session's transaction, or, in auto-commit, as the plan's [`plan::WriteCall`] says
+//!    ([`exec::upsert`], [`exec::key_update`], one atomic engine call, or a fresh transaction retried on
+//!    write conflicts).
+//! 6. The [`exec`] module turns plans into engine calls — `get_row`, `batch_get`, and range pages through
+//!    the one scan engine ([`exec::Pages`], and [`exec::FanOut`] over a split table's partitions) — and
 //!    engine rows into SQL rows; writes become conditional `put_row`/`update_row`/`delete_row` calls.
 //! 7. Results come back as [`Output`]: rows with typed columns, a stream of them read as the client takes
-//!    them ([`output::RowStream`]), or a command tag. A query under `DECLARE ... CURSOR` keeps its stream in
-//!    the session's [`cursors`], which FETCH reads from.
+//!    them ([`cursor::Cursor`] over the same scan engine, in [`output::RowStream`]), or a command tag. A
+//!    query under `DECLARE ... CURSOR` keeps its stream in the session's [`cursors`], which FETCH reads from.
 //!
 //! Modules below the session never import from it: the shared state is [`database::Database`], the
 //! settings are [`settings`], the results [`output`]; the analytic engine reads the database through

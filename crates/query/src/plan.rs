@@ -80,6 +80,28 @@ pub struct SelectPlan {
     /// `FOR UPDATE` / `FOR SHARE`: in a transaction, each row returned is one its commit depends on
     /// ([`tabula_store::Access::lock_row`]).
     pub lock: bool,
+    /// The rows can stream: a range or full scan of latest values in the order the scan gives, read a page
+    /// at a time as the client takes them ([`crate::cursor::Cursor`]). They do, unless the statement runs in
+    /// a transaction that has written (whose own writes only it can read) or locks rows in one.
+    pub stream: bool,
+}
+
+/// How an auto-commit write reaches the engine. Inside a transaction every write goes through it, read and
+/// written there; outside, the planner picks the cheapest way that is still atomic on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteCall {
+    /// One engine write, atomic on its own: a plain INSERT (all its rows), or a one-row INSERT ... DO
+    /// NOTHING (a write on the condition that the row does not exist).
+    Single,
+    /// A one-row `INSERT ... ON CONFLICT (key) DO UPDATE` whose assignments take EXCLUDED's values or add a
+    /// constant to a bigint: one engine upsert, no read.
+    Upsert,
+    /// An UPDATE of one row by its full key, assigning constants or adding to bigints, whose WHERE on stored
+    /// columns is the engine's column condition: one conditional engine write, no read.
+    KeyUpdate,
+    /// Read, then write, in a transaction of its own, retried on conflicts
+    /// ([`tabula_store::retry::on_conflict`]).
+    ReadModifyWrite,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -111,6 +133,7 @@ pub struct InsertPlan {
     pub rows: Vec<Vec<Expr>>,
     pub on_conflict: OnConflict,
     pub returning: Option<Returning>,
+    pub call: WriteCall,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +143,7 @@ pub struct UpdatePlan {
     /// `SET _version = v`: the version every assigned cell is written at.
     pub version: Option<Expr>,
     pub returning: Option<Returning>,
+    pub call: WriteCall,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -396,7 +420,7 @@ impl Plan {
             Plan::Select(s) => {
                 write!(f, "{pad}Project ")?;
                 let names: Vec<&str> = s.columns.iter().map(|c| c.name.as_str()).collect();
-                writeln!(f, "[{}]", names.join(", "))?;
+                writeln!(f, "[{}]{}", names.join(", "), if s.stream { " streamed" } else { "" })?;
                 let mut d = depth + 1;
                 if s.lock {
                     writeln!(f, "{}LockRows", "  ".repeat(d))?;
@@ -424,7 +448,7 @@ impl Plan {
                 }
             }
             Plan::InsertSelect { insert, query, .. } => {
-                writeln!(f, "{pad}Insert into {} (rows of a query)", insert.table.name)?;
+                writeln!(f, "{pad}Insert into {} (rows of a query) {}", insert.table.name, insert.call)?;
                 writeln!(f, "{pad}  Query: {query}")
             }
             Plan::Insert(i) => {
@@ -433,11 +457,11 @@ impl Plan {
                     OnConflict::DoNothing { .. } => " on conflict do nothing",
                     OnConflict::DoUpdate { .. } => " on conflict do update",
                 };
-                writeln!(f, "{pad}Insert into {} ({} rows{conflict})", i.table.name, i.rows.len())
+                writeln!(f, "{pad}Insert into {} ({} rows{conflict}) {}", i.table.name, i.rows.len(), i.call)
             }
             Plan::Update(u) => {
                 let cols: Vec<String> = u.assignments.iter().map(|(c, e)| format!("{} = {e}", u.scan.table.column_name(*c))).collect();
-                writeln!(f, "{pad}Update {} set {}", u.scan.table.name, cols.join(", "))?;
+                writeln!(f, "{pad}Update {} set {} {}", u.scan.table.name, cols.join(", "), u.call)?;
                 u.scan.fmt_tree(f, depth + 1)
             }
             Plan::Delete(d) => {
@@ -445,7 +469,7 @@ impl Plan {
                 if let Some(v) = &d.version {
                     write!(f, " version={v}")?;
                 }
-                writeln!(f)?;
+                writeln!(f, " {}", WriteCall::ReadModifyWrite)?;
                 d.scan.fmt_tree(f, depth + 1)
             }
             Plan::Explain { plan, .. } => plan.fmt_tree(f, depth),
@@ -480,6 +504,18 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::CopyFrom { .. } => "CopyFrom",
         Plan::CopyTo { .. } => "CopyTo",
         _ => "Statement",
+    }
+}
+
+impl fmt::Display for WriteCall {
+    /// What EXPLAIN says of an auto-commit write.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WriteCall::Single => "[one engine write]",
+            WriteCall::Upsert => "[one engine upsert]",
+            WriteCall::KeyUpdate => "[one conditional engine update]",
+            WriteCall::ReadModifyWrite => "[read-modify-write]",
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use sqlparser::parser::Parser;
 use tabula_store::{Direction, TableOptions};
 
 use crate::error::{QueryError, Result};
-use crate::plan::{AccessPath, KeyBound, Plan};
+use crate::plan::{AccessPath, KeyBound, Plan, WriteCall};
 use crate::planner::{Catalog, Planner};
 use crate::schema::{ColumnDef, TableSchema};
 use crate::types::SqlType;
@@ -148,7 +148,7 @@ fn limit_is_pushed_into_the_scan_only_when_safe() {
 #[test]
 fn explain_prints_the_tree() {
     let text = shown("SELECT v FROM t WHERE a = 'x' AND b >= 5 AND v <> 'z' LIMIT 3");
-    assert_eq!(text, "Project [v]\n  Limit 3\n    RangeScan [('x', 5, -inf) .. ('x', +inf)) forward on t filter=(v <> 'z')\n");
+    assert_eq!(text, "Project [v] streamed\n  Limit 3\n    RangeScan [('x', 5, -inf) .. ('x', +inf)) forward on t filter=(v <> 'z')\n");
     assert_eq!(shown("SELECT * FROM t WHERE a = 'x' AND b = 1 AND c = 2"), "Project [a, b, c, v]\n  PointGet key=('x', 1, 2) on t\n");
 }
 
@@ -199,4 +199,48 @@ fn locking_reads() {
         Parser::parse_sql(&PostgreSqlDialect {}, "SELECT v FROM t WHERE v = 'new' LIMIT 1 FOR UPDATE SKIP LOCKED").unwrap().pop().unwrap();
     let e = Planner::new(&catalog(), vec![]).plan(&stmt).unwrap_err();
     assert_eq!(e.sqlstate(), "0A000", "{e}");
+}
+
+/// Each way an auto-commit write can reach the engine, chosen from the statement's shape.
+#[test]
+fn write_calls() {
+    let call = |sql: &str| match plan(sql) {
+        Plan::Insert(i) => i.call,
+        Plan::InsertSelect { insert, .. } => insert.call,
+        Plan::Update(u) => u.call,
+        p => panic!("not a write: {p:?}"),
+    };
+    assert_eq!(call("INSERT INTO t VALUES ('x', 1, 2, 'v'), ('y', 1, 2, 'w')"), WriteCall::Single);
+    assert_eq!(call("INSERT INTO t VALUES ('x', 1, 2, 'v') ON CONFLICT DO NOTHING"), WriteCall::Single);
+    assert_eq!(call("INSERT INTO t VALUES ('x', 1, 2, 'v'), ('y', 1, 2, 'w') ON CONFLICT DO NOTHING"), WriteCall::ReadModifyWrite);
+    // A query's rows are not counted when the statement is planned.
+    assert_eq!(call("INSERT INTO t SELECT * FROM t ON CONFLICT DO NOTHING"), WriteCall::ReadModifyWrite);
+    let upsert = "INSERT INTO t VALUES ('x', 1, 2, 'v') ON CONFLICT (a, b, c) DO UPDATE SET v = ";
+    assert_eq!(call(&format!("{upsert}excluded.v")), WriteCall::Upsert);
+    // Reading the stored row, a condition or RETURNING needs the read.
+    assert_eq!(call(&format!("{upsert}t.v || excluded.v")), WriteCall::ReadModifyWrite);
+    assert_eq!(call(&format!("{upsert}excluded.v WHERE t.v <> 'z'")), WriteCall::ReadModifyWrite);
+    assert_eq!(call(&format!("{upsert}excluded.v RETURNING v")), WriteCall::ReadModifyWrite);
+    assert_eq!(call("UPDATE t SET v = 'n' WHERE a = 'x' AND b = 1 AND c = 2"), WriteCall::KeyUpdate);
+    assert_eq!(call("UPDATE t SET v = 'n' WHERE a = 'x' AND b = 1 AND c = 2 AND v = 'o'"), WriteCall::KeyUpdate);
+    // Not one row by key, a value computed from the row, a condition the engine cannot check.
+    assert_eq!(call("UPDATE t SET v = 'n' WHERE a = 'x'"), WriteCall::ReadModifyWrite);
+    assert_eq!(call("UPDATE t SET v = v || 'n' WHERE a = 'x' AND b = 1 AND c = 2"), WriteCall::ReadModifyWrite);
+    assert_eq!(call("UPDATE t SET v = 'n' WHERE a = 'x' AND b = 1 AND c = 2 AND v LIKE 'o%'"), WriteCall::ReadModifyWrite);
+}
+
+/// Rows stream when the scan gives them in the output's order, latest values only.
+#[test]
+fn which_reads_stream() {
+    let streams = |sql: &str| match plan(sql) {
+        Plan::Select(s) => s.stream,
+        p => panic!("not a read: {p:?}"),
+    };
+    assert!(streams("SELECT * FROM t WHERE a = 'x'"));
+    assert!(streams("SELECT * FROM t WHERE v = 'x'"));
+    assert!(streams("SELECT * FROM t WHERE a = 'x' ORDER BY b DESC"));
+    assert!(!streams("SELECT * FROM t ORDER BY v"));
+    assert!(!streams("SELECT * FROM t WHERE a = 'x' AND b = 1 AND c = 2"));
+    assert!(!streams("SELECT * FROM t(latest_n => 2) WHERE a = 'x'"));
+    assert!(!streams("SELECT 1"));
 }

@@ -14,8 +14,8 @@ fn rows(out: Vec<tabula_query::Result<Output>>) -> Vec<Vec<Datum>> {
     }
 }
 
-#[test]
-fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
+/// A session on a store whose table `p (g, i, pad)` of 3000 rows is split into several partitions.
+fn split_table() -> (Arc<Database>, tabula_query::Session) {
     let config = StoreConfig { split_bytes: 8 * 1024, merge_bytes: 1024, maintenance_interval: None, ..StoreConfig::default() };
     let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), config).unwrap());
     let db = Database::new(store.clone()).unwrap();
@@ -24,7 +24,7 @@ fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
         r.unwrap();
     });
     for chunk in 0..10 {
-        let values: Vec<String> = (0..300).map(|n| format!("({}, {n}, '{}')", chunk * 7 % 10, "x".repeat(20))).collect();
+        let values: Vec<String> = (0..300).map(|n| format!("({}, {n}, '{}')", chunk * 7 % 10, "x".repeat(20 + n % 3))).collect();
         for r in s.execute_sql(&format!("INSERT INTO p VALUES {} ON CONFLICT DO NOTHING", values.join(","))) {
             r.unwrap();
         }
@@ -33,6 +33,12 @@ fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
         store.run_maintenance().unwrap();
     }
     assert!(store.partitions("p").unwrap().len() > 2, "the table split into several partitions");
+    (db, s)
+}
+
+#[test]
+fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
+    let (_db, mut s) = split_table();
     let all = rows(s.execute_sql("SELECT g, i FROM p"));
     assert_eq!(all.len(), 3000);
     let keys: Vec<(i64, i64)> = all.iter().map(|r| (r[0].as_int().unwrap(), r[1].as_int().unwrap())).collect();
@@ -51,4 +57,41 @@ fn full_scans_read_partitions_in_parallel_and_keep_key_order() {
     assert!(text[0].starts_with("Project [i] (actual rows=10)"), "{text:?}");
     assert!(text[1].contains("FullScan forward on p filter=(i = 7) (actual rows=10 examined=3000"), "{text:?}");
     assert!(text.last().unwrap().starts_with("Execution Time:"), "{text:?}");
+}
+
+/// Every way a scan's rows come (streamed from the store, gathered with the partitions read in parallel,
+/// gathered through a transaction that reads one way) gives the same rows in the same order.
+#[test]
+fn streamed_and_gathered_scans_agree() {
+    let (_db, mut s) = split_table();
+    let plan = |s: &mut tabula_query::Session, sql: &str| -> String {
+        rows(s.execute_sql(&format!("EXPLAIN {sql}")))
+            .iter()
+            .map(|r| r[0].to_pg_text(tabula_query::SqlType::Text).unwrap() + "\n")
+            .collect()
+    };
+    for (streamed, gathered) in [
+        // Filtered full scans, both directions: the gathered form sorts by the key the stream is in.
+        ("SELECT g, i, pad FROM p WHERE i % 7 = 0", "SELECT g, i, pad FROM p WHERE i % 7 = 0 ORDER BY g, i, pad"),
+        ("SELECT g, i FROM p ORDER BY g DESC, i DESC", "SELECT g, i FROM p ORDER BY g DESC, i DESC, pad"),
+        // A history read is gathered, one row per version: here each row has one.
+        ("SELECT g, i, pad FROM p WHERE pad <> ''", "SELECT g, i, pad FROM p(latest_n => 1) WHERE pad <> ''"),
+        // Ranges, and a limit that bounds the pages read.
+        ("SELECT i, pad FROM p WHERE g = 3 AND i >= 100", "SELECT i, pad FROM p WHERE g = 3 AND i >= 100 ORDER BY i, pad"),
+        ("SELECT g, i FROM p LIMIT 700", "SELECT g, i FROM p ORDER BY g, i, pad LIMIT 700"),
+    ] {
+        assert!(plan(&mut s, streamed).contains("streamed"), "{streamed}: {}", plan(&mut s, streamed));
+        assert!(!plan(&mut s, gathered).contains("streamed"), "{gathered}");
+        let want = rows(s.execute_sql(streamed));
+        assert!(!want.is_empty(), "{streamed}");
+        assert_eq!(rows(s.execute_sql(gathered)), want, "{gathered}");
+        // In a transaction that has written, the same read goes through the transaction, one way.
+        rows(s.execute_sql("BEGIN; INSERT INTO p VALUES (-1, -1, 'mine') ON CONFLICT DO NOTHING; SELECT 1"));
+        let mut mine = rows(s.execute_sql(streamed));
+        rows(s.execute_sql("ROLLBACK; SELECT 1"));
+        mine.retain(|r| r[0] != Datum::Int(-1) && r.get(1) != Some(&Datum::Int(-1)));
+        if !streamed.contains("LIMIT") {
+            assert_eq!(mine, want, "{streamed} in a transaction");
+        }
+    }
 }

@@ -25,12 +25,13 @@ use tabula_store::Txn;
 
 use super::arrow::{datum_of, field, rows_to_batch, sql_type_of};
 use super::Source;
-use crate::cursor::{Cursor, Reader};
+use crate::cursor::Cursor;
 use crate::error::QueryError;
+use crate::exec::Reader;
 use crate::exec::{Executor, Interrupt};
 use crate::expr::{BinOp, EvalCtx, Expr};
-use crate::plan::{AccessPath, OutputColumn, Scan, SelectPlan, Versions};
-use crate::planner::{choose_access, needed_columns};
+use crate::plan::{OutputColumn, Scan, SelectPlan, Versions};
+use crate::planner::{choose_access, needed_columns, streams};
 use crate::schema::TableSchema;
 use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
@@ -166,7 +167,9 @@ impl TableProvider for TabulaTable {
             columns: needed,
         };
         let columns = cols.iter().map(|&i| OutputColumn { name: t.columns[i].name.clone(), ty: t.columns[i].ty, source: None }).collect();
-        let plan = SelectPlan { scan: Some(scan), projection: exprs, columns, sort: vec![], offset: None, limit: None, lock: false };
+        let stream = streams(Some(&scan), &[]);
+        let plan =
+            SelectPlan { scan: Some(scan), projection: exprs, columns, sort: vec![], offset: None, limit: None, lock: false, stream };
         let schema = Arc::new(self.schema.project(&cols)?);
         Ok(Arc::new(TabulaScanExec::new(db, plan, schema, read)))
     }
@@ -273,7 +276,7 @@ impl TabulaScanExec {
             (None, None) => {
                 let store = self.db.store().clone();
                 let mut ex = Executor::new(store.as_ref(), ctx, &r.interrupt);
-                ex.store = Some(store.as_ref());
+                ex.store = Some(store.clone());
                 ex.select(&self.plan)
             }
         }
@@ -295,6 +298,9 @@ impl DisplayAs for TabulaScanExec {
         }
         if let Some(l) = &s.limit {
             write!(f, " limit={l}")?;
+        }
+        if self.plan.stream {
+            write!(f, " streamed")?;
         }
         Ok(())
     }
@@ -331,18 +337,16 @@ impl ExecutionPlan for TabulaScanExec {
 
     fn execute(&self, _partition: usize, _context: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
-        let streamable =
-            self.read.txn.is_none() && matches!(self.scan().access, AccessPath::RangeScan { .. } | AccessPath::FullScan { .. });
-        if !streamable {
+        // A lent transaction that has written is read through: its own writes are in no snapshot.
+        if self.read.txn.is_some() || !self.plan.stream {
             let rows = self.materialize().map_err(df_err)?;
             let batches = rows.chunks(BATCH_ROWS).map(|c| rows_to_batch(&schema, c)).collect::<Result<Vec<_>, _>>().map_err(df_err)?;
             return Ok(Box::pin(MemoryStream::try_new(batches, schema, None)?));
         }
         let r = &self.read;
         let reader: Reader = r.view.clone().unwrap_or_else(|| self.db.store().clone());
-        let cursor = Cursor::try_new(reader, &self.plan, &[], r.now_us, [&r.user, &r.session_user, &r.database], &r.interrupt)
-            .map_err(df_err)?
-            .ok_or_else(|| DataFusionError::Internal("scan cannot stream".into()))?;
+        let cursor =
+            Cursor::new(reader, &self.plan, &[], r.now_us, [&r.user, &r.session_user, &r.database], &r.interrupt).map_err(df_err)?;
         // The cursor blocks on the engine: it runs on its own thread, a couple of batches ahead.
         let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
         let batch_schema = schema.clone();

@@ -10,16 +10,20 @@ use tabula_store::{
 };
 
 use crate::error::{QueryError, Result};
-use crate::expr::{BinOp, EvalCtx, Expr};
+use crate::expr::{increment_of, EvalCtx, Expr};
 use crate::plan::*;
 use crate::schema::TableSchema;
 use crate::types::{Datum, SqlRow, SqlType};
 
+mod one_call;
+mod pages;
 mod scan;
 mod write;
 
+pub use one_call::{key_update, upsert};
+pub use pages::{latest, page_rows, FanOut, Pages, Reader};
 pub use scan::latest_sql_rows;
-pub use write::{column_condition, increment_of, prepare_row, PreparedRow};
+pub use write::{prepare_row, PreparedRow};
 
 /// Stops a running statement: a cancel request or a statement timeout.
 #[derive(Default, Clone)]
@@ -78,7 +82,7 @@ pub struct ScanStats {
 pub struct Executor<'a> {
     pub access: &'a dyn Access,
     /// Set when reading committed data outside a transaction: full scans then read partitions in parallel.
-    pub store: Option<&'a tabula_store::Store>,
+    pub store: Option<Reader>,
     /// The store's catalog, for Tabula's own views.
     pub system: Option<&'a tabula_store::Store>,
     pub ctx: EvalCtx<'a>,
@@ -133,46 +137,6 @@ impl<'a> Executor<'a> {
         }
     }
 
-    /// A key value for a key column, or `None` when it is NULL (matching nothing).
-    fn key_value(&self, t: &TableSchema, pos: usize, e: &Expr) -> Result<Option<PkValue>> {
-        let ty = t.column_type(t.pk[pos]);
-        let d = self.eval_const(e)?;
-        if d.is_null() {
-            return Ok(None);
-        }
-        let d = match (&d, ty.pk_type()) {
-            (Datum::Int(_), Some(tabula_store::PkType::Integer)) => d,
-            _ => d.cast(ty)?,
-        };
-        Ok(d.to_pk(ty))
-    }
-
-    fn key(&self, t: &TableSchema, exprs: &[Expr]) -> Result<Option<Vec<PkValue>>> {
-        let mut out = Vec::with_capacity(exprs.len());
-        for (pos, e) in exprs.iter().enumerate() {
-            match self.key_value(t, pos, e)? {
-                Some(v) => out.push(v),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(out))
-    }
-
-    fn bound(&self, t: &TableSchema, b: &[KeyBound]) -> Result<Option<Vec<PkBound>>> {
-        let mut out = Vec::with_capacity(b.len());
-        for (pos, k) in b.iter().enumerate() {
-            out.push(match k {
-                KeyBound::InfMin => PkBound::InfMin,
-                KeyBound::InfMax => PkBound::InfMax,
-                KeyBound::Value(e) => match self.key_value(t, pos, e)? {
-                    Some(v) => PkBound::Value(v),
-                    None => return Ok(None),
-                },
-            });
-        }
-        Ok(Some(out))
-    }
-
     fn read_spec(&self, scan: &Scan) -> Result<ReadSpec> {
         let t = &scan.table;
         let columns = scan.columns.as_ref().map(|cs| cs.iter().map(|c| t.column_name(*c).to_string()).collect());
@@ -207,4 +171,46 @@ impl<'a> Executor<'a> {
             }
         })
     }
+}
+
+/// The key a point or batch get reads: each key column's value, or `None` when one is NULL (matching nothing).
+pub fn key(t: &TableSchema, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<PkValue>>> {
+    let mut out = Vec::with_capacity(exprs.len());
+    for (pos, e) in exprs.iter().enumerate() {
+        match key_value(t, pos, e, ctx)? {
+            Some(v) => out.push(v),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// One end of a range scan as the engine takes it, or `None` when a value in it is NULL (matching nothing).
+pub fn bound(t: &TableSchema, b: &[KeyBound], ctx: &EvalCtx) -> Result<Option<Vec<PkBound>>> {
+    let mut out = Vec::with_capacity(b.len());
+    for (pos, k) in b.iter().enumerate() {
+        out.push(match k {
+            KeyBound::InfMin => PkBound::InfMin,
+            KeyBound::InfMax => PkBound::InfMax,
+            KeyBound::Value(e) => match key_value(t, pos, e, ctx)? {
+                Some(v) => PkBound::Value(v),
+                None => return Ok(None),
+            },
+        });
+    }
+    Ok(Some(out))
+}
+
+/// The value of the `pos`th key column, cast to its type, or `None` when it is NULL or out of its range.
+fn key_value(t: &TableSchema, pos: usize, e: &Expr, ctx: &EvalCtx) -> Result<Option<PkValue>> {
+    let ty = t.column_type(t.pk[pos]);
+    let d = e.eval(&[], ctx)?;
+    if d.is_null() {
+        return Ok(None);
+    }
+    let d = match (&d, ty.pk_type()) {
+        (Datum::Int(_), Some(tabula_store::PkType::Integer)) => d,
+        _ => d.cast(ty)?,
+    };
+    Ok(d.to_pk(ty))
 }

@@ -1,10 +1,8 @@
 //! Reads: a plan's scan as engine calls (point get, batch get, range pages, a full scan fanned out over
 //! partitions), rows filtered, projected, sorted and limited.
 
+use super::pages::{all_versions, page_rows, FanOut, Pages};
 use super::*;
-
-/// Rows fetched from the engine per range call.
-pub(super) const PAGE_ROWS: usize = 1024;
 
 /// The rows of a latest-value page as SQL rows, each handed to `f` (what `sql_rows` makes of a one-version
 /// read): `slots[i]` is the column index of a row's `i`th cell; the `_version` pseudo-column is the newest of
@@ -30,9 +28,6 @@ pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f
     }
     Ok(())
 }
-
-/// (start, end) bounds of a partition's key range.
-pub(super) type KeyRanges = Vec<(Vec<PkBound>, Vec<PkBound>)>;
 
 impl Executor<'_> {
     /// Turns an engine row into SQL rows: one, or one per version in history mode. Takes the row so that
@@ -116,7 +111,7 @@ impl Executor<'_> {
         };
         match &scan.access {
             AccessPath::PointGet { key } => {
-                if let Some(pk) = self.key(t, key)? {
+                if let Some(pk) = super::key(t, key, &self.ctx)? {
                     stats.engine_calls += 1;
                     if let Some(row) = self.access.get_row(&t.name, &pk, &spec).map_err(store_err)? {
                         feed(vec![row], &mut stats)?;
@@ -126,7 +121,7 @@ impl Executor<'_> {
             AccessPath::BatchGet { keys } => {
                 let mut pks = Vec::with_capacity(keys.len());
                 for k in keys {
-                    if let Some(pk) = self.key(t, k)? {
+                    if let Some(pk) = super::key(t, k, &self.ctx)? {
                         if !pks.contains(&pk) {
                             pks.push(pk);
                         }
@@ -139,9 +134,12 @@ impl Executor<'_> {
                 }
             }
             AccessPath::RangeScan { start, end, direction } => {
-                if let (Some(s), Some(e)) = (self.bound(t, start)?, self.bound(t, end)?) {
-                    self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
-                }
+                let pages = match (super::bound(t, start, &self.ctx)?, super::bound(t, end, &self.ctx)?) {
+                    (Some(s), Some(e)) => Pages::new(&t.name, s, e, *direction, spec),
+                    // A NULL bound matches nothing.
+                    _ => Pages::empty(&t.name, *direction, spec),
+                };
+                self.range(scan, pages, &mut stats, &mut feed)?;
             }
             AccessPath::System(view) => {
                 let store = self.system.ok_or_else(|| QueryError::Internal("system views need the store".into()))?;
@@ -158,16 +156,25 @@ impl Executor<'_> {
                     }
                 }
             }
-            AccessPath::FullScan { direction } if scan.limit.is_none() && self.parallel_ranges(scan)?.is_some() => {
-                let ranges = self.parallel_ranges(scan)?.unwrap();
-                self.parallel_scan(scan, ranges, *direction, &spec, &mut stats, &mut feed)?;
-            }
             AccessPath::FullScan { direction } => {
-                let (s, e) = match direction {
-                    Direction::Forward => (vec![PkBound::InfMin], vec![PkBound::InfMax]),
-                    Direction::Backward => (vec![PkBound::InfMax], vec![PkBound::InfMin]),
+                // Outside a transaction a split table's partitions are read in parallel, unless a limit will
+                // stop the scan early.
+                let fan_out = match (&self.store, &scan.limit) {
+                    (Some(store), None) => FanOut::start(store, &t.name, *direction, &spec, self.interrupt, all_versions)?,
+                    _ => None,
                 };
-                self.range(scan, s, e, *direction, &spec, &mut stats, &mut feed)?;
+                match fan_out {
+                    Some(mut parts) => {
+                        while let Some(rows) = parts.next_page() {
+                            stats.engine_calls += 1;
+                            if !feed(rows?, &mut stats)? {
+                                parts.stop();
+                                break;
+                            }
+                        }
+                    }
+                    None => self.range(scan, Pages::all(&t.name, *direction, spec), &mut stats, &mut feed)?,
+                }
             }
         }
         stats.micros += started.elapsed().as_micros() as u64;
@@ -175,119 +182,23 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// Key ranges of the table's partitions, when there are several and the store can be read directly.
-    pub(super) fn parallel_ranges(&self, scan: &Scan) -> Result<Option<KeyRanges>> {
-        let Some(store) = self.store else { return Ok(None) };
-        let starts = store.partition_starts(&scan.table.name).map_err(store_err)?;
-        if starts.is_empty() {
-            return Ok(None);
-        }
-        let bound = |vals: &Vec<PkValue>| {
-            let mut b: Vec<PkBound> = vals.iter().cloned().map(PkBound::Value).collect();
-            b.push(PkBound::InfMin);
-            b
-        };
-        let mut ranges = Vec::with_capacity(starts.len() + 1);
-        let mut lo = vec![PkBound::InfMin];
-        for s in &starts {
-            ranges.push((lo, bound(s)));
-            lo = bound(s);
-        }
-        ranges.push((lo, vec![PkBound::InfMax]));
-        Ok(Some(ranges))
-    }
-
-    /// Reads each partition's range on its own thread, then passes the rows on in key order.
-    pub(super) fn parallel_scan(
+    /// Feeds a range's pages to `feed` until it has had enough.
+    pub(super) fn range(
         &self,
         scan: &Scan,
-        ranges: Vec<(Vec<PkBound>, Vec<PkBound>)>,
-        direction: Direction,
-        spec: &ReadSpec,
+        mut pages: Pages,
         stats: &mut ScanStats,
         feed: &mut dyn FnMut(Vec<Row>, &mut ScanStats) -> Result<bool>,
     ) -> Result<()> {
-        let store = self.store.expect("parallel scans read the store");
-        let table = scan.table.name.as_str();
-        let interrupt = self.interrupt;
-        let results: Vec<Result<Vec<Row>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = ranges
-                .into_iter()
-                .map(|(lo, hi)| {
-                    s.spawn(move || -> Result<Vec<Row>> {
-                        let (mut start, end) = match direction {
-                            Direction::Forward => (lo, hi),
-                            Direction::Backward => (hi, lo),
-                        };
-                        let mut rows = Vec::new();
-                        loop {
-                            interrupt.check()?;
-                            let req = RangeRequest {
-                                start,
-                                end: end.clone(),
-                                direction,
-                                limit: Some(PAGE_ROWS),
-                                read: spec.clone(),
-                                budget_bytes: None,
-                            };
-                            let res = store.get_range(table, &req).map_err(store_err)?;
-                            rows.extend(res.rows);
-                            match res.next_start {
-                                Some(n) => start = n.into_iter().map(PkBound::Value).collect(),
-                                None => return Ok(rows),
-                            }
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(QueryError::Internal("scan thread panicked".into())))).collect()
-        });
-        let mut parts = results.into_iter().collect::<Result<Vec<_>>>()?;
-        if direction == Direction::Backward {
-            parts.reverse();
-        }
-        for rows in parts {
+        let rows = page_rows(scan.filter.is_some(), self.eval_u64(&scan.limit)?);
+        while pages.more() {
             stats.engine_calls += 1;
-            if !feed(rows, stats)? {
+            let Some(page) = pages.next_page(self.access, self.interrupt, rows, all_versions)? else { break };
+            if !feed(page, stats)? {
                 break;
             }
         }
         Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn range(
-        &self,
-        scan: &Scan,
-        mut start: Vec<PkBound>,
-        end: Vec<PkBound>,
-        direction: Direction,
-        spec: &ReadSpec,
-        stats: &mut ScanStats,
-        feed: &mut dyn FnMut(Vec<Row>, &mut ScanStats) -> Result<bool>,
-    ) -> Result<()> {
-        let page_limit = match (&scan.filter, self.eval_u64(&scan.limit)?) {
-            (None, Some(l)) => (l as usize).clamp(1, PAGE_ROWS),
-            _ => PAGE_ROWS,
-        };
-        loop {
-            self.interrupt.check()?;
-            let req = RangeRequest { start, end: end.clone(), direction, limit: Some(page_limit), read: spec.clone(), budget_bytes: None };
-            stats.engine_calls += 1;
-            let res = match self.access.get_range(&scan.table.name, &req) {
-                Ok(r) => r,
-                // Contradictory bounds (`k > 5 AND k < 3`): nothing matches.
-                Err(StoreError::InvalidRange(_)) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            };
-            if !feed(res.rows, stats)? {
-                return Ok(());
-            }
-            match res.next_start {
-                Some(next) => start = next.into_iter().map(PkBound::Value).collect(),
-                None => return Ok(()),
-            }
-        }
     }
 
     pub fn select(&self, p: &SelectPlan) -> Result<Vec<SqlRow>> {

@@ -10,11 +10,13 @@ use crate::schema::{ident_name, TableSchema};
 use crate::types::{out_of_range, Datum, SqlType};
 
 mod bind;
+mod engine;
 mod eval;
 mod functions;
 mod ops;
 
 pub use bind::{sql_type, Binder, Scope};
+pub use engine::{column_condition, fits_column_condition, increment_of};
 pub(crate) use functions::random_uuid;
 use functions::*;
 pub use ops::truth;

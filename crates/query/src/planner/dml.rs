@@ -94,7 +94,8 @@ impl Planner<'_> {
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
         let returning = self.returning(&table, i.returning.as_ref())?;
-        let insert = InsertPlan { table, targets, rows, on_conflict, returning };
+        let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite };
+        insert.call = insert_call(&insert, values.is_some());
         match values {
             Some(_) => Ok(Plan::Insert(insert)),
             None => Ok(Plan::InsertSelect { insert, query: source.clone(), defaults: defaults.into_iter().map(|(_, e)| e).collect() }),
@@ -258,7 +259,9 @@ impl Planner<'_> {
         let filter = u.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
         let scan = self.dml_scan(&table, filter);
         let returning = self.returning(&table, u.returning.as_ref())?;
-        Ok(Plan::Update(UpdatePlan { scan, assignments, version, returning }))
+        let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite };
+        update.call = update_call(&update);
+        Ok(Plan::Update(update))
     }
 
     pub(super) fn delete(&mut self, d: &ast::Delete) -> Result<Plan> {
@@ -296,7 +299,6 @@ impl Planner<'_> {
     }
 }
 
-/// The name PostgreSQL gives an unaliased select-list expression.
 /// A value given for a `GENERATED ALWAYS` identity column, refused as PostgreSQL refuses it (its escape,
 /// `OVERRIDING SYSTEM VALUE`, is not parsed).
 pub(super) fn generated_always(column: &str) -> QueryError {

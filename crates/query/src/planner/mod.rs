@@ -21,6 +21,7 @@ use crate::types::{Datum, SqlType};
 mod access_path;
 mod ddl;
 mod dml;
+mod routes;
 mod select;
 mod utility;
 
@@ -28,6 +29,8 @@ pub use access_path::choose_access;
 pub(crate) use access_path::needed_columns;
 use access_path::*;
 pub(crate) use dml::default_name;
+use routes::*;
+pub use routes::{insert_call, streams};
 pub(crate) use select::output_names;
 use select::*;
 

@@ -45,6 +45,8 @@ impl Planner<'_> {
             return Err(QueryError::NotSupported(format!("cannot lock rows in view \"{}\"", scan.table.name)));
         }
         plan.lock = plan.scan.is_some();
+        // Rows read to be locked are read through the transaction, whose locks they join.
+        plan.stream = false;
         Ok(plan)
     }
 
@@ -143,7 +145,7 @@ impl Planner<'_> {
             if filter.is_some() {
                 return Err(QueryError::NotSupported("WHERE without FROM".into()));
             }
-            return Ok(SelectPlan { scan: None, projection, columns, sort: vec![], offset, limit, lock: false });
+            return Ok(SelectPlan { scan: None, projection, columns, sort: vec![], offset, limit, lock: false, stream: false });
         };
         let versions = self.versions(&scope, versions_args.as_ref())?;
         // ORDER BY.
@@ -197,7 +199,8 @@ impl Planner<'_> {
         };
         let needed = needed_columns(&table, &projection, filter.as_ref(), &sort);
         let scan = Scan { table, access, filter, limit: scan_limit, versions, columns: needed };
-        Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit, lock: false })
+        let stream = streams(Some(&scan), &sort);
+        Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit, lock: false, stream })
     }
 
     pub(super) fn limit_offset(&mut self, scope: &Scope, q: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {

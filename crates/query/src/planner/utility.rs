@@ -153,7 +153,16 @@ impl Planner<'_> {
                     columns: None,
                 };
                 Ok(Plan::CopyTo {
-                    select: SelectPlan { scan: Some(scan), projection, columns, sort: vec![], offset: None, limit: None, lock: false },
+                    select: SelectPlan {
+                        scan: Some(scan),
+                        projection,
+                        columns,
+                        sort: vec![],
+                        offset: None,
+                        limit: None,
+                        lock: false,
+                        stream: false,
+                    },
                     format,
                 })
             }

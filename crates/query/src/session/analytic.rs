@@ -7,7 +7,7 @@ use sqlparser::ast::Statement;
 use tabula_store::Txn;
 
 use super::explain::explain_rows;
-use super::{Prepared, Session};
+use super::{Prepared, ReadFrom, Route, Session};
 use crate::analytic::{AnalyticPlan, ReadCtx, SessionInfo};
 use crate::error::{QueryError, Result};
 use crate::output::{Output, RowStream};
@@ -69,12 +69,15 @@ impl Session {
         } else {
             plan.columns.clone()
         };
+        let reason = match refusal.root() {
+            QueryError::Analytic(what) => what.clone(),
+            e => e.to_string(),
+        };
         Ok(Prepared {
             sql: sql.into(),
             stmt: Some(stmt),
-            plan: None,
+            route: Some(Route::Analytic { plan: Arc::new(plan), reason }),
             columns,
-            analytic: Some(Arc::new(plan)),
             catalog_version: version,
             param_types,
         })
@@ -115,11 +118,15 @@ impl Session {
         self.check_tables(&plan.tables)?;
         let typed: Vec<(Datum, SqlType)> = params.iter().cloned().zip(p.param_types.iter().copied()).collect();
         let explain = matches!(p.stmt.as_deref(), Some(Statement::Explain { .. }));
-        // Outside a transaction, or in one that has not written (its reads are its snapshot's), rows stream.
-        let view = self.txn.as_ref().map(|t| t.read_view());
-        if !explain && !matches!(view, Some(None)) {
+        // Rows stream from the store or a snapshot; a transaction that has written is lent to the scans.
+        let snapshot = match self.read_from() {
+            ReadFrom::Store => Some(None),
+            ReadFrom::Snapshot(view) => Some(Some(view)),
+            ReadFrom::Txn => None,
+        };
+        if let (false, Some(view)) = (explain, snapshot) {
             let mut read = self.read_ctx(None);
-            read.view = view.flatten().map(|v| v as crate::cursor::Reader);
+            read.view = view;
             let rows = analytics.execute_stream(plan, &typed, read, &self.session_info())?;
             return Ok(Output::Stream { columns: plan.columns.clone(), cursor: RowStream::from_rows(rows) });
         }
@@ -131,7 +138,11 @@ impl Session {
         }
         let rows = r?;
         if explain {
-            return Ok(explain_rows(rows));
+            let reason = match &p.route {
+                Some(Route::Analytic { reason, .. }) => reason.as_str(),
+                _ => "",
+            };
+            return Ok(explain_rows(reason, rows));
         }
         Ok(Output::Rows { columns: plan.columns.clone(), tag: format!("SELECT {}", rows.len()), rows })
     }

@@ -5,13 +5,18 @@ use std::time::Instant;
 use super::Session;
 use crate::error::Result;
 use crate::output::Output;
-use crate::plan::{OutputColumn, Plan};
+use crate::plan::{OutputColumn, Plan, SelectPlan};
 use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
 
 impl Session {
     pub(super) fn explain(&mut self, plan: &Plan, analyze: bool, params: &[Datum]) -> Result<Output> {
-        let mut lines: Vec<String> = plan.to_string().lines().map(|l| l.to_string()).collect();
+        // ANALYZE gathers the rows to count them: what runs does not stream.
+        let shown = match plan {
+            Plan::Select(s) if analyze && s.stream => Plan::Select(SelectPlan { stream: false, ..s.clone() }),
+            _ => plan.clone(),
+        };
+        let mut lines: Vec<String> = shown.to_string().lines().map(|l| l.to_string()).collect();
         if analyze {
             let started = Instant::now();
             let (out, stats) = self.run_dml(plan, params, false)?;
@@ -44,8 +49,9 @@ impl Session {
 }
 
 /// DataFusion's EXPLAIN rows (plan type, plan) as PostgreSQL's: one `QUERY PLAN` line per row, the
-/// physical plan (with its metrics under ANALYZE), whose scans name Tabula's access paths.
-pub(super) fn explain_rows(rows: Vec<SqlRow>) -> Output {
+/// physical plan (with its metrics under ANALYZE), whose scans name Tabula's access paths. The first line
+/// says why the query took this route: what the key-value planner handed on.
+pub(super) fn explain_rows(reason: &str, rows: Vec<SqlRow>) -> Output {
     let text = |d: &Datum| match d {
         Datum::Text(s) => s.clone(),
         _ => String::new(),
@@ -53,9 +59,13 @@ pub(super) fn explain_rows(rows: Vec<SqlRow>) -> Output {
     let physical: Vec<&SqlRow> =
         rows.iter().filter(|r| matches!(text(&r[0]).as_str(), "physical_plan" | "Plan with Metrics" | "Plan with Full Metrics")).collect();
     let chosen: Vec<&SqlRow> = if physical.is_empty() { rows.iter().collect() } else { physical };
-    let lines: Vec<SqlRow> = chosen
-        .iter()
-        .flat_map(|r| r.get(1).map(text).unwrap_or_default().lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>())
+    let route = format!("Analytic route (DataFusion): {reason}");
+    let lines: Vec<SqlRow> = std::iter::once(route)
+        .chain(
+            chosen
+                .iter()
+                .flat_map(|r| r.get(1).map(text).unwrap_or_default().lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>()),
+        )
         .filter(|l| !l.is_empty())
         .map(|l| vec![Datum::Text(l)])
         .collect();

@@ -36,9 +36,8 @@ mod statements;
 pub struct Prepared {
     pub sql: String,
     stmt: Option<Box<Statement>>,
-    plan: Option<Arc<Plan>>,
-    /// Set instead of `plan` for statements DataFusion runs.
-    analytic: Option<Arc<AnalyticPlan>>,
+    /// `None` for an empty statement.
+    route: Option<Route>,
     catalog_version: u64,
     pub param_types: Vec<SqlType>,
     pub columns: Vec<OutputColumn>,
@@ -46,8 +45,31 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn is_empty(&self) -> bool {
-        self.plan.is_none() && self.analytic.is_none()
+        self.route.is_none()
     }
+}
+
+/// Which engine runs a statement, decided once when it is prepared: the key-value executor whenever its
+/// planner can plan the statement, else DataFusion for a query the planner handed on
+/// (`Session::prepare_analytic` says which refusals hand a query on). EXPLAIN prints the decision.
+#[derive(Clone)]
+pub enum Route {
+    KeyValue(Arc<Plan>),
+    /// `reason`: what the key-value planner could not do, EXPLAIN's first line.
+    Analytic {
+        plan: Arc<AnalyticPlan>,
+        reason: String,
+    },
+}
+
+/// What a statement's reads see, chosen in one place ([`Session::read_from`]).
+pub(super) enum ReadFrom {
+    /// The latest committed data: no transaction is open.
+    Store,
+    /// The open transaction's snapshot: it has not written, so that is all it would read.
+    Snapshot(crate::exec::Reader),
+    /// The open transaction itself: it has written, and its own writes are in no snapshot.
+    Txn,
 }
 
 pub struct Session {
@@ -94,6 +116,17 @@ impl Session {
             statements: HashMap::new(),
             role: None,
             unlisted: db.roles().get(user).is_none(),
+        }
+    }
+
+    /// What a statement's reads see.
+    fn read_from(&self) -> ReadFrom {
+        match &self.txn {
+            None => ReadFrom::Store,
+            Some(txn) => match txn.read_view() {
+                Some(view) => ReadFrom::Snapshot(view),
+                None => ReadFrom::Txn,
+            },
         }
     }
 
@@ -206,8 +239,7 @@ impl Session {
             return Ok(Prepared {
                 sql: sql.into(),
                 stmt: None,
-                plan: None,
-                analytic: None,
+                route: None,
                 catalog_version: version,
                 param_types: vec![],
                 columns: vec![],
@@ -251,7 +283,7 @@ impl Session {
         // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
         let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
         let columns = plan_columns(&plan);
-        Ok(Prepared { sql: sql.into(), stmt, plan: Some(Arc::new(plan)), analytic: None, catalog_version: version, param_types, columns })
+        Ok(Prepared { sql: sql.into(), stmt, route: Some(Route::KeyValue(Arc::new(plan))), catalog_version: version, param_types, columns })
     }
 
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
@@ -280,11 +312,14 @@ impl Session {
     /// Runs a prepared statement whose parameters are bound to its types, under the running statement's
     /// timeout (a cursor's query runs under its DECLARE's).
     fn execute_bound(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
-        if let Some(a) = &p.analytic {
-            self.last_plan = None;
-            return self.run_analytic(p, &a.clone(), params);
-        }
-        let Some(plan) = &p.plan else { return Ok(Output::Empty) };
+        let plan = match &p.route {
+            None => return Ok(Output::Empty),
+            Some(Route::Analytic { plan, .. }) => {
+                self.last_plan = None;
+                return self.run_analytic(p, &plan.clone(), params);
+            }
+            Some(Route::KeyValue(plan)) => plan,
+        };
         let plan = if p.catalog_version == self.db.catalog_version() || p.stmt.is_none() {
             plan.clone()
         } else {
