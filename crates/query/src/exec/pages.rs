@@ -220,3 +220,111 @@ impl<P: Send + 'static> FanOut<P> {
         !self.partitions.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tabula_kv::memory::MemoryEngine;
+    use tabula_store::{Store, StoreConfig};
+
+    use super::*;
+
+    /// A store whose table `t (k bigint PRIMARY KEY, v text)` holds keys 0..rows, split into partitions
+    /// when `split` (so that a full scan fans out).
+    fn table(rows: i64, split: bool) -> Arc<Store> {
+        let config = match split {
+            true => StoreConfig { split_bytes: 8 * 1024, merge_bytes: 1024, maintenance_interval: None, ..StoreConfig::default() },
+            false => StoreConfig { maintenance_interval: None, ..StoreConfig::default() },
+        };
+        let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), config).unwrap());
+        let db = crate::Database::new(store.clone()).unwrap();
+        let mut s = crate::Session::new(&db, "tabula", "tabula");
+        let values: Vec<String> = (0..rows).map(|k| format!("({k}, '{}')", "x".repeat(30))).collect();
+        for r in s.execute_sql(&format!("CREATE TABLE t (k bigint PRIMARY KEY, v text); INSERT INTO t VALUES {}", values.join(","))) {
+            r.unwrap();
+        }
+        if split {
+            for _ in 0..5 {
+                store.run_maintenance().unwrap();
+            }
+            assert!(store.partition_starts("t").unwrap().len() > 1, "the table split");
+        }
+        store
+    }
+
+    fn keys(page: &LatestRows) -> Vec<i64> {
+        page.keys
+            .iter()
+            .map(|k| match k {
+                PkValue::Integer(i) => *i,
+                k => panic!("{k:?}"),
+            })
+            .collect()
+    }
+
+    fn spec() -> ReadSpec {
+        ReadSpec { columns: Some(vec!["v".into()]), max_versions: Some(1), time_range: None }
+    }
+
+    #[test]
+    fn pages_cover_a_range_once_in_either_direction() {
+        let store = table(1300, false);
+        let stop = Interrupt::default();
+        let read = |mut pages: Pages, rows| {
+            let mut out = Vec::new();
+            while let Some(page) = pages.next_page(store.as_ref(), &stop, rows, latest).unwrap() {
+                assert!(page.len() <= rows);
+                out.extend(keys(&page));
+            }
+            out
+        };
+        let all: Vec<i64> = (0..1300).collect();
+        assert_eq!(read(Pages::all("t", Direction::Forward, spec()), PAGE_ROWS), all);
+        assert_eq!(read(Pages::all("t", Direction::Backward, spec()), 100), all.iter().rev().copied().collect::<Vec<_>>());
+        let b = |k: i64| vec![PkBound::Value(PkValue::Integer(k))];
+        assert_eq!(read(Pages::new("t", b(10), b(20), Direction::Forward, spec()), 3), (10..20).collect::<Vec<_>>());
+        // Contradictory bounds, and a NULL bound, are empty ranges.
+        assert!(read(Pages::new("t", b(20), b(10), Direction::Forward, spec()), 3).is_empty());
+        assert!(read(Pages::empty("t", Direction::Forward, spec()), 3).is_empty());
+        // A limit without a filter bounds the page; with one, a whole page is read.
+        assert_eq!(page_rows(false, Some(7)), 7);
+        assert_eq!(page_rows(false, Some(0)), 1);
+        assert_eq!(page_rows(true, Some(7)), PAGE_ROWS);
+    }
+
+    #[test]
+    fn an_interrupted_read_stops() {
+        let store = table(10, false);
+        let stop = Interrupt::default();
+        stop.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut pages = Pages::all("t", Direction::Forward, spec());
+        let e = pages.next_page(store.as_ref(), &stop, PAGE_ROWS, latest).unwrap_err();
+        assert_eq!(e.sqlstate(), "57014");
+    }
+
+    #[test]
+    fn a_fan_out_gives_the_partitions_in_key_order() {
+        let store = table(3000, true);
+        let reader: Reader = store.clone();
+        let stop = Interrupt::default();
+        for direction in [Direction::Forward, Direction::Backward] {
+            let mut parts = FanOut::start(&reader, "t", direction, &spec(), &stop, latest).unwrap().expect("several partitions");
+            let mut got = Vec::new();
+            while let Some(page) = parts.next_page() {
+                got.extend(keys(&page.unwrap()));
+            }
+            let mut want: Vec<i64> = (0..3000).collect();
+            if direction == Direction::Backward {
+                want.reverse();
+            }
+            assert_eq!(got, want);
+        }
+        // A consumer that stops early ends the readers, which wait on it at most two pages ahead.
+        let mut parts = FanOut::start(&reader, "t", Direction::Forward, &spec(), &stop, latest).unwrap().unwrap();
+        assert_eq!(keys(&parts.next_page().unwrap().unwrap())[0], 0);
+        parts.stop();
+        assert!(!parts.more() && parts.next_page().is_none());
+        // One partition: nothing to fan out.
+        let one: Reader = table(10, false);
+        assert!(FanOut::start(&one, "t", Direction::Forward, &spec(), &stop, latest).unwrap().is_none());
+    }
+}

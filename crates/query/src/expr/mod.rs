@@ -263,3 +263,6 @@ pub const SERVER_VERSION: &str = "15.0";
 pub fn version_string() -> String {
     format!("PostgreSQL {SERVER_VERSION} (Tabula {}) on x86_64-pc-linux-gnu, wide-column engine on RocksDB", env!("CARGO_PKG_VERSION"))
 }
+
+#[cfg(test)]
+mod tests;
