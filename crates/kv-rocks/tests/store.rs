@@ -11,6 +11,8 @@ mod support;
 
 const ENGINE: common::EngineChoice = support::ROCKS;
 
+#[path = "../../store/tests/bulk.rs"]
+mod bulk;
 #[path = "../../store/tests/engine.rs"]
 mod engine;
 #[path = "../../store/tests/model.rs"]

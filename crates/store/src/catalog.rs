@@ -80,7 +80,7 @@ impl TableOptions {
 pub struct TableDef {
     pub name: String,
     pub primary_key: Vec<PkColumn>,
-    /// How many leading primary-key columns form the partition key (seed 004's spliced partition key); ≥ 1.
+    /// How many leading primary-key columns form the partition key (Tablestore's spliced partition key); ≥ 1.
     pub partition_key_len: usize,
     pub options: TableOptions,
     /// Opaque to the engine: the SQL layer keeps its declared columns here.

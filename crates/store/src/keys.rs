@@ -2,7 +2,7 @@
 //!
 //! One key of the engine holds one whole row (all its columns and versions), so a point get is one lookup.
 //! The key is order-preserving: rows sort by primary key column by column, integers numerically
-//! (negatives first), strings and binaries bytewise, exactly as seed 004's tables expect, so composite keys
+//! (negatives first), strings and binaries bytewise, exactly as Tablestore's table designs expect, so composite keys
 //! need no zero-padding or connector tricks.
 //!
 //! ```text

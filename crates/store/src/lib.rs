@@ -3,7 +3,7 @@
 //!
 //! No SQL and no async here: the SQL layer (`tabula-query`) drives this crate through [`Access`].
 //!
-//! # The data model (seed 003)
+//! # The data model (Tablestore's)
 //! A table has 1 to 4 primary-key columns (String, Integer or Binary); the first — or the first few, for a
 //! spliced partition key — form the partition key. Attribute columns are not declared: any row may carry
 //! any names, with String, Integer, Double, Boolean or Binary values. Every attribute cell keeps versions

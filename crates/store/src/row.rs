@@ -1,4 +1,4 @@
-//! Row value format and the version rules (seed 003): what a read may see and what compaction removes.
+//! Row value format and the version rules of Tablestore's data model: what a read may see and what compaction removes.
 //!
 //! ```text
 //! row     = 0x01 marker:i64 ncols:u32 column*        (columns sorted by name)
@@ -45,7 +45,7 @@ impl VersionRules {
         VersionRules { ttl_seconds, max_versions, hidden_before: i64::MIN }
     }
 
-    /// A version is expired when `version/1000 + ttl` is not in the future (seed 003's example: version
+    /// A version is expired when `version/1000 + ttl` is not in the future (Tablestore's example: version
     /// 1468944000000 with ttl 86400 expires at exactly 2016-07-21 00:00:00 UTC), or when an earlier ttl had
     /// already expired it. Either way, the older a version, the sooner it expires.
     pub fn expired(&self, version: i64, now_ms: i64) -> bool {
@@ -401,7 +401,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_003_ttl_example() {
+    fn tablestore_ttl_example() {
         // ttl 86400, version 2016-07-20 00:00:00 UTC: expired exactly at 2016-07-21 00:00:00 UTC.
         let rules = VersionRules::new(86400, 1);
         assert!(!rules.expired(1468944000000, 1469030399999));

@@ -1,4 +1,4 @@
-//! Values: the five attribute types of seed 003 and the three primary-key types.
+//! Values: the five attribute types of Tablestore's data model and the three primary-key types.
 
 use crate::error::{Result, StoreError};
 
@@ -143,7 +143,7 @@ pub enum PkBound {
     InfMax,
 }
 
-/// Checks a name against seed 003's rules: letters, digits and `_`, starting with a letter or `_`,
+/// Checks a name against Tablestore's naming rules: letters, digits and `_`, starting with a letter or `_`,
 /// 1 to 255 characters, case-sensitive.
 pub fn validate_name(name: &str) -> Result<()> {
     let invalid = |reason| Err(StoreError::InvalidName { name: name.to_string(), reason });

@@ -11,22 +11,9 @@ use std::sync::Arc;
 use common::*;
 use tabula_store::*;
 
-fn setup(options: TableOptions) -> (tempfile::TempDir, Arc<ManualClock>, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(NOW));
-    let store = open(dir.path(), clock.clone());
-    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], options)).unwrap();
-    (dir, clock, store)
-}
-
-fn put(store: &Store, a: &str, b: i64, cells: &[(&str, Value)]) -> Result<WriteOutcome> {
-    let cells: Vec<CellWrite> = cells.iter().map(|(c, v)| CellWrite::new(*c, v.clone())).collect();
-    store.put_row("t", &[Some(s(a)), Some(int(b))], &cells, &Condition::ignore())
-}
-
 #[test]
 fn put_get_update_delete() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     put(&store, "x", 1, &[("v", Value::Integer(5)), ("s", Value::String("hi".into()))]).unwrap();
     let row = store.get_row("t", &[s("x"), int(1)], &all()).unwrap().unwrap();
     assert_eq!(row.get("v"), Some(&Value::Integer(5)));
@@ -60,7 +47,7 @@ fn put_get_update_delete() {
 
 #[test]
 fn row_conditions() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     let pk = [Some(s("x")), Some(int(1))];
     let cells = [CellWrite::new("v", Value::Integer(1))];
     store.put_row("t", &pk, &cells, &Condition::expect_not_exist()).unwrap();
@@ -120,7 +107,7 @@ fn row_conditions() {
 
 #[test]
 fn versions_and_max_versions() {
-    let (_d, clock, store) = setup(TableOptions { max_versions: 2, ..TableOptions::default() });
+    let (_d, clock, store) = setup_ab(TableOptions { max_versions: 2, ..TableOptions::default() });
     let pk = [s("x"), int(1)];
     for (i, v) in [10, 20, 30].iter().enumerate() {
         clock.advance(1);
@@ -156,7 +143,7 @@ fn versions_and_max_versions() {
 
 #[test]
 fn hidden_data_stays_hidden_when_ttl_or_max_versions_is_raised() {
-    let (_d, clock, store) = setup(TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() });
+    let (_d, clock, store) = setup_ab(TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() });
     let versions = |pk: &[PkValue]| -> Vec<i64> {
         let spec = ReadSpec { max_versions: Some(10), ..ReadSpec::default() };
         store.get_row("t", pk, &spec).unwrap().map_or(vec![], |r| r.cells("v").map_or(vec![], |c| c.iter().map(|c| c.version).collect()))
@@ -207,7 +194,7 @@ fn hidden_data_stays_hidden_when_ttl_or_max_versions_is_raised() {
 
 #[test]
 fn a_row_written_with_explicit_versions_expires_with_them() {
-    let (_d, clock, store) = setup(TableOptions { ttl: 10, max_version_offset: 60, ..TableOptions::default() });
+    let (_d, clock, store) = setup_ab(TableOptions { ttl: 10, max_version_offset: 60, ..TableOptions::default() });
     let cells = [CellWrite { column: "v".into(), value: Value::Integer(1), version: Some(NOW - 8000) }];
     store.put_row("t", &[Some(s("a")), Some(int(1))], &cells, &Condition::ignore()).unwrap();
     store
@@ -233,7 +220,7 @@ fn a_row_written_with_explicit_versions_expires_with_them() {
 }
 
 #[test]
-fn seed_003_ttl_example_rejects_expired_version() {
+fn ttl_example_rejects_an_expired_version() {
     // ttl one day; at 2016-07-21 00:00:00 UTC a version of 2016-07-20 00:00:00 UTC is already expired.
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_469_059_200_000));
@@ -256,7 +243,7 @@ fn seed_003_ttl_example_rejects_expired_version() {
 
 #[test]
 fn max_version_offset_window() {
-    let (_d, _c, store) = setup(TableOptions { max_version_offset: 60, ..TableOptions::default() });
+    let (_d, _c, store) = setup_ab(TableOptions { max_version_offset: 60, ..TableOptions::default() });
     let w = |v| {
         store.put_row(
             "t",
@@ -273,7 +260,7 @@ fn max_version_offset_window() {
 
 #[test]
 fn ttl_and_max_versions_before_and_after_compaction() {
-    let (_d, clock, store) = setup(TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() });
+    let (_d, clock, store) = setup_ab(TableOptions { ttl: 10, max_versions: 3, ..TableOptions::default() });
     let pk = [s("x"), int(1)];
     for i in 0..3 {
         clock.advance(1000);
@@ -302,7 +289,7 @@ fn ttl_and_max_versions_before_and_after_compaction() {
 
 #[test]
 fn bad_input_is_rejected_and_writes_nothing() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     let five: Vec<PkColumn> = (0..5).map(|i| PkColumn { name: format!("k{i}"), ty: PkType::Integer, auto_increment: false }).collect();
     let e = store.create_table(TableDef { primary_key: five, ..table("t5", &[], TableOptions::default()) }).unwrap_err();
     assert_eq!(e.sqlstate(), "42P16");
@@ -339,7 +326,7 @@ fn bad_input_is_rejected_and_writes_nothing() {
 
 #[test]
 fn ranges_limits_resume_and_directions() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     for a in ["a", "b", "c"] {
         for b in -2..3 {
             put(&store, a, b, &[("v", Value::Integer(b))]).unwrap();
@@ -438,7 +425,7 @@ fn hash_prefixed_table_keeps_key_order() {
 
 #[test]
 fn transactions_snapshot_read_your_writes_conflicts() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     put(&store, "x", 1, &[("v", Value::Integer(1))]).unwrap();
     let t1 = store.begin();
     let t2 = store.begin();
@@ -459,7 +446,7 @@ fn transactions_snapshot_read_your_writes_conflicts() {
 
 #[test]
 fn batch_write_atomic_within_one_partition_key() {
-    let (_d, _c, store) = setup(TableOptions::default());
+    let (_d, _c, store) = setup_ab(TableOptions::default());
     put(&store, "p", 2, &[]).unwrap();
     let w = |b: i64| RowWrite::Put {
         pk: vec![Some(s("p")), Some(int(b))],
@@ -573,279 +560,4 @@ fn data_survives_reopen_with_compactions_at_open() {
         }
         assert_eq!(n, 8000, "every row is still there after reopening");
     }
-}
-
-fn bulk_rows(a: &str, keys: std::ops::Range<i64>, payload: usize) -> Vec<(Vec<PkValue>, Vec<CellWrite>)> {
-    keys.map(|b| (vec![s(a), int(b)], vec![CellWrite::new("v", Value::String(format!("{b}:{}", "x".repeat(payload))))])).collect()
-}
-
-/// A store whose bulk loads spill past 64 KiB and are ingested past `ingest_bytes`, with table `t`.
-fn bulk_store(ingest_bytes: usize) -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = StoreConfig {
-        clock: Arc::new(ManualClock::new(NOW)),
-        maintenance_interval: None,
-        bulk_spill_bytes: 64 << 10,
-        bulk_ingest_bytes: ingest_bytes,
-        ..StoreConfig::default()
-    };
-    let store = open_with(dir.path(), config);
-    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
-    (dir, store)
-}
-
-/// Bulk loads' temporary files in `dir` whose names end with `ext`.
-fn bulk_files(dir: &std::path::Path, ext: &str) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name().to_string_lossy().into_owned();
-            name.starts_with("bulk-") && name.ends_with(ext)
-        })
-        .count()
-}
-
-#[test]
-fn bulk_loads_larger_than_memory_spill_to_sorted_runs() {
-    // It counts the table files and spilled runs in the data directory.
-    if !on_disk() {
-        return;
-    }
-    let (dir, store) = bulk_store(16 << 20);
-    let leftovers = || bulk_files(dir.path(), "");
-
-    // Rows added out of order across several runs come back in key order, all of them.
-    let mut load = store.bulk_load("t").unwrap();
-    for chunk in [(300..600), (0..300), (600..900)] {
-        load.add(&bulk_rows("a", chunk, 500)).unwrap();
-    }
-    assert!(leftovers() >= 3, "the load spilled runs");
-    load.commit().unwrap();
-    assert_eq!(leftovers(), 0, "runs are removed at commit");
-    let rows = store
-        .get_range("t", &RangeRequest { limit: Some(2000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
-        .unwrap()
-        .rows;
-    assert_eq!(rows.iter().map(|r| r.pk[1].clone()).collect::<Vec<_>>(), (0..900).map(int).collect::<Vec<_>>());
-
-    // A repeat in different runs, and a row already stored, each fail the load with the first offending
-    // position, and nothing is written.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("b", 0..400, 500)).unwrap();
-    load.add(&bulk_rows("b", 500..800, 500)).unwrap();
-    load.add(&bulk_rows("b", 10..11, 500)).unwrap(); // position 700
-    load.add(&bulk_rows("a", 899..900, 500)).unwrap(); // position 701, stored before
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(700))));
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("b", 0..400, 500)).unwrap();
-    load.add(&bulk_rows("a", 5..6, 500)).unwrap(); // position 400, stored before
-    load.add(&bulk_rows("b", 3..4, 500)).unwrap();
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(400))));
-    assert!(store.get_row("t", &[s("b"), int(0)], &all()).unwrap().is_none());
-    assert_eq!(leftovers(), 0, "a failed load leaves no files");
-
-    // A load dropped without commit leaves nothing either.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("c", 0..400, 500)).unwrap();
-    drop(load);
-    assert_eq!(leftovers(), 0);
-    assert!(store.get_row("t", &[s("c"), int(0)], &all()).unwrap().is_none());
-}
-
-/// A streamed load larger than `bulk_file_rows` is written as several table files, ingested together; a key
-/// that repeats one streamed into an earlier file still fails the whole load.
-#[test]
-fn a_long_streamed_load_spans_several_table_files() {
-    // It counts the table files and spilled runs in the data directory.
-    if !on_disk() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let config = StoreConfig {
-        clock: Arc::new(ManualClock::new(NOW)),
-        maintenance_interval: None,
-        bulk_ingest_bytes: 16 << 10,
-        bulk_spill_bytes: 32 << 10,
-        bulk_file_rows: 500,
-        ..StoreConfig::default()
-    };
-    let store = open_with(dir.path(), config);
-    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], TableOptions::default())).unwrap();
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("a", 0..1800, 100)).unwrap();
-    assert_eq!(bulk_files(dir.path(), ".sst"), 4, "1,800 rows in files of 500");
-    load.add(&bulk_rows("a", 10..11, 100)).unwrap(); // a repeat of a row of the first file
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(1800))));
-    assert_eq!(bulk_files(dir.path(), ""), 0, "a failed load leaves no files");
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("a", 0..1800, 100)).unwrap();
-    load.commit().unwrap();
-    let rows = store.get_range("t", &RangeRequest { limit: None, ..RangeRequest::full(Direction::Forward) }).unwrap();
-    let mut n = rows.rows.len();
-    let mut next = rows.next_start;
-    while let Some(start) = next {
-        let r = store
-            .get_range(
-                "t",
-                &RangeRequest { start: start.into_iter().map(PkBound::Value).collect(), ..RangeRequest::full(Direction::Forward) },
-            )
-            .unwrap();
-        n += r.rows.len();
-        next = r.next_start;
-    }
-    assert_eq!(n, 1800);
-    assert_eq!(bulk_files(dir.path(), ""), 0, "the files were moved into the database, the key log removed");
-    // Rows out of order are spilled and merged at commit, into files of 500 rows too.
-    let mut load = store.bulk_load("t").unwrap();
-    for b in (0..1800).rev() {
-        load.add(&bulk_rows("b", b..b + 1, 100)).unwrap();
-    }
-    assert!(bulk_files(dir.path(), ".run") > 0, "spilled");
-    load.commit().unwrap();
-    for b in [0, 499, 500, 1799] {
-        assert!(store.get_row("t", &[s("b"), int(b)], &all()).unwrap().is_some(), "row {b}");
-    }
-    assert_eq!(bulk_files(dir.path(), ""), 0);
-}
-
-#[test]
-fn bulk_loads_in_key_order_stream_into_a_table_file() {
-    // It counts the table files and spilled runs in the data directory.
-    if !on_disk() {
-        return;
-    }
-    let (dir, store) = bulk_store(64 << 10);
-    let files = |ext: &str| bulk_files(dir.path(), ext);
-
-    // Rows in key order, with a few out of order among them: ten times the spill threshold, yet one table
-    // file and no run; every row lands, in key order.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("a", 0..600, 500)).unwrap();
-    load.add(&bulk_rows("0", 0..5, 500)).unwrap();
-    load.add(&bulk_rows("a", 600..1200, 500)).unwrap();
-    load.add(&bulk_rows("a", 1100..1101, 500)).unwrap(); // a repeat of a streamed key, held
-    assert_eq!((files(".sst"), files(".run")), (1, 0), "streamed, not spilled");
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(1205))));
-    assert_eq!(files(""), 0, "a failed load leaves no files");
-    assert!(store.get_row("t", &[s("a"), int(0)], &all()).unwrap().is_none());
-
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("a", 0..600, 500)).unwrap();
-    load.add(&bulk_rows("0", 0..5, 500)).unwrap();
-    load.add(&bulk_rows("a", 600..1200, 500)).unwrap();
-    load.commit().unwrap();
-    assert_eq!(files(""), 0);
-    let rows = store
-        .get_range("t", &RangeRequest { limit: Some(2000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
-        .unwrap()
-        .rows;
-    let keys: Vec<Vec<PkValue>> = rows.iter().map(|r| r.pk.clone()).collect();
-    let want: Vec<Vec<PkValue>> = (0..5).map(|b| vec![s("0"), int(b)]).chain((0..1200).map(|b| vec![s("a"), int(b)])).collect();
-    assert_eq!(keys, want);
-    assert!(matches!(rows[700].get("v"), Some(Value::String(v)) if v.starts_with("695:")));
-
-    // Held rows between streamed ones: two table files over the same key span, ingested as one.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("m", 0..800, 500).into_iter().step_by(2).collect::<Vec<_>>()).unwrap();
-    load.add(&bulk_rows("m", 0..800, 500).into_iter().skip(1).step_by(2).collect::<Vec<_>>()).unwrap();
-    load.commit().unwrap();
-    let rows = store
-        .get_range(
-            "t",
-            &RangeRequest {
-                start: vec![PkBound::Value(s("m")), PkBound::InfMin],
-                end: vec![PkBound::Value(s("m")), PkBound::InfMax],
-                limit: Some(2000),
-                budget_bytes: Some(usize::MAX),
-                ..RangeRequest::full(Direction::Forward)
-            },
-        )
-        .unwrap()
-        .rows;
-    assert_eq!(rows.iter().map(|r| r.pk[1].clone()).collect::<Vec<_>>(), (0..800).map(int).collect::<Vec<_>>());
-    for r in &rows {
-        let (PkValue::Integer(b), Some(Value::String(v))) = (&r.pk[1], r.get("v")) else { panic!("{r:?}") };
-        assert!(v.starts_with(&format!("{b}:")), "row {b} holds its own value");
-    }
-
-    // A streamed row over a stored one fails the load at its position; the stored row is untouched.
-    put(&store, "d", 250, &[("v", Value::Integer(7))]).unwrap();
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("d", 0..400, 500)).unwrap();
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(250))));
-    assert!(store.get_row("t", &[s("d"), int(0)], &all()).unwrap().is_none());
-    assert_eq!(store.get_row("t", &[s("d"), int(250)], &all()).unwrap().unwrap().get("v"), Some(&Value::Integer(7)));
-
-    // Dropped while streaming: nothing written, nothing left behind.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("e", 0..400, 500)).unwrap();
-    assert_eq!(files(".sst"), 1);
-    drop(load);
-    assert_eq!(files(""), 0);
-    assert!(store.get_row("t", &[s("e"), int(0)], &all()).unwrap().is_none());
-}
-
-#[test]
-fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
-    let (dir, _c, store) = setup(TableOptions::default());
-    put(&store, "p", 5, &[("v", Value::Integer(1))]).unwrap();
-
-    // Small: one write batch. A key already stored fails the whole load at commit, naming the first
-    // offending row; nothing of the load is written.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("p", 0..10, 10)).unwrap();
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(5))));
-    assert!(store.get_row("t", &[s("p"), int(0)], &all()).unwrap().is_none());
-    // A key twice in one load: the second occurrence is the duplicate.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("q", 0..3, 10)).unwrap();
-    load.add(&bulk_rows("q", 1..2, 10)).unwrap();
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(3))));
-    assert!(store.get_row("t", &[s("q"), int(0)], &all()).unwrap().is_none());
-
-    // Large (over 16 MiB): written as a table file and ingested.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("r", 0..20_000, 1000)).unwrap();
-    load.commit().unwrap();
-    let row = store.get_row("t", &[s("r"), int(19_999)], &all()).unwrap().unwrap();
-    assert!(matches!(row.get("v"), Some(Value::String(v)) if v.starts_with("19999:")));
-    assert_eq!(
-        store
-            .get_range("t", &RangeRequest { limit: Some(30_000), budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
-            .unwrap()
-            .rows
-            .len(),
-        20_001
-    );
-
-    // An ingested load over stored keys is refused like a small one.
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("s", 0..20_000, 1000)).unwrap();
-    load.add(&bulk_rows("r", 7..8, 1000)).unwrap();
-    assert!(matches!(load.commit(), Err(BulkError::Duplicate(20_000))));
-    assert!(store.get_row("t", &[s("s"), int(0)], &all()).unwrap().is_none());
-
-    // A transaction that wrote while a load was ingested cannot know whether they collided: refused.
-    let txn = store.begin();
-    txn.put_row("t", &[Some(s("u")), Some(int(1))], &[CellWrite::new("v", Value::Integer(1))], &Condition::expect_not_exist()).unwrap();
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("u", 0..20_000, 1000)).unwrap();
-    load.commit().unwrap();
-    assert!(matches!(txn.commit(), Err(StoreError::Conflict)));
-    // A read-only one is unaffected: its snapshot predates the load.
-    let txn = store.begin();
-    let mut load = store.bulk_load("t").unwrap();
-    load.add(&bulk_rows("w", 0..10, 10)).unwrap();
-    load.commit().unwrap();
-    assert!(txn.get_row("t", &[s("w"), int(0)], &all()).unwrap().is_none());
-    txn.commit().unwrap();
-
-    // Ingested rows survive a restart (of an engine that keeps them).
-    if !on_disk() {
-        return;
-    }
-    drop(store);
-    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
-    assert!(store.get_row("t", &[s("u"), int(12_345)], &all()).unwrap().is_some());
-    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("bulk-")));
 }

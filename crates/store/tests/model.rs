@@ -71,7 +71,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The model: rows as plain maps, with seed 003's rules written out again.
+/// The model: rows as plain maps, with Tablestore's rules written out again.
 #[derive(Default, Clone, Debug)]
 struct MRow {
     marker: i64,

@@ -257,7 +257,7 @@ impl Store {
         Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
     }
 
-    /// The table's largest partition-key values by stored bytes (seed 004's 10 GB guideline), largest first.
+    /// The table's largest partition-key values by stored bytes (Tablestore's guideline: at most 10 GB under one partition-key value), largest first.
     /// Scans the table.
     pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
         let t = self.inner.table(name)?;

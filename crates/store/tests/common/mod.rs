@@ -59,3 +59,18 @@ pub fn s(v: &str) -> PkValue {
 pub fn all() -> ReadSpec {
     ReadSpec::default()
 }
+
+/// A store on the run's engine with table `t` keyed by `(a text, b bigint)`.
+pub fn setup_ab(options: TableOptions) -> (tempfile::TempDir, Arc<ManualClock>, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let store = open(dir.path(), clock.clone());
+    store.create_table(table("t", &[("a", PkType::String), ("b", PkType::Integer)], options)).unwrap();
+    (dir, clock, store)
+}
+
+/// Writes row `(a, b)` of `t` with these cells, unconditionally.
+pub fn put(store: &Store, a: &str, b: i64, cells: &[(&str, Value)]) -> Result<WriteOutcome> {
+    let cells: Vec<CellWrite> = cells.iter().map(|(c, v)| CellWrite::new(*c, v.clone())).collect();
+    store.put_row("t", &[Some(s(a)), Some(int(b))], &cells, &Condition::ignore())
+}

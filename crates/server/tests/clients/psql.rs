@@ -1,0 +1,111 @@
+//! psql against the server: scripts, `\\d`, COPY through files.
+
+use std::process::Command;
+
+use crate::common::TestServer;
+
+/// psql as a subprocess against the test server: (succeeded, stdout, stderr).
+fn run_psql(port: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", port, "-U", "tabula", "-d", "tabula", "-X", "-v", "ON_ERROR_STOP=1"])
+        .args(args)
+        .output()
+        .expect("psql is installed");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_runs_scripts() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let psql = |args: &[&str]| run_psql(&port, args);
+    let (ok, _, err) = psql(&["-c", "CREATE TABLE p (k text PRIMARY KEY, n bigint)", "-c", "INSERT INTO p VALUES ('a', 1), ('b', 2)"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = psql(&["-At", "-c", "SELECT k, n FROM p ORDER BY k DESC"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "b|2\na|1\n");
+    let (ok, _, err) = psql(&["-c", "SELECT * FROM nothing_here"]);
+    assert!(!ok);
+    assert!(err.contains("relation \"nothing_here\" does not exist"), "{err}");
+    // With FETCH_COUNT psql reads a result through a cursor, FETCH_COUNT rows at a time.
+    let (ok, out, err) = psql(&["-At", "-v", "FETCH_COUNT=2", "-c", "SELECT k, n FROM p ORDER BY k", "-c", "SELECT k FROM p WHERE n > 5"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "a|1\nb|2\n");
+    server.stop().await;
+}
+
+/// psql's describe commands run its own catalog queries (on DataFusion over the generated pg_catalog);
+/// the output is what PostgreSQL 15 prints for the same table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_describes_tables_and_copies() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let psql = |args: &[&str]| {
+        let (ok, out, err) = run_psql(&port, args);
+        assert!(ok, "psql {args:?}: {err}");
+        out
+    };
+    psql(&[
+        "-c",
+        "CREATE TABLE devices (site text, id bigint GENERATED ALWAYS AS IDENTITY, name varchar, temp double precision, \
+         seen timestamptz, meta jsonb, active boolean DEFAULT true, PRIMARY KEY (site, id))",
+    ]);
+    let described = psql(&["-c", "\\d devices"]);
+    let expected = r#"                                 Table "public.devices"
+ Column |           Type           | Collation | Nullable |           Default            
+--------+--------------------------+-----------+----------+------------------------------
+ site   | text                     |           | not null | 
+ id     | bigint                   |           | not null | generated always as identity
+ name   | character varying        |           |          | 
+ temp   | double precision         |           |          | 
+ seen   | timestamp with time zone |           |          | 
+ meta   | jsonb                    |           |          | 
+ active | boolean                  |           |          | true
+Indexes:
+    "devices_pkey" PRIMARY KEY, btree (site, id)
+
+"#;
+    assert_eq!(described, expected);
+    let tables = psql(&["-c", "\\dt"]);
+    assert_eq!(
+        tables,
+        "         List of relations\n Schema |  Name   | Type  | Owner  \n--------+---------+-------+--------\n public | devices | table | tabula\n(1 row)\n\n"
+    );
+    let sized = psql(&["-At", "-c", "\\dt+"]);
+    assert_eq!(sized, "public|devices|table|tabula|permanent|heap|0 bytes|\n");
+    let schemas = psql(&["-At", "-c", "\\dn"]);
+    assert_eq!(schemas, "public|tabula\ntabula|tabula\n");
+    let databases = psql(&["-At", "-c", "\\l"]);
+    assert!(databases.starts_with("tabula|tabula|UTF8|"), "{databases}");
+
+    // \copy streams a local file through COPY FROM STDIN, and back out through COPY TO STDOUT.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "lab,Probe 1,21.5,true\nlab,Probe 2,19,false\n").unwrap();
+    let load = format!("\\copy devices (site, name, temp, active) FROM '{}' WITH (FORMAT csv)", input.display());
+    assert_eq!(psql(&["-c", &load]), "COPY 2\n");
+    let output = dir.path().join("out.csv");
+    let dump = format!("\\copy (SELECT id, name, temp FROM devices ORDER BY id) TO '{}' WITH (FORMAT csv)", output.display());
+    assert_eq!(psql(&["-c", &dump]), "COPY 2\n");
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "1,Probe 1,21.5\n2,Probe 2,19\n");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_copy_csv_from_a_file_and_back() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let csv = server.dir.path().join("in.csv");
+    std::fs::write(&csv, "id,city,note\n1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n").unwrap();
+    let psql = |cmd: &str| {
+        let (ok, out, err) = run_psql(&port, &["-At", "-c", cmd]);
+        assert!(ok, "{err}");
+        out
+    };
+    psql("CREATE TABLE cities (id bigint PRIMARY KEY, city text, note text)");
+    let out = psql(&format!("\\copy cities FROM '{}' WITH (FORMAT csv, HEADER true)", csv.display()));
+    assert!(out.contains("COPY 2"), "{out}");
+    assert_eq!(psql("SELECT id, city, note IS NULL FROM cities"), "1|Paris|f\n2|Oslo|t\n");
+    assert_eq!(psql("\\copy cities TO STDOUT WITH (FORMAT csv)"), "1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n");
+    server.stop().await;
+}
