@@ -7,33 +7,28 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use futures::{stream, Sink, SinkExt};
+use futures::{stream, Sink};
 use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{CopyResponse, DescribePortalResponse, FieldInfo, QueryResponse, Response, Tag};
-use pgwire::api::stmt::QueryParser;
+use pgwire::api::portal::Format;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
-};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
-use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tabula_query::settings::{display_setting_name, REPORTED_SETTINGS};
-use tabula_query::{Database, Datum, Output, Prepared, QueryError, Session, SqlType};
+use tabula_query::{Database, Datum, Output, QueryError, Session, SqlType};
 use tracing::{debug, info_span, warn};
 
 use crate::auth::{AuthMethod, Startup, Users};
-use crate::deferred::Deferred;
 use crate::errors::{error_info, to_pgwire};
-use crate::execute;
+use crate::extended::{Extended, StatementParser};
 use crate::wire;
 
 /// State all connections share.
@@ -68,7 +63,7 @@ impl Shared {
 pub struct Connection {
     pub shared: Arc<Shared>,
     /// Names of the statements the client prepared (Parse), for `DEALLOCATE ALL`.
-    named: Mutex<std::collections::HashSet<String>>,
+    pub(crate) named: Mutex<std::collections::HashSet<String>>,
     session: Mutex<Option<Session>>,
     cancel: Arc<AtomicBool>,
     pid: OnceLock<i32>,
@@ -89,7 +84,7 @@ impl Connection {
     }
 
     /// Runs `f` on the session, creating it on first use with the client's user and database.
-    fn with_session<C: ClientInfo, T>(&self, client: &C, f: impl FnOnce(&mut Session) -> T) -> T {
+    pub(crate) fn with_session<C: ClientInfo, T>(&self, client: &C, f: impl FnOnce(&mut Session) -> T) -> T {
         if self.pid.get().is_none() {
             // Password handlers assign the backend key; register it for cancel requests on first use.
             let (pid, key) = client.pid_and_secret_key();
@@ -120,7 +115,7 @@ impl Connection {
 impl Connection {
     /// `DEALLOCATE name | ALL`: drops named statements from the client's store, as PostgreSQL drops them
     /// whether they came from SQL or from the protocol's Parse.
-    fn deallocate<C>(&self, client: &C, name: Option<String>) -> Response
+    pub(crate) fn deallocate<C>(&self, client: &C, name: Option<String>) -> Response
     where
         C: ClientPortalStore,
         C::PortalStore: PortalStore,
@@ -226,7 +221,7 @@ fn key_bytes(k: &SecretKey) -> Vec<u8> {
     }
 }
 
-fn command_tag(tag: &str) -> Tag {
+pub(crate) fn command_tag(tag: &str) -> Tag {
     Tag::new(tag)
 }
 
@@ -253,7 +248,7 @@ fn rows_response(
     Ok(Response::Query(resp))
 }
 
-fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
+pub(crate) fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
     Ok(match out {
         Output::Rows { columns, rows, tag } => rows_response(&columns, rows, &tag, format)?,
         Output::Stream { columns, cursor } => {
@@ -312,7 +307,7 @@ impl Iterator for EncodedRows {
 
 impl Connection {
     /// Logs a statement that took longer than the threshold, with the plan it ran.
-    fn log_slow(&self, sql: &str, started: std::time::Instant) {
+    pub(crate) fn log_slow(&self, sql: &str, started: std::time::Instant) {
         let ms = started.elapsed().as_millis() as u64;
         if self.shared.slow_statement_ms > 0 && ms >= self.shared.slow_statement_ms {
             let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
@@ -361,7 +356,7 @@ impl SimpleQueryHandler for Connection {
     }
 }
 
-async fn report_parameter<C>(client: &mut C, name: &str, value: &str, _all: &[(String, String)]) -> PgWireResult<()>
+pub(crate) async fn report_parameter<C>(client: &mut C, name: &str, value: &str, _all: &[(String, String)]) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
@@ -404,175 +399,6 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         to_pgwire(self.with_session(client, |s| s.copy_fail(&fail.message)))
-    }
-}
-
-/// Parses statements for the extended protocol; needs the connection's session for its transaction state.
-pub struct StatementParser {
-    conn: std::sync::Weak<Connection>,
-}
-
-#[async_trait]
-impl QueryParser for StatementParser {
-    type Statement = Arc<Prepared>;
-
-    async fn parse_sql<C>(&self, client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        let conn = self.conn.upgrade().ok_or_else(|| PgWireError::IoError(std::io::Error::other("connection closed")))?;
-        let types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(wire::sql_type)).collect();
-        let p = conn.with_session(client, |s| s.prepare(sql, &types)).map_err(to_pgwire)?;
-        if p.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Arc::new(p)))
-    }
-
-    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
-        Ok(stmt.param_types.iter().map(|t| wire::pg_type(*t)).collect())
-    }
-
-    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
-        Ok(wire::fields(&stmt.columns, format))
-    }
-}
-
-pub struct Extended {
-    conn: Arc<Connection>,
-    parser: Arc<StatementParser>,
-}
-
-#[async_trait]
-impl ExtendedQueryHandler for Extended {
-    type Statement = Arc<Prepared>;
-    type QueryParser = StatementParser;
-
-    fn query_parser(&self) -> Arc<Self::QueryParser> {
-        self.parser.clone()
-    }
-
-    // Parse, Bind, Describe and Execute reply through `Deferred`: their replies leave with Sync's.
-    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if let Some(name) = message.name.as_ref().filter(|n| !n.is_empty()) {
-            self.conn.named.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone());
-        }
-        DefaultReplies(self).on_parse(&mut Deferred::new(client), message).await
-    }
-
-    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        DefaultReplies(self).on_bind(&mut Deferred::new(client), message).await
-    }
-
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        // A cursor DECLAREd in SQL is a portal too: psycopg describes it by name to learn its columns.
-        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
-            let name = message.name.as_deref().unwrap_or_default();
-            if !name.is_empty() && client.portal_store().get_portal(name).is_none() {
-                if let Some(columns) = self.conn.with_session(client, |s| s.cursor_columns(name)) {
-                    let described = DescribePortalResponse::new(wire::fields(&columns, None));
-                    return send_describe_response(&mut Deferred::new(client), &described).await;
-                }
-            }
-        }
-        self._on_describe(&mut Deferred::new(client), message).await
-    }
-
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        execute::execute(self, &mut Deferred::new(client), message).await?;
-        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
-            // The client sends COPY data only after it has seen CopyInResponse.
-            client.flush().await?;
-        }
-        Ok(())
-    }
-
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let span = info_span!("statement", conn = self.conn.id, protocol = "extended");
-        let _e = span.enter();
-        let prepared = &portal.statement.statement;
-        let started = std::time::Instant::now();
-        let mut params = Vec::with_capacity(portal.parameter_len());
-        for (i, raw) in portal.parameters.iter().enumerate() {
-            // The type the client declared at Parse, else the one the planner inferred.
-            let ty = portal
-                .statement
-                .parameter_types
-                .get(i)
-                .cloned()
-                .flatten()
-                .and_then(|t| wire::sql_type(&t))
-                .or_else(|| prepared.param_types.get(i).copied())
-                .unwrap_or(SqlType::Text);
-            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
-        }
-        let result = self.conn.with_session(client, |s| s.execute(prepared, &params));
-        self.conn.log_slow(&prepared.sql, started);
-        match result {
-            Ok(Output::Set { name, value, tag }) => {
-                report_parameter(client, &name, &value, &[]).await?;
-                Ok(Response::Execution(command_tag(&tag)))
-            }
-            Ok(Output::Deallocate(name)) => Ok(self.conn.deallocate(client, name)),
-            Ok(o) => to_response(o, Some(&portal.result_column_format)),
-            Err(e) => {
-                debug!(error = %e, code = e.sqlstate(), "statement failed");
-                Ok(Response::Error(Box::new(error_info(&e))))
-            }
-        }
-    }
-}
-
-/// `Extended` with pgwire's default Parse and Bind replies, which its own overrides wrap.
-struct DefaultReplies<'a>(&'a Extended);
-
-#[async_trait]
-impl ExtendedQueryHandler for DefaultReplies<'_> {
-    type Statement = Arc<Prepared>;
-    type QueryParser = StatementParser;
-
-    fn query_parser(&self) -> Arc<Self::QueryParser> {
-        self.0.parser.clone()
-    }
-
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, max_rows: usize) -> PgWireResult<Response>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        self.0.do_query(client, portal, max_rows).await
     }
 }
 

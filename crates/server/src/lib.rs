@@ -10,6 +10,7 @@ mod connection;
 pub mod deferred;
 pub mod errors;
 pub mod execute;
+pub mod extended;
 mod frames;
 pub mod handler;
 mod panics;

@@ -1,0 +1,194 @@
+//! The extended query protocol: Parse, Bind, Describe and Execute on the connection's session. Their
+//! replies leave with Sync's ([`Deferred`]); Execute sends rows as the portal yields them ([`execute`]).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{send_describe_response, ExtendedQueryHandler};
+use pgwire::api::results::{DescribePortalResponse, FieldInfo, Response};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL};
+use pgwire::messages::PgWireBackendMessage;
+use tabula_query::{Output, Prepared, SqlType};
+use tracing::{debug, info_span};
+
+use crate::deferred::Deferred;
+use crate::errors::{error_info, to_pgwire};
+use crate::execute;
+use crate::handler::{command_tag, report_parameter, to_response, Connection};
+use crate::wire;
+
+/// Parses statements for the extended protocol; needs the connection's session for its transaction state.
+pub struct StatementParser {
+    pub(crate) conn: std::sync::Weak<Connection>,
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(&self, client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let conn = self.conn.upgrade().ok_or_else(|| PgWireError::IoError(std::io::Error::other("connection closed")))?;
+        let types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(wire::sql_type)).collect();
+        let p = conn.with_session(client, |s| s.prepare(sql, &types)).map_err(to_pgwire)?;
+        if p.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(p)))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_types.iter().map(|t| wire::pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(wire::fields(&stmt.columns, format))
+    }
+}
+
+pub struct Extended {
+    pub(crate) conn: Arc<Connection>,
+    pub(crate) parser: Arc<StatementParser>,
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Extended {
+    type Statement = Arc<Prepared>;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    // Parse, Bind, Describe and Execute reply through `Deferred`: their replies leave with Sync's.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(name) = message.name.as_ref().filter(|n| !n.is_empty()) {
+            self.conn.named.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone());
+        }
+        DefaultReplies(self).on_parse(&mut Deferred::new(client), message).await
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        DefaultReplies(self).on_bind(&mut Deferred::new(client), message).await
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // A cursor DECLAREd in SQL is a portal too: psycopg describes it by name to learn its columns.
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
+            let name = message.name.as_deref().unwrap_or_default();
+            if !name.is_empty() && client.portal_store().get_portal(name).is_none() {
+                if let Some(columns) = self.conn.with_session(client, |s| s.cursor_columns(name)) {
+                    let described = DescribePortalResponse::new(wire::fields(&columns, None));
+                    return send_describe_response(&mut Deferred::new(client), &described).await;
+                }
+            }
+        }
+        self._on_describe(&mut Deferred::new(client), message).await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        execute::execute(self, &mut Deferred::new(client), message).await?;
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            // The client sends COPY data only after it has seen CopyInResponse.
+            client.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let span = info_span!("statement", conn = self.conn.id, protocol = "extended");
+        let _e = span.enter();
+        let prepared = &portal.statement.statement;
+        let started = std::time::Instant::now();
+        let mut params = Vec::with_capacity(portal.parameter_len());
+        for (i, raw) in portal.parameters.iter().enumerate() {
+            // The type the client declared at Parse, else the one the planner inferred.
+            let ty = portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .and_then(|t| wire::sql_type(&t))
+                .or_else(|| prepared.param_types.get(i).copied())
+                .unwrap_or(SqlType::Text);
+            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
+        }
+        let result = self.conn.with_session(client, |s| s.execute(prepared, &params));
+        self.conn.log_slow(&prepared.sql, started);
+        match result {
+            Ok(Output::Set { name, value, tag }) => {
+                report_parameter(client, &name, &value, &[]).await?;
+                Ok(Response::Execution(command_tag(&tag)))
+            }
+            Ok(Output::Deallocate(name)) => Ok(self.conn.deallocate(client, name)),
+            Ok(o) => to_response(o, Some(&portal.result_column_format)),
+            Err(e) => {
+                debug!(error = %e, code = e.sqlstate(), "statement failed");
+                Ok(Response::Error(Box::new(error_info(&e))))
+            }
+        }
+    }
+}
+
+/// `Extended` with pgwire's default Parse and Bind replies, which its own overrides wrap.
+struct DefaultReplies<'a>(&'a Extended);
+
+#[async_trait]
+impl ExtendedQueryHandler for DefaultReplies<'_> {
+    type Statement = Arc<Prepared>;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.0.parser.clone()
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.0.do_query(client, portal, max_rows).await
+    }
+}
