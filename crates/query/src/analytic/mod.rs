@@ -20,6 +20,7 @@ pub mod catalog;
 mod limits;
 pub mod provider;
 mod rewrite;
+pub(crate) mod single_row;
 mod stop;
 mod uuid;
 
@@ -37,7 +38,9 @@ use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
-use datafusion::logical_expr::{ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    AggregateUDF, ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use sqlparser::ast::Statement;
@@ -130,6 +133,8 @@ impl Analytics {
             .map_err(map_err)?;
         catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
         ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
+        ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in limits::checked_udfs() {
             ctx.register_udf(udf);
         }

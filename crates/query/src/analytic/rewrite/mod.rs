@@ -94,8 +94,12 @@ impl Rewriter {
                 *e = Expr::Value(ValueWithSpan::from(Value::Null));
             }
             if let Expr::Subquery(q) = e {
-                aggregate_scalar_subquery(q);
-                if let Some(guard) = decorrelate(q) {
+                let counted = aggregate_scalar_subquery(q);
+                let guard = decorrelate(q);
+                if counted {
+                    *e = call(crate::analytic::single_row::CHECK, vec![e.clone()], vec![]);
+                }
+                if let Some(guard) = guard {
                     *e = Expr::Case {
                         case_token: AttachedToken::empty(),
                         end_token: AttachedToken::empty(),

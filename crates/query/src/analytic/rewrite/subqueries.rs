@@ -1,5 +1,5 @@
-//! Subqueries as DataFusion plans them: `ARRAY(SELECT ...)` as an aggregate, correlated scalar subqueries
-//! aggregated and decorrelated, and selects over relations Tabula never fills.
+//! Subqueries as DataFusion plans them: `ARRAY(SELECT ...)` as an aggregate, scalar subqueries aggregated
+//! (at most one row) and decorrelated, and selects over relations Tabula never fills.
 
 use super::*;
 
@@ -82,6 +82,7 @@ pub(super) fn has_aggregate(e: &Expr) -> bool {
                             | "bool_or"
                             | "every"
                             | "first_value"
+                            | crate::analytic::single_row::ROWS
                     );
                 if aggregate && self.depth == 0 {
                     self.found = true;
@@ -96,26 +97,29 @@ pub(super) fn has_aggregate(e: &Expr) -> bool {
     find.found
 }
 
-/// A scalar subquery of one non-aggregated column over a FROM, as `max(e)` of it.
-pub(super) fn aggregate_scalar_subquery(q: &mut Query) {
+/// A scalar subquery of one non-aggregated column over a FROM, as the aggregate that counts its rows
+/// (`analytic::single_row`): DataFusion decorrelates aggregates only. Whether it was rewritten: the caller
+/// then checks the count where the subquery is used.
+pub(super) fn aggregate_scalar_subquery(q: &mut Query) -> bool {
     if q.limit_clause.is_some() || q.fetch.is_some() {
-        return;
+        return false;
     }
-    let SetExpr::Select(select) = q.body.as_mut() else { return };
+    let SetExpr::Select(select) = q.body.as_mut() else { return false };
     if select.from.is_empty() || select.projection.len() != 1 || !is_plain(select) {
-        return;
+        return false;
     }
     let (item, alias) = match &select.projection[0] {
         SelectItem::UnnamedExpr(e) => (e.clone(), None),
         SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
-        _ => return,
+        _ => return false,
     };
-    let agg = call("max", vec![item], vec![]);
+    let agg = call(crate::analytic::single_row::ROWS, vec![item], vec![]);
     select.projection = vec![match alias {
         Some(alias) => SelectItem::ExprWithAlias { expr: agg, alias },
         None => SelectItem::UnnamedExpr(agg),
     }];
     q.order_by = None;
+    true
 }
 
 /// Names the subquery's own FROM items answer to.
