@@ -22,13 +22,15 @@ DIFFERENCES = {
     "avg of integers": "Tabula's avg of integers is double precision, PostgreSQL's numeric: avg is taken of doubles only",
     "identity counters": "generated keys count per partition-key value and move past given values: no identity columns",
     "ADD COLUMN DEFAULT": "refused by Tabula (existing rows would not get it): not generated",
-    "correlated subqueries": "one finding several rows returns their maximum in Tabula: not generated",
     "evaluation order": "PostgreSQL does not define which condition of an AND it evaluates first, so an error in "
                         "one (a division by zero) may or may not be raised: divisors are never zero, and the "
                         "errors a transaction meets are raised by statements of their own",
     "constant folding": "PostgreSQL evaluates constant subexpressions while planning, so 1 / 0 fails even where no "
                         "row reaches it; Tabula evaluates them per row: follows from the rule above",
     "min and max of boolean": "PostgreSQL has none (42883); Tabula's analytic engine has: not generated",
+    "numeric display scale": "a numeric computed by the analytic engine prints fewer trailing zeros (0.5000 for "
+                             "PostgreSQL's 0.50000000000000000000): values are compared as numbers",
+    "stricter types": "PostgreSQL has no date + bigint (42883), Tabula adds them: day counts are cast to integer",
 }
 
 TABLES = {
@@ -134,8 +136,11 @@ class Gen:
         _, key, cols = TABLES[table]
         attrs = [c for c in cols if c not in key]
         ints = [c for c in cols if c in INTS]
-        kind = self.r.choices(["insert", "upsert", "update", "delete", "select", "aggregate", "join", "values"],
-                              [5, 2, 4, 1, 6, 3, 2, 1])[0]
+        kind = self.r.choices(["insert", "upsert", "update", "delete", "select", "aggregate", "join", "values",
+                               "subquery", "set operation", "functions", "ordered", "grouped"],
+                              [5, 2, 4, 1, 6, 3, 2, 1, 3, 1, 3, 2, 2])[0]
+        if kind in QUERIES:
+            return QUERIES[kind](self)
         if kind in ("insert", "upsert"):
             chosen = key + [c for c in attrs if self.r.random() < 0.7]
             rows = []
@@ -207,6 +212,87 @@ class Gen:
         return f"SELECT {self.int_expr(['1', '2', '-3'])} AS x, {self.text(False)} || {self.text()} AS y", False
 
 
+    def subquery(self):
+        """Subqueries as PostgreSQL runs them: scalar (correlated or not; more than one row is 21000), IN and
+        NOT IN (NULLs in the list make NOT IN unknown), EXISTS, and in FROM."""
+        choice = self.r.randint(0, 5)
+        if choice == 0:
+            extra = f" AND {self.predicate('t2')}" if self.r.random() < 0.5 else ""
+            col = self.r.choice(["v", "w", "p"])
+            return (f"SELECT k, a, (SELECT {col} FROM t2 WHERE t2.q = t1.a{extra}) AS s FROM t1"
+                    f" WHERE {self.predicate('t1')}"), False
+        if choice == 1:
+            return (f"SELECT k, b FROM t1 WHERE {self.r.choice(['a', 'e', 'k'])} {self.r.choice(['IN', 'NOT IN'])}"
+                    f" (SELECT {self.r.choice(['q', 'v'])} FROM t2 WHERE {self.predicate('t2')})"), False
+        if choice == 2:
+            return (f"SELECT p, q, v FROM t2 WHERE {self.r.choice(['', 'NOT '])}EXISTS"
+                    f" (SELECT 1 FROM t1 WHERE t1.a = t2.v AND {self.predicate('t1')})"), False
+        if choice == 3:
+            agg = self.r.choice(["min(v)", "max(v)", "count(*)", "sum(v)", "min(q)"])
+            return (f"SELECT k, a FROM t1 WHERE a {self.r.choice(['=', '>', '<='])}"
+                    f" (SELECT {agg} FROM t2 WHERE {self.predicate('t2')})"), False
+        if choice == 4:
+            return (f"SELECT count(*), count(x), sum(x) FROM (SELECT DISTINCT {self.int_expr(['a', 'e', 'k'])} AS x"
+                    f" FROM t1 WHERE {self.predicate('t1')}) s"), False
+        # A scalar subquery in a write: uncorrelated, which Tabula runs first.
+        return (f"UPDATE t1 SET a = (SELECT {self.r.choice(['max(v)', 'min(q)', 'v'])} FROM t2 WHERE"
+                f" {self.predicate('t2')}) WHERE {self.predicate('t1')}"), False
+
+    def set_operation(self):
+        op = self.r.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"])
+        return (f"SELECT a FROM t1 WHERE {self.predicate('t1')} {op} SELECT v FROM t2 WHERE {self.predicate('t2')}"),\
+            False
+
+    def functions(self):
+        """Numeric, text, date and conditional functions both engines have, over columns and constants."""
+        c = self.r.choice(["c", "c * 3", "(c - 0.5)", "(a / 4.0)"])
+        n = self.r.choice(["a", "e", "k"])
+        t = self.r.choice(["b", "upper(b)", "'x,y,z'"])
+        items = self.r.sample([
+            f"round({c})", f"floor({c})", f"ceil({c})", f"trunc({c})", f"sign({c})", f"abs({c})",
+            f"round(({c})::numeric, 1)", f"({c})::bigint", f"({c})::integer", f"sqrt(abs({c}))", f"power({c}, 2)",
+            f"mod({n}, 3)", f"{n} / 2", f"({n} + 0.5)::numeric", f"({n})::double precision / 4",
+            f"lpad({t}, 4, '*')", f"rpad({t}, 3)", f"left({t}, 2)", f"right({t}, 2)", f"reverse({t})",
+            f"strpos({t}, 'b')", f"split_part({t}, ',', 2)", f"initcap({t})", f"repeat({t}, 2)", f"btrim({t}, 'a')",
+            f"ltrim({t}, 'x')", f"md5({t})", f"char_length({t})", f"octet_length({t})", f"ascii({t})",
+            f"starts_with({t}, 'a')", f"{t} || {n}", f"nullif({n}, 1)", f"{n} IS DISTINCT FROM e",
+            f"{n} IS NOT DISTINCT FROM 3", f"d IS TRUE", f"d IS NOT FALSE", f"d IS UNKNOWN", f"NOT d",
+            f"(d AND {n} > 3)", f"(d OR {n} > 3)", f"{n} IN (1, NULL, 3)", f"{n} NOT IN (1, NULL)",
+            f"CASE {n} WHEN 1 THEN 'one' WHEN 2 THEN 'two' END",
+            f"date '2024-02-28' + ({n} % 40)::integer", f"extract(dow from date '2024-01-01' + ({n} % 40)::integer)",
+            f"date_trunc('month', (date '2024-03-15' + ({n} % 40)::integer)::timestamp)",
+            f"to_char(date '2024-01-01' + ({n} % 40)::integer, 'YYYY-MM-DD')",
+            f"(date '2024-01-01' + ({n} % 40)::integer) - date '2023-12-25'",
+        ], self.r.randint(1, 3))
+        return f"SELECT k, {', '.join(items)} FROM t1 WHERE {self.predicate('t1')}", False
+
+    def ordered(self):
+        """ORDER BY other columns than the key, NULLs placed either way, the key breaking ties."""
+        table = self.r.choice(list(TABLES))
+        _, key, cols = TABLES[table]
+        col = self.r.choice([c for c in cols if c not in key and c != "d"])
+        order = f"{col}{self.r.choice(['', ' DESC'])}{self.r.choice(['', ' NULLS FIRST', ' NULLS LAST'])}"
+        sql = f"SELECT {', '.join(cols)} FROM {table} WHERE {self.predicate(table)} ORDER BY {order}, {', '.join(key)}"
+        if self.r.random() < 0.5:
+            sql += f" LIMIT {self.r.randint(0, 4)} OFFSET {self.r.randint(0, 3)}"
+        return sql, True
+
+    def grouped(self):
+        """GROUP BY with HAVING, ordered by the group, and a CTE over it."""
+        group = self.r.choice(["a", "b", "d", "e", "a % 3"])
+        having = self.r.choice(["count(*) > 1", "sum(k) > 5", "min(k) < 3", "count(c) = 0", "max(b) > 'a'"])
+        sql = (f"SELECT {group} AS g, count(*), sum(k), min(b), max(c) FROM t1 GROUP BY {group} HAVING {having}"
+               f" ORDER BY g{self.r.choice(['', ' DESC'])}")
+        if self.r.random() < 0.3:
+            sql = f"WITH s AS ({sql}) SELECT count(*), sum(g) FROM s" if group != "b" and group != "d" else \
+                f"WITH s AS ({sql}) SELECT count(*) FROM s"
+        return sql, True
+
+
+QUERIES = {"subquery": Gen.subquery, "set operation": Gen.set_operation, "functions": Gen.functions,
+           "ordered": Gen.ordered, "grouped": Gen.grouped}
+
+
 def normalise(v):
     if isinstance(v, float):
         if math.isnan(v):
@@ -257,30 +343,36 @@ def main():
     recent = []
 
     def run(sql, ordered=False):
+        """Runs a statement on both; whether Tabula refused it (0A000) where PostgreSQL did not."""
         nonlocal tried, refused
         tried += 1
         a, b = outcome(tab, sql, ordered), outcome(pg, sql, ordered)
         recent.append(f"{sql}  -> tabula {a[0]} {a[1]}")
         del recent[:-6]
         if a == b:
-            return
+            return False
         if a == ("error", "0A000"):
             refused += 1
-            return
+            return True
         differences.append(("\n    ".join(recent), a, b))
+        return False
 
     while tried < args.statements:
         if rng.random() < 0.15:
             # A transaction, sometimes with an error in it, that commits or rolls back.
             run("BEGIN")
+            end = rng.choice(["COMMIT", "ROLLBACK"])
             for _ in range(rng.randint(1, 5)):
                 if rng.random() < 0.15:
                     run(rng.choice(["SELECT 1 / 0", "SELECT nosuchcolumn FROM t1", "INSERT INTO t1 (k) VALUES (NULL)",
                                     "SELECT * FROM nosuchtable"]))
                 else:
                     sql, ordered = gen.statement()
-                    run(sql, ordered)
-            run(rng.choice(["COMMIT", "ROLLBACK"]))
+                    if run(sql, ordered):
+                        # A refusal aborts Tabula's transaction and not PostgreSQL's: both roll back.
+                        end = "ROLLBACK"
+                        break
+            run(end)
             a, b = snapshot(tab), snapshot(pg)
             if a != b:
                 differences.append(("(tables after the transaction)", a, b))

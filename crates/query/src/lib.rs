@@ -12,9 +12,11 @@
 //!    rows stream ([`plan::SelectPlan::stream`]), and how an auto-commit write reaches the engine
 //!    ([`plan::WriteCall`]: one write, one upsert, one conditional update, or read-modify-write).
 //! 3. A query the planner defers or cannot plan takes the analytic route ([`session::Route`]): the session's
-//!    `prepare_analytic` hands the parsed statement to [`analytic::Analytics::plan`], which rewrites
-//!    PostgreSQL forms DataFusion lacks (`analytic::rewrite`) and plans it over the same store, its table
-//!    reads again key-value scans. EXPLAIN prints every one of these decisions.
+//!    `prepare_analytic` hands the parsed statement to [`analytic::Analytics::plan`], which refuses what
+//!    DataFusion would answer otherwise than PostgreSQL (`INTERSECT ALL`), rewrites PostgreSQL forms
+//!    DataFusion lacks (`analytic::rewrite`), plans it over the same store, its table reads again key-value
+//!    scans, and rounds floats where PostgreSQL rounds them (`analytic::floats`). EXPLAIN prints every one
+//!    of these decisions.
 //! 4. A prepared statement keeps its route and plan; it is planned again only when DDL changed the catalog.
 //! 5. [`Session::execute`] binds parameters and runs the plan: transaction control in the session itself,
 //!    each other kind of statement in a module of its own under [`session`] (DML, DDL, COPY, settings,

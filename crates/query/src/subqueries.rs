@@ -83,7 +83,10 @@ fn replacement(e: &Expr, run: &mut impl FnMut(&Query) -> Result<(Vec<OutputColum
             let (ty, rows) = rows_of(q)?;
             one_column(&rows)?;
             if rows.len() > 1 {
-                return Err(QueryError::CardinalityViolation("more than one row returned by a subquery used as an expression".into()));
+                // An error only where a row needs the value, as in PostgreSQL: `UPDATE ... SET c = (two rows)
+                // WHERE false` updates nothing and succeeds.
+                let typed_null = format!("{}(CAST(NULL AS {ty}))", crate::expr::MORE_THAN_ONE_ROW);
+                return Ok(Some(Parser::new(&PostgreSqlDialect {}).try_with_sql(&typed_null)?.parse_expr()?));
             }
             rows.first().map_or(Ok(Expr::Value(ast::Value::Null.into())), |r| literal(&r[0], ty))?
         }

@@ -17,12 +17,16 @@
 
 pub mod arrow;
 pub mod catalog;
+mod errors;
+mod floats;
 mod limits;
 pub mod provider;
 mod rewrite;
 pub(crate) mod single_row;
 mod stop;
 mod uuid;
+
+pub use errors::map_err;
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +70,8 @@ pub trait Source: Catalog + Send + Sync {
 /// DataFusion, set up once per database.
 pub struct Analytics {
     ctx: SessionContext,
+    /// Rounding to even, which the plan puts where PostgreSQL rounds a float (`floats`).
+    rint: Arc<ScalarUDF>,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
     rewriter: rewrite::Rewriter,
@@ -114,10 +120,18 @@ pub struct SessionInfo {
 
 impl Analytics {
     pub fn new(db: Weak<dyn Source>, memory: Arc<crate::memory::ServerMemory>) -> Result<Analytics> {
-        let config = SessionConfig::new()
+        let mut config = SessionConfig::new()
             .with_default_catalog_and_schema(CATALOG, "public")
             .with_information_schema(false)
             .with_target_partitions(2);
+        // DataFusion's planners disagree on the nullability of some expressions (a CASE over non-NULL
+        // columns under DISTINCT or GROUP BY is non-NULL to the logical planner, nullable to the physical
+        // one), and this check then fails the statement with an internal error. Nullability is not used to
+        // compute anything; the option exists to work around such planner bugs.
+        config.options_mut().execution.skip_physical_aggregate_schema_check = true;
+        // `4.0` and `1e3` are numeric constants in PostgreSQL, not double precision: `a / 4.0` is exact, and
+        // `(a / 4.0)::int` rounds 0.5 up as numeric does (a double's 0.5 rounds to even).
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
         let ctx = SessionContext::new_with_config(config);
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
         catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
@@ -149,7 +163,8 @@ impl Analytics {
             .enable_all()
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
-        Ok(Analytics { ctx, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory })
+        let rint = Arc::new(ScalarUDF::new_from_impl(floats::Rint::new()));
+        Ok(Analytics { ctx, rint, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory })
     }
 
     /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
@@ -214,12 +229,16 @@ impl Analytics {
     /// Plans one statement, as the session parsed it: the workspace's sqlparser is DataFusion's, so the
     /// statement is handed over as it is, never printed and parsed again.
     pub fn plan(&self, stmt: &Statement, read: ReadCtx, info: &SessionInfo) -> Result<AnalyticPlan> {
+        if let Some(refusal) = rewrite::refusal(stmt) {
+            return Err(QueryError::NotSupported(refusal));
+        }
         let stmt = self.rewriter.rewrite(stmt.clone());
         let interrupt = read.interrupt.clone();
         let state = self.state(read, info, None)?;
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
+        let plan = floats::round_as_postgres(plan, &self.rint).map_err(map_err)?;
         let columns =
             plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
         let types: Vec<(usize, Option<DataType>)> = plan
@@ -429,93 +448,6 @@ impl Iterator for AnalyticRows {
                     }
                 }
             }
-        }
-    }
-}
-
-/// DataFusion's error as the PostgreSQL error it is.
-pub fn map_err(e: DataFusionError) -> QueryError {
-    let root = e.find_root();
-    match root {
-        DataFusionError::External(inner) => {
-            if let Some(q) = inner.downcast_ref::<QueryError>() {
-                return q.clone();
-            }
-            QueryError::Internal(inner.to_string())
-        }
-        DataFusionError::Shared(inner) => map_err(inner.as_ref().clone_shallow()),
-        DataFusionError::SQL(pe, _) => QueryError::Syntax(pe.to_string()),
-        DataFusionError::NotImplemented(m) => QueryError::NotSupported(m.clone()),
-        DataFusionError::SchemaError(se, _) => {
-            use datafusion::common::SchemaError;
-            match se.as_ref() {
-                SchemaError::FieldNotFound { field, .. } => QueryError::UndefinedColumn(field.name.clone()),
-                SchemaError::AmbiguousReference { field } => QueryError::AmbiguousColumn(field.name.clone()),
-                other => QueryError::Engine { sqlstate: "42P10", message: other.to_string() },
-            }
-        }
-        DataFusionError::ArrowError(ae, _) => {
-            use datafusion::arrow::error::ArrowError;
-            match ae.as_ref() {
-                ArrowError::DivideByZero => QueryError::DivisionByZero,
-                ArrowError::CastError(m) | ArrowError::ParseError(m) => QueryError::InvalidText(m.clone()),
-                ArrowError::ArithmeticOverflow(m) => QueryError::NumericOutOfRange(m.clone()),
-                ArrowError::ComputeError(m) if m.to_lowercase().contains("overflow") => QueryError::NumericOutOfRange(m.clone()),
-                other => QueryError::Engine { sqlstate: "22000", message: other.to_string() },
-            }
-        }
-        DataFusionError::Plan(m) => classify_plan_error(m),
-        DataFusionError::Execution(m) => {
-            let l = m.to_lowercase();
-            if l.contains("divide by zero") || l.contains("division by zero") {
-                QueryError::DivisionByZero
-            } else if l.contains("overflow") {
-                QueryError::NumericOutOfRange(m.clone())
-            } else if l.contains("cast") || l.contains("parse") {
-                QueryError::InvalidText(m.clone())
-            } else {
-                QueryError::Engine { sqlstate: "22000", message: m.clone() }
-            }
-        }
-        DataFusionError::ResourcesExhausted(m) => QueryError::Engine { sqlstate: "53200", message: m.clone() },
-        other => QueryError::Internal(other.message().to_string()),
-    }
-}
-
-fn classify_plan_error(m: &str) -> QueryError {
-    let l = m.to_lowercase();
-    if let Some(rest) = m.strip_prefix("table '").and_then(|r| r.split_once("' not found")) {
-        let name = rest.0.rsplit('.').next().unwrap_or(rest.0);
-        return QueryError::UndefinedTable(name.to_string());
-    }
-    // "Invalid function 'f'.\nDid you mean 'g'?": worded as PostgreSQL words it.
-    if let Some((name, _)) = m.strip_prefix("Invalid function '").and_then(|r| r.split_once('\'')) {
-        return QueryError::UndefinedFunction(name.to_string());
-    }
-    if l.contains("invalid function") || (l.contains("function") && l.contains("not found")) {
-        return QueryError::Engine { sqlstate: "42883", message: m.to_string() };
-    }
-    if l.contains("coerc") || l.contains("cannot infer") || l.contains("type") && l.contains("mismatch") {
-        return QueryError::Engine { sqlstate: "42804", message: m.to_string() };
-    }
-    if l.contains("group by") || l.contains("aggregate") {
-        return QueryError::Engine { sqlstate: "42803", message: m.to_string() };
-    }
-    QueryError::Engine { sqlstate: "42601", message: m.to_string() }
-}
-
-trait CloneShallow {
-    fn clone_shallow(&self) -> DataFusionError;
-}
-
-impl CloneShallow for DataFusionError {
-    /// A shared error as an owned one with the same message and kind where it matters for SQLSTATEs.
-    fn clone_shallow(&self) -> DataFusionError {
-        match self {
-            DataFusionError::Plan(m) => DataFusionError::Plan(m.clone()),
-            DataFusionError::Execution(m) => DataFusionError::Execution(m.clone()),
-            DataFusionError::NotImplemented(m) => DataFusionError::NotImplemented(m.clone()),
-            other => DataFusionError::Internal(other.message().to_string()),
         }
     }
 }

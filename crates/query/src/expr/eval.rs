@@ -52,7 +52,7 @@ impl Expr {
                 Func::CurrentDate => Date,
                 Func::GenRandomUuid => Uuid,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
-                Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least => {
+                Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least | Func::MoreThanOneRow => {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
                 }
             },
@@ -75,7 +75,8 @@ impl Expr {
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             // Volatile functions take a new value each time: never folded once for all rows.
             Expr::Func { func, args } => {
-                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid) && args.iter().all(|a| a.is_constant())
+                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid | Func::MoreThanOneRow)
+                    && args.iter().all(|a| a.is_constant())
             }
             _ => false,
         }

@@ -7,6 +7,9 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
     let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.to_pg_text(args[i].ty())) };
     let null_in = vals.iter().any(|v| v.is_null());
     Ok(match func {
+        MoreThanOneRow => {
+            return Err(QueryError::CardinalityViolation("more than one row returned by a subquery used as an expression".into()))
+        }
         Coalesce => vals.into_iter().find(|v| !v.is_null()).unwrap_or(Datum::Null),
         NullIf => {
             if vals[0].sql_cmp(&vals[1]) == Some(std::cmp::Ordering::Equal) {
@@ -44,7 +47,8 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
         _ if null_in => Datum::Null,
         Lower => Datum::Text(text(0).unwrap_or_default().to_lowercase()),
         Upper => Datum::Text(text(0).unwrap_or_default().to_uppercase()),
-        Md5 => Datum::Text(format!("{:x}", md5_digest(text(0).unwrap_or_default().as_bytes()))),
+        // 32 hex digits, leading zeros included.
+        Md5 => Datum::Text(format!("{:032x}", md5_digest(text(0).unwrap_or_default().as_bytes()))),
         Length => Datum::Int(match &vals[0] {
             Datum::Bytes(b) => b.len() as i64,
             _ => text(0).unwrap_or_default().chars().count() as i64,
@@ -73,9 +77,15 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
             match &vals[0] {
                 Datum::Int(i) => Datum::Int(*i),
                 Datum::Float(f) => {
-                    let m = 10f64.powi(digits as i32);
+                    if func == Round && vals.len() > 1 {
+                        return Err(QueryError::UndefinedFunction(
+                            "round(double precision, integer) does not exist; cast the value to numeric to round it to decimal places"
+                                .into(),
+                        ));
+                    }
                     Datum::Float(match func {
-                        Round => (f * m).round() / m,
+                        // PostgreSQL's round(double precision) is rint: ties to even, round(0.5) is 0.
+                        Round => f.round_ties_even(),
                         Floor => f.floor(),
                         _ => f.ceil(),
                     })

@@ -111,7 +111,13 @@ pub enum Func {
     Least,
     Md5,
     GenRandomUuid,
+    /// Where a scalar subquery of an UPDATE or DELETE found more than one row (`crate::subqueries`): 21000
+    /// once evaluated, as PostgreSQL raises it only when a row needs the value. Its argument types it.
+    MoreThanOneRow,
 }
+
+/// [`Func::MoreThanOneRow`]'s name.
+pub const MORE_THAN_ONE_ROW: &str = "tabula_more_than_one_row";
 
 impl Func {
     fn lookup(name: &str) -> Option<Func> {
@@ -139,6 +145,7 @@ impl Func {
             "least" => Least,
             "md5" => Md5,
             "gen_random_uuid" => GenRandomUuid,
+            MORE_THAN_ONE_ROW => MoreThanOneRow,
             _ => return None,
         })
     }
@@ -168,6 +175,7 @@ impl Func {
             Least => "least",
             Md5 => "md5",
             GenRandomUuid => "gen_random_uuid",
+            MoreThanOneRow => MORE_THAN_ONE_ROW,
         }
     }
 }

@@ -171,6 +171,12 @@ impl Planner<'_> {
                         }
                         e => self.binder(&scope).bind(e)?,
                     };
+                    // NULLs sort last ascending and first descending, as PostgreSQL's default; the other
+                    // placement is the analytic route's (a key column is never NULL, so for it either is).
+                    let key_column = matches!(&e, Expr::Column { index, .. } if table.pk.contains(index));
+                    if item.options.nulls_first.is_some_and(|first| first == asc) && !key_column {
+                        return Err(QueryError::Analytic("NULLS FIRST or LAST against the direction's default".into()));
+                    }
                     order.push((e, asc));
                 }
             } else {

@@ -6,16 +6,16 @@
 //! `CurrentUserVariableToSessionUserFunctionCall` makes `current_user` the session's user even after
 //! `SET ROLE`: both wrong answers. Added here:
 //! - `ARRAY(SELECT e FROM ... ORDER BY o)` becomes `(SELECT array_agg(e ORDER BY o) FROM ...)`.
-//! - A correlated scalar subquery that does not aggregate, `(SELECT e FROM ... WHERE ...)`, becomes
-//!   `(SELECT max(e) FROM ... WHERE ...)`: the same value whenever PostgreSQL would return one (at most
-//!   one row), in the aggregated form DataFusion decorrelates into a join.
+//! - A scalar subquery that does not aggregate, `(SELECT e FROM ... WHERE ...)`, counts its rows in an
+//!   aggregate, the form DataFusion decorrelates into a join, and a check where it is used gives its value
+//!   or 21000 for more than one row (`analytic::single_row`).
 //! - DataFusion decorrelates only equalities between inner and outer columns. In a correlated subquery,
 //!   conditions on outer columns alone move out (`CASE WHEN cond THEN (subquery) END`), and an outer
 //!   column equated to an inner expression is replaced by that expression in the other conditions.
 //! - A SELECT over a relation Tabula never fills (pg_policy, pg_publication, ...) returns no rows, so the
 //!   subqueries in its select list are never evaluated: they become NULL, sparing DataFusion plans it
 //!   cannot make for them.
-//! - Unaliased select-list expressions that print alike (`NULL, NULL`) get distinct aliases: PostgreSQL
+//! - Unaliased select-list expressions that print alike (`NULL, NULL`; casts of one value, `x::int, x::bigint`) get distinct aliases: PostgreSQL
 //!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
 //! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
 //!   PostgreSQL resolves the unknown literal to the parameter's oid type.
@@ -29,6 +29,7 @@
 //! - `col::regtype` and `col::regclass` of an OID column print a name, as in PostgreSQL
 //!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
+//! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -40,8 +41,8 @@ mod subqueries;
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
-    Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, ValueWithSpan,
-    VisitMut, VisitorMut,
+    Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor,
+    Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use subqueries::*;
 
@@ -86,6 +87,7 @@ impl Rewriter {
             like_escape(e);
             float_text_cast(e);
             generate_subscripts(e);
+            math_functions(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));
             }
@@ -113,6 +115,67 @@ impl Rewriter {
         });
         s
     }
+}
+
+/// PostgreSQL's math functions that DataFusion has under other names or as operators.
+fn math_functions(e: &mut Expr) {
+    let Expr::Function(f) = e else { return };
+    if f.name.0.len() != 1 {
+        return;
+    }
+    let name = f.name.0[0].to_string().to_lowercase();
+    let FunctionArguments::List(list) = &f.args else { return };
+    let args: Vec<Expr> = list
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x.clone()),
+            _ => None,
+        })
+        .collect();
+    if args.len() != list.args.len() || !list.clauses.is_empty() || f.over.is_some() || f.filter.is_some() {
+        return;
+    }
+    match (name.as_str(), args.as_slice()) {
+        ("mod", [a, b]) => {
+            *e =
+                Expr::Nested(Box::new(Expr::BinaryOp { left: Box::new(a.clone()), op: BinaryOperator::Modulo, right: Box::new(b.clone()) }))
+        }
+        ("sign", [x]) => *e = call("signum", vec![x.clone()], vec![]),
+        _ => {}
+    }
+}
+
+/// What DataFusion would answer differently from PostgreSQL, to be refused (0A000) before it is planned.
+/// `INTERSECT ALL` and `EXCEPT ALL` keep each left row that has a match (or none) on the right, where
+/// PostgreSQL pairs duplicates off: `{0, 0, 0} INTERSECT ALL {0, 0}` is two rows, DataFusion gives three.
+pub fn refusal(s: &Statement) -> Option<String> {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Find(Option<String>);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            fn set_ops(body: &SetExpr, found: &mut Option<String>) {
+                if let SetExpr::SetOperation { op, set_quantifier, left, right } = body {
+                    if matches!(op, SetOperator::Intersect | SetOperator::Except | SetOperator::Minus)
+                        && matches!(set_quantifier, SetQuantifier::All)
+                    {
+                        *found = Some(format!("{op} ALL is not supported (duplicates are not paired off as in PostgreSQL)"));
+                    }
+                    set_ops(left, found);
+                    set_ops(right, found);
+                }
+            }
+            set_ops(q.body.as_ref(), &mut self.0);
+            if self.0.is_some() {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find(None);
+    let _ = Visit::visit(s, &mut find);
+    find.0
 }
 
 /// `name(args [ORDER BY ...])` as an AST node.
@@ -190,7 +253,12 @@ fn unique_names(select: &mut Select) {
         if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
             continue;
         }
-        if !seen.insert(e.to_string()) {
+        // DataFusion names a cast after what it casts: `x::bigint, x::integer` would both be `x`.
+        let mut named: &Expr = e;
+        while let Expr::Cast { expr, .. } | Expr::Nested(expr) = named {
+            named = expr;
+        }
+        if !seen.insert(named.to_string()) {
             *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
         }
     }

@@ -1,0 +1,171 @@
+//! Floating point values rounded as PostgreSQL rounds them: to the nearest integer, ties to even (C's
+//! `rint`), when a `double precision` or `real` is cast to an integer type or given to one-argument
+//! `round`. PostgreSQL gives 2 for `1.5::float8::int`, 2 for `2.5::float8::int` and 0 for
+//! `round(0.5::float8)`; DataFusion's cast truncates (1, 2, and `999.5` to 999) and its `round` takes ties
+//! away from zero (1). `round(numeric)` takes ties away from zero in both, and is left alone.
+//! `round(double precision, n)` does not exist in PostgreSQL (42883): only a numeric is rounded to places.
+//!
+//! A `numeric` cast to an integer type rounds too, ties away from zero (`2.5::numeric::int` is 3), where
+//! DataFusion's cast of its decimals truncates (2).
+//!
+//! The plan is rewritten once it is built: each such cast or call gets [`Rint`] around its argument. Names
+//! are kept, so a column is still called what PostgreSQL calls it.
+
+use std::sync::Arc;
+
+use crate::error::QueryError;
+use datafusion::arrow::array::{ArrayRef, AsArray};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float32Type, Float64Type};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::DFSchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{
+    Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TryCast, Volatility,
+};
+
+/// Rounds to the nearest integer, keeping the type: a float's ties to even, a decimal's away from zero.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Rint {
+    signature: Signature,
+}
+
+impl Rint {
+    pub fn new() -> Self {
+        Rint { signature: Signature::any(1, Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for Rint {
+    fn name(&self) -> &str {
+        "tabula_rint"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let values = args.args[0].clone().into_array(args.number_rows)?;
+        let out: ArrayRef = match values.data_type() {
+            DataType::Float64 => Arc::new(values.as_primitive::<Float64Type>().unary::<_, Float64Type>(f64::round_ties_even)),
+            DataType::Float32 => Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float32Type>(f32::round_ties_even)),
+            DataType::Decimal128(precision, scale) if *scale > 0 => {
+                let unit = 10i128.pow(*scale as u32);
+                let rounded = values.as_primitive::<Decimal128Type>().unary::<_, Decimal128Type>(|v| {
+                    let (whole, part) = (v / unit, v % unit);
+                    let up = part.abs() * 2 >= unit;
+                    (whole + if up { v.signum() } else { 0 }) * unit
+                });
+                Arc::new(rounded.with_precision_and_scale(*precision, *scale)?)
+            }
+            other => return Err(DataFusionError::Internal(format!("tabula_rint of {other}"))),
+        };
+        Ok(ColumnarValue::Array(out))
+    }
+}
+
+/// The plan with PostgreSQL's rounding of floats where DataFusion's differs (the module's doc).
+pub fn round_as_postgres(plan: LogicalPlan, rint: &Arc<ScalarUDF>) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| {
+        // Expressions are typed by the node's input; a join's, by both sides, which its output holds.
+        let schema: DFSchemaRef = match node.inputs().as_slice() {
+            [one] => Arc::clone(one.schema()),
+            _ => Arc::clone(node.schema()),
+        };
+        let names = NamePreserver::new(&node);
+        let rewritten = node.map_expressions(|e| {
+            let saved = names.save(&e);
+            let out = e.transform_up(|e| rewrite(e, &schema, rint))?;
+            Ok(if out.transformed { Transformed::yes(saved.restore(out.data)) } else { out })
+        })?;
+        if rewritten.transformed {
+            Ok(Transformed::yes(rewritten.data.recompute_schema()?))
+        } else {
+            Ok(rewritten)
+        }
+    })
+    .map(|t| t.data)
+}
+
+fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Transformed<Expr>> {
+    // A type that cannot be told here (an outer column, an untyped parameter) is not a float's.
+    let is_float = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Float64 | DataType::Float32));
+    let is_fraction = |x: &Expr| match x.get_type(schema.as_ref()) {
+        Ok(DataType::Float64 | DataType::Float32) => true,
+        Ok(DataType::Decimal128(_, scale)) => scale > 0,
+        _ => false,
+    };
+    let rounded = |x: Expr| Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(rint), vec![x]));
+    Ok(match e {
+        Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() && is_fraction(&expr) => {
+            Transformed::yes(Expr::Cast(Cast { expr: Box::new(rounded(*expr)), field }))
+        }
+        Expr::TryCast(TryCast { expr, field }) if field.data_type().is_integer() && is_fraction(&expr) => {
+            Transformed::yes(Expr::TryCast(TryCast { expr: Box::new(rounded(*expr)), field }))
+        }
+        Expr::ScalarFunction(f) if f.func.name() == "round" && f.args.len() == 1 && is_float(&f.args[0]) => {
+            let mut args = f.args;
+            Transformed::yes(rounded(args.remove(0)))
+        }
+        // PostgreSQL rounds to decimal places only a numeric.
+        Expr::ScalarFunction(f) if f.func.name() == "round" && f.args.len() == 2 && is_float(&f.args[0]) => {
+            return Err(DataFusionError::External(Box::new(QueryError::UndefinedFunction(
+                "round(double precision, integer) does not exist; cast the value to numeric to round it to decimal places".into(),
+            ))))
+        }
+        other => Transformed::no(other),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Float64Array;
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::config::ConfigOptions;
+
+    #[test]
+    fn ties_go_to_the_even_integer() {
+        let values: ArrayRef =
+            Arc::new(Float64Array::from(vec![Some(0.5), Some(1.5), Some(2.5), Some(-0.5), Some(999.5), None, Some(1.4)]));
+        let out = Rint::new()
+            .invoke_with_args(ScalarFunctionArgs {
+                args: vec![ColumnarValue::Array(values)],
+                arg_fields: vec![Arc::new(Field::new("x", DataType::Float64, true))],
+                number_rows: 7,
+                return_field: Arc::new(Field::new("x", DataType::Float64, true)),
+                config_options: Arc::new(ConfigOptions::default()),
+            })
+            .unwrap()
+            .into_array(7)
+            .unwrap();
+        let out: Vec<Option<f64>> = out.as_primitive::<Float64Type>().iter().collect();
+        assert_eq!(out, vec![Some(0.0), Some(2.0), Some(2.0), Some(-0.0), Some(1000.0), None, Some(1.0)]);
+    }
+
+    #[test]
+    fn a_decimal_rounds_ties_away_from_zero() {
+        use datafusion::arrow::array::Decimal128Array;
+        // 2.5, -2.5, 2.49, -0.5, 7 at scale 2.
+        let values = Decimal128Array::from(vec![250, -250, 249, -50, 700]).with_precision_and_scale(10, 2).unwrap();
+        let out = Rint::new()
+            .invoke_with_args(ScalarFunctionArgs {
+                args: vec![ColumnarValue::Array(Arc::new(values))],
+                arg_fields: vec![Arc::new(Field::new("x", DataType::Decimal128(10, 2), true))],
+                number_rows: 5,
+                return_field: Arc::new(Field::new("x", DataType::Decimal128(10, 2), true)),
+                config_options: Arc::new(ConfigOptions::default()),
+            })
+            .unwrap()
+            .into_array(5)
+            .unwrap();
+        let out: Vec<i128> = out.as_primitive::<Decimal128Type>().values().to_vec();
+        assert_eq!(out, vec![300, -300, 200, -100, 700]);
+    }
+}
