@@ -146,14 +146,33 @@ fn math_functions(e: &mut Expr) {
     }
 }
 
-/// What DataFusion would answer differently from PostgreSQL, to be refused (0A000) before it is planned.
-/// `INTERSECT ALL` and `EXCEPT ALL` keep each left row that has a match (or none) on the right, where
-/// PostgreSQL pairs duplicates off: `{0, 0, 0} INTERSECT ALL {0, 0}` is two rows, DataFusion gives three.
+/// What the analytic route would answer differently from PostgreSQL or from the key-value route, to be
+/// refused (0A000) before it is planned:
+/// - `INTERSECT ALL` and `EXCEPT ALL` keep each left row that has a match (or none) on the right, where
+///   PostgreSQL pairs duplicates off: `{0, 0, 0} INTERSECT ALL {0, 0}` is two rows, DataFusion gives three.
+/// - A table's versions (`t(latest_n => 3)`, `t(as_of => ms)`) are read by the key-value route only; here
+///   they would fail as an unknown function (42883) or a syntax error.
 pub fn refusal(s: &Statement) -> Option<String> {
     use sqlparser::ast::{Visit, Visitor};
     struct Find(Option<String>);
     impl Visitor for Find {
         type Break = ();
+        fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+            let TableFactor::Table { name, args: Some(args), .. } = f else { return ControlFlow::Continue(()) };
+            let history = args.args.iter().any(|a| match a {
+                FunctionArg::Named { name, .. } => HISTORY_ARGS.contains(&name.value.to_lowercase().as_str()),
+                FunctionArg::ExprNamed { name: Expr::Identifier(name), .. } => HISTORY_ARGS.contains(&name.value.to_lowercase().as_str()),
+                _ => false,
+            });
+            if history {
+                self.0 = Some(format!(
+                    "reading the versions of {name} is supported in a SELECT of that table alone, not with aggregates, \
+                     joins, subqueries, set operations or CTEs"
+                ));
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
         fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
             fn set_ops(body: &SetExpr, found: &mut Option<String>) {
                 if let SetExpr::SetOperation { op, set_quantifier, left, right } = body {
@@ -177,6 +196,9 @@ pub fn refusal(s: &Statement) -> Option<String> {
     let _ = Visit::visit(s, &mut find);
     find.0
 }
+
+/// The named arguments of a history read, `t(latest_n => 3)`.
+const HISTORY_ARGS: &[&str] = &["latest_n", "after_or_equal", "before", "as_of"];
 
 /// `name(args [ORDER BY ...])` as an AST node.
 fn call(name: &str, args: Vec<Expr>, order_by: Vec<sqlparser::ast::OrderByExpr>) -> Expr {
