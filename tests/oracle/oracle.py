@@ -30,6 +30,8 @@ DIFFERENCES = {
     "min and max of boolean": "PostgreSQL has none (42883); Tabula's analytic engine has: not generated",
     "numeric display scale": "a numeric computed by the analytic engine prints fewer trailing zeros (0.5000 for "
                              "PostgreSQL's 0.50000000000000000000): values are compared as numbers",
+    "decimal constants": "4.0 and 1e3 are numeric in PostgreSQL, double precision on Tabula's analytic route (its "
+                         "decimals divide to 4 places): constants with a fraction are cast to say which",
     "stricter types": "PostgreSQL has no date + bigint (42883), Tabula adds them: day counts are cast to integer",
 }
 
@@ -245,7 +247,9 @@ class Gen:
 
     def functions(self):
         """Numeric, text, date and conditional functions both engines have, over columns and constants."""
-        c = self.r.choice(["c", "c * 3", "(c - 0.5)", "(a / 4.0)"])
+        # A constant like 4.0 is numeric in PostgreSQL and double precision on Tabula's analytic route
+        # (DIFFERENCES): the generator says which it means.
+        c = self.r.choice(["c", "c * 3", "(c - 0.5)", "(a / 4.0::double precision)", "(a / 4.0::numeric)"])
         n = self.r.choice(["a", "e", "k"])
         t = self.r.choice(["b", "upper(b)", "'x,y,z'"])
         items = self.r.sample([

@@ -15,7 +15,7 @@
 //!    `prepare_analytic` hands the parsed statement to [`analytic::Analytics::plan`], which refuses what
 //!    DataFusion would answer otherwise than PostgreSQL (`INTERSECT ALL`), rewrites PostgreSQL forms
 //!    DataFusion lacks (`analytic::rewrite`), plans it over the same store, its table reads again key-value
-//!    scans, and rounds floats where PostgreSQL rounds them (`analytic::floats`). EXPLAIN prints every one
+//!    scans, and rounds floats where PostgreSQL rounds them (`analytic::numbers`). EXPLAIN prints every one
 //!    of these decisions.
 //! 4. A prepared statement keeps its route and plan; it is planned again only when DDL changed the catalog.
 //! 5. [`Session::execute`] binds parameters and runs the plan: transaction control in the session itself,

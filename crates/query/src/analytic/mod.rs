@@ -18,8 +18,8 @@
 pub mod arrow;
 pub mod catalog;
 mod errors;
-mod floats;
 mod limits;
+mod numbers;
 pub mod provider;
 mod rewrite;
 pub(crate) mod single_row;
@@ -70,7 +70,7 @@ pub trait Source: Catalog + Send + Sync {
 /// DataFusion, set up once per database.
 pub struct Analytics {
     ctx: SessionContext,
-    /// Rounding to even, which the plan puts where PostgreSQL rounds a float (`floats`).
+    /// Rounding to even, which the plan puts where PostgreSQL rounds a float (`numbers`).
     rint: Arc<ScalarUDF>,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -129,9 +129,6 @@ impl Analytics {
         // one), and this check then fails the statement with an internal error. Nullability is not used to
         // compute anything; the option exists to work around such planner bugs.
         config.options_mut().execution.skip_physical_aggregate_schema_check = true;
-        // `4.0` and `1e3` are numeric constants in PostgreSQL, not double precision: `a / 4.0` is exact, and
-        // `(a / 4.0)::int` rounds 0.5 up as numeric does (a double's 0.5 rounds to even).
-        config.options_mut().sql_parser.parse_float_as_decimal = true;
         let ctx = SessionContext::new_with_config(config);
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
         catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
@@ -163,7 +160,7 @@ impl Analytics {
             .enable_all()
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
-        let rint = Arc::new(ScalarUDF::new_from_impl(floats::Rint::new()));
+        let rint = Arc::new(ScalarUDF::new_from_impl(numbers::Rint::new()));
         Ok(Analytics { ctx, rint, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory })
     }
 
@@ -238,7 +235,7 @@ impl Analytics {
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
-        let plan = floats::round_as_postgres(plan, &self.rint).map_err(map_err)?;
+        let plan = numbers::as_postgres(plan, &self.rint).map_err(map_err)?;
         let columns =
             plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
         let types: Vec<(usize, Option<DataType>)> = plan

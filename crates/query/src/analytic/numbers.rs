@@ -1,4 +1,6 @@
-//! Floating point values rounded as PostgreSQL rounds them: to the nearest integer, ties to even (C's
+//! Numbers rounded as PostgreSQL rounds them, where DataFusion's planner differs.
+//!
+//! Floating point values are rounded to the nearest integer, ties to even (C's
 //! `rint`), when a `double precision` or `real` is cast to an integer type or given to one-argument
 //! `round`. PostgreSQL gives 2 for `1.5::float8::int`, 2 for `2.5::float8::int` and 0 for
 //! `round(0.5::float8)`; DataFusion's cast truncates (1, 2, and `999.5` to 999) and its `round` takes ties
@@ -70,8 +72,8 @@ impl ScalarUDFImpl for Rint {
     }
 }
 
-/// The plan with PostgreSQL's rounding of floats where DataFusion's differs (the module's doc).
-pub fn round_as_postgres(plan: LogicalPlan, rint: &Arc<ScalarUDF>) -> Result<LogicalPlan> {
+/// The plan with PostgreSQL's numbers where DataFusion's differ (the module's doc).
+pub fn as_postgres(plan: LogicalPlan, rint: &Arc<ScalarUDF>) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
         // Expressions are typed by the node's input; a join's, by both sides, which its output holds.
         let schema: DFSchemaRef = match node.inputs().as_slice() {
