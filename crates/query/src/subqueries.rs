@@ -3,7 +3,8 @@
 //! The key-value planner binds no subquery. Here each one is run first, at every execution of the
 //! statement, by whichever engine takes it (inside the statement's transaction, so it sees that
 //! transaction's writes), and written into the statement as constants: a scalar, an IN list, true or
-//! false. Only uncorrelated subqueries can run on their own: one that names a column of the outer statement
+//! false. A scalar subquery that found more than one row becomes a call that raises 21000 where it is
+//! evaluated ([`crate::expr::Func::MoreThanOneRow`]), so a statement that needs no row's value succeeds. Only uncorrelated subqueries can run on their own: one that names a column of the outer statement
 //! fails to plan, which is reported as not supported (0A000) rather than as the missing column.
 
 use std::ops::ControlFlow;
