@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tabula_kv::{Batch, CompactionFilter, CompactionFilterFactory, Cursor, Decision, Engine, Read, SortedFile, Space, Transaction};
 
 use crate::catalog::{self, TableDef, TableOptions};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::ops::*;
@@ -18,59 +18,6 @@ use crate::partition::{self, Partition, PartitionInfo};
 use crate::row::{self, ReadFilter, StoredRow, VersionRules};
 use crate::runs;
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
-
-/// How commits reach the disk. Either way a committed write survives the process being killed; `Sync`
-/// also survives the machine losing power at once, `Group` within `interval`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Durability {
-    /// fsync the write-ahead log before every commit returns (concurrent commits share one fsync).
-    Sync,
-    /// Commits return once in the OS; a background thread fsyncs the log every `interval`.
-    Group { interval: Duration },
-}
-
-#[derive(Clone)]
-pub struct StoreConfig {
-    pub durability: Durability,
-    pub clock: Arc<dyn Clock>,
-    /// A partition larger than this splits.
-    pub split_bytes: i64,
-    /// A partition taking more writes per second than this splits.
-    pub split_write_rate: f64,
-    /// Two neighbours smaller than this together, and idle, merge.
-    pub merge_bytes: i64,
-    /// Operations per second below which a partition counts as idle.
-    pub idle_rate: f64,
-    /// How often the maintenance thread looks at partitions (`None`: only when asked).
-    pub maintenance_interval: Option<Duration>,
-    /// Default byte budget of one `get_range` call.
-    pub scan_budget_bytes: usize,
-    /// Bytes of rows a bulk load holds in memory before it spills them, sorted, to a file.
-    pub bulk_spill_bytes: usize,
-    /// Bulk loads of at least this many bytes are written as table files and ingested, not as a write batch.
-    pub bulk_ingest_bytes: usize,
-    /// Rows of a streamed bulk load per table file: a file's filter holds a hash of each of its keys (8 bytes)
-    /// until the file is finished, so one file for a load of 100M rows would hold 800 MB of them.
-    pub bulk_file_rows: u64,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            durability: Durability::Sync,
-            clock: Arc::new(SystemClock),
-            split_bytes: 256 << 20,
-            split_write_rate: 20_000.0,
-            merge_bytes: 32 << 20,
-            idle_rate: 10.0,
-            maintenance_interval: Some(Duration::from_secs(1)),
-            scan_budget_bytes: 4 << 20,
-            bulk_spill_bytes: 64 << 20,
-            bulk_ingest_bytes: 16 << 20,
-            bulk_file_rows: 4 << 20,
-        }
-    }
-}
 
 pub(crate) struct Inner {
     kv: Arc<dyn Engine>,
@@ -546,12 +493,14 @@ impl Access for Store {
 }
 
 mod bulk;
+mod config;
 mod inner;
 mod table;
 mod txn;
 mod write;
 
 pub use bulk::{BulkError, BulkLoad};
+pub use config::{Durability, StoreConfig};
 use table::{add_delta, Delta, Table};
 pub use txn::{ReadView, Txn};
 use write::WriteCtx;

@@ -117,6 +117,16 @@ impl Rewriter {
     }
 }
 
+/// A call's arguments when every one is a plain unnamed expression.
+fn unnamed_args(args: &[FunctionArg]) -> Option<Vec<Expr>> {
+    args.iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// PostgreSQL's math functions that DataFusion has under other names or as operators.
 fn math_functions(e: &mut Expr) {
     let Expr::Function(f) = e else { return };
@@ -125,15 +135,8 @@ fn math_functions(e: &mut Expr) {
     }
     let name = f.name.0[0].to_string().to_lowercase();
     let FunctionArguments::List(list) = &f.args else { return };
-    let args: Vec<Expr> = list
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x.clone()),
-            _ => None,
-        })
-        .collect();
-    if args.len() != list.args.len() || !list.clauses.is_empty() || f.over.is_some() || f.filter.is_some() {
+    let Some(args) = unnamed_args(&list.args) else { return };
+    if !list.clauses.is_empty() || f.over.is_some() || f.filter.is_some() {
         return;
     }
     match (name.as_str(), args.as_slice()) {
@@ -411,13 +414,7 @@ fn template(sql: &str, args: &[Expr]) -> Option<Expr> {
 
 fn function_args(f: &Function) -> Option<Vec<Expr>> {
     let FunctionArguments::List(l) = &f.args else { return None };
-    l.args
-        .iter()
-        .map(|a| match a {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-            _ => None,
-        })
-        .collect()
+    unnamed_args(&l.args)
 }
 
 fn generate_subscripts(e: &mut Expr) {
@@ -447,15 +444,7 @@ impl VisitorMut for FunctionsInFrom {
         let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
         // `[pg_catalog.]unnest(a) x`: DataFusion's UNNEST relation, whose column the alias names.
         if fname == "unnest" {
-            let array_exprs: Option<Vec<Expr>> = args
-                .args
-                .iter()
-                .map(|a| match a {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect();
-            if let Some(array_exprs) = array_exprs {
+            if let Some(array_exprs) = unnamed_args(&args.args) {
                 let mut alias = alias.clone();
                 if let Some(a) = alias.as_mut().filter(|a| a.columns.is_empty()) {
                     a.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
