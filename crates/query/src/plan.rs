@@ -204,6 +204,11 @@ pub enum Plan {
     },
     Begin,
     Commit,
+    /// `LOCK TABLE ... IN ACCESS SHARE MODE` (pg_dump's): Tabula's reads take no locks and are never
+    /// blocked, so the table's existence (and SELECT privilege) is all there is to check.
+    LockShared {
+        names: Vec<String>,
+    },
     /// `DEALLOCATE name | ALL`: the named statements live in the protocol layer, which drops them.
     Deallocate(Option<String>),
     /// `DECLARE name [NO SCROLL] CURSOR [WITH[OUT] HOLD] FOR query`: the query runs when it is declared.
@@ -487,6 +492,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddColumn { .. } => "AddColumn",
         Plan::DropColumn { .. } => "DropColumn",
         Plan::Begin => "Begin",
+        Plan::LockShared { .. } => "Lock",
         Plan::Deallocate(_) => "Deallocate",
         Plan::DeclareCursor { .. } => "DeclareCursor",
         Plan::Fetch { .. } => "Fetch",

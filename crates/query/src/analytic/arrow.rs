@@ -18,6 +18,10 @@ use crate::types::{Datum, SqlType};
 
 /// Field metadata key holding the declared SQL type.
 pub const TYPE_KEY: &str = "tabula.type";
+
+/// The element field's name of a list that is one of PostgreSQL's vector types (int2vector,
+/// oidvector), whose text form is its elements separated by spaces, not an array's braces.
+pub const VECTOR_FIELD: &str = "vector";
 /// Scale numeric values carry inside DataFusion (Decimal128(38, NUMERIC_SCALE)).
 pub const NUMERIC_SCALE: i8 = 10;
 
@@ -318,7 +322,8 @@ fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
                 };
                 parts.push(quote_array_element(&text));
             }
-            Ok(format!("{{{}}}", parts.join(",")))
+            let vector = matches!(a.data_type(), D::List(f) if f.name() == VECTOR_FIELD);
+            Ok(if vector { parts.join(" ") } else { format!("{{{}}}", parts.join(",")) })
         }
         _ => {
             let options = datafusion::arrow::util::display::FormatOptions::default();

@@ -22,6 +22,7 @@ mod limits;
 mod numbers;
 pub mod provider;
 mod rewrite;
+mod search_path;
 pub(crate) mod single_row;
 mod stop;
 mod uuid;
@@ -192,6 +193,9 @@ impl Analytics {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
         for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
             state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
+        }
+        for udf in search_path::udfs(&info.settings) {
+            state.register_udf(Arc::new(udf)).map_err(map_err)?;
         }
         Ok(state)
     }

@@ -35,6 +35,18 @@ pub(crate) use select::output_names;
 use select::*;
 
 /// Where the planner finds tables.
+/// A PREPARE parameter's type. OID types (`oid`, `regclass`, ...: pg_dump's `PREPARE
+/// getColumnACLs(pg_catalog.oid)`) are bigint, which holds every OID and compares with the catalog's.
+fn prepare_param_type(dt: &ast::DataType) -> Result<SqlType> {
+    if let ast::DataType::Custom(name, _) = dt {
+        let n = name.to_string().to_lowercase();
+        if matches!(n.strip_prefix("pg_catalog.").unwrap_or(&n), "oid" | "regclass" | "regtype" | "regproc" | "regnamespace") {
+            return Ok(SqlType::Int8);
+        }
+    }
+    crate::expr::sql_type(dt)
+}
+
 pub trait Catalog {
     fn table(&self, name: &str) -> Result<Arc<TableSchema>>;
 }
@@ -70,6 +82,7 @@ impl<'a> Planner<'a> {
             Statement::Truncate(t) => Ok(Plan::Truncate { names: t.table_names.iter().map(|n| object_name(&n.name)).collect() }),
             Statement::AlterTable(a) => self.alter_table(a),
             Statement::StartTransaction { .. } => Ok(Plan::Begin),
+            Statement::Lock(l) => self.lock(l),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Deallocate { name, .. } => {
                 let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
@@ -78,7 +91,7 @@ impl<'a> Planner<'a> {
             Statement::Declare { stmts } => self.declare(stmts),
             Statement::Prepare { name, data_types, statement } => Ok(Plan::PrepareStatement {
                 name: ident_name(name),
-                param_types: data_types.iter().map(crate::expr::sql_type).collect::<Result<_>>()?,
+                param_types: data_types.iter().map(prepare_param_type).collect::<Result<_>>()?,
                 statement: statement.clone(),
             }),
             Statement::Execute { name: Some(name), parameters, immediate: false, into, using, output: false, default: false, .. }

@@ -48,6 +48,20 @@ impl Planner<'_> {
         }
     }
 
+    /// `LOCK TABLE`: ACCESS SHARE only. It conflicts with nothing but ACCESS EXCLUSIVE (DROP, TRUNCATE,
+    /// ALTER), which Tabula does not make wait; stronger modes would promise to hold writers off.
+    pub(super) fn lock(&mut self, l: &ast::Lock) -> Result<Plan> {
+        if !matches!(l.lock_mode, Some(ast::LockTableMode::AccessShare)) {
+            let mode = l.lock_mode.as_ref().map_or("ACCESS EXCLUSIVE".to_string(), |m| m.to_string());
+            return Err(QueryError::NotSupported(format!("LOCK TABLE in {mode} mode is not supported (only ACCESS SHARE)")));
+        }
+        let names = l.tables.iter().map(|t| object_name(&t.name)).collect::<Vec<_>>();
+        for n in &names {
+            self.catalog.table(n)?;
+        }
+        Ok(Plan::LockShared { names })
+    }
+
     /// `SELECT set_config(name, value, is_local)`: a SET that returns the new value (pg_dump's first
     /// statement). Only a session-wide change (`is_local` false) is taken. `of_setting`: the name of
     /// pg_dump's `FROM pg_settings WHERE name = '...'` form, which sets it only if it exists.

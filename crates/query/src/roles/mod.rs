@@ -283,7 +283,7 @@ impl Acl {
 }
 
 /// A role name inside an aclitem, quoted as PostgreSQL quotes it.
-fn acl_name(name: &str) -> String {
+pub(crate) fn acl_name(name: &str) -> String {
     if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         name.to_string()
     } else {

@@ -393,6 +393,10 @@ impl Session {
                 self.failed = false;
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
+            Plan::LockShared { .. } => {
+                self.txn.as_ref().ok_or(QueryError::NoTransaction("LOCK TABLE"))?;
+                Ok(Output::Command { tag: "LOCK TABLE".into() })
+            }
             Plan::Begin => {
                 if self.txn.is_none() {
                     self.txn = Some(self.db.store().begin_with_view());

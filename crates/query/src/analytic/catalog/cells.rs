@@ -20,6 +20,10 @@ pub(super) enum K {
     Ts,
     I16s,
     Oids,
+    /// int2vector and oidvector: arrays printed as their elements separated by spaces (`1 2`), the form
+    /// pg_dump and ODBC drivers parse.
+    I16Vector,
+    OidVector,
     Texts,
 }
 
@@ -78,6 +82,8 @@ pub(super) fn data_type(k: K) -> DataType {
         K::Ts => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         K::I16s => list(DataType::Int16),
         K::Oids => list(DataType::Int32),
+        K::I16Vector => DataType::List(Arc::new(Field::new(crate::analytic::arrow::VECTOR_FIELD, DataType::Int16, true))),
+        K::OidVector => DataType::List(Arc::new(Field::new(crate::analytic::arrow::VECTOR_FIELD, DataType::Int32, true))),
         K::Texts => list(DataType::Utf8),
     }
 }
@@ -125,7 +131,7 @@ pub(super) fn build_batch(schema: &SchemaRef, rows: &[Vec<Cell>]) -> DfResult<Re
             DataType::Timestamp(..) => Arc::new(cells.map(int).collect::<TimestampMicrosecondArray>().with_timezone("UTC")),
             DataType::List(inner) => match inner.data_type() {
                 DataType::Int16 => {
-                    let mut b = ListBuilder::new(Int16Builder::new());
+                    let mut b = ListBuilder::new(Int16Builder::new()).with_field(inner.clone());
                     for c in cells {
                         match c {
                             Cell::Ints(v) => b.append_value(v.iter().map(|x| Some(*x as i16))),
@@ -135,7 +141,7 @@ pub(super) fn build_batch(schema: &SchemaRef, rows: &[Vec<Cell>]) -> DfResult<Re
                     Arc::new(b.finish())
                 }
                 DataType::Int32 => {
-                    let mut b = ListBuilder::new(Int32Builder::new());
+                    let mut b = ListBuilder::new(Int32Builder::new()).with_field(inner.clone());
                     for c in cells {
                         match c {
                             Cell::Ints(v) => b.append_value(v.iter().map(|x| Some(*x as i32))),
@@ -145,7 +151,7 @@ pub(super) fn build_batch(schema: &SchemaRef, rows: &[Vec<Cell>]) -> DfResult<Re
                     Arc::new(b.finish())
                 }
                 _ => {
-                    let mut b = ListBuilder::new(StringBuilder::new());
+                    let mut b = ListBuilder::new(StringBuilder::new()).with_field(inner.clone());
                     for c in cells {
                         match c {
                             Cell::Texts(v) => b.append_value(v.iter().map(Some)),

@@ -176,6 +176,85 @@ fn oid_to_name(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
     )
 }
 
+/// PostgreSQL's quote_literal: single quotes doubled; with a backslash, an escape string (`E'...'`)
+/// with backslashes doubled.
+fn quote_literal(s: &str) -> String {
+    let quoted = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+fn text_to_text(name: &str, f: fn(&str) -> Option<String>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        name,
+        vec![DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let text = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+            let out: StringArray = text.as_string::<i32>().iter().map(|v| v.and_then(f)).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+/// `acldefault(kind, owner)`: the privileges an object of that kind has before any GRANT or REVOKE, as
+/// PostgreSQL's `acldefault` gives them (pg_dump compares each ACL with it to write only the changes).
+fn acl_default(kind: &str, owner: &str) -> Vec<String> {
+    let owner = crate::roles::acl_name(owner);
+    let (public, own) = match kind {
+        "r" => ("", "arwdDxt"),
+        "s" => ("", "rwU"),
+        "d" => ("Tc", "CTc"),
+        "f" => ("X", "X"),
+        "l" | "T" => ("U", "U"),
+        "L" => ("", "rw"),
+        "n" => ("", "UC"),
+        "t" => ("", "C"),
+        "F" | "S" => ("", "U"),
+        _ => ("", ""),
+    };
+    let mut items = Vec::new();
+    if !public.is_empty() {
+        items.push(format!("={public}/{owner}"));
+    }
+    if !own.is_empty() {
+        items.push(format!("{owner}={own}/{owner}"));
+    }
+    items
+}
+
+fn acldefault_udf(db: Weak<dyn Source>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        "acldefault",
+        vec![DataType::Utf8, DataType::Int64],
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let kinds = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+            let owners = datafusion::arrow::compute::cast(&arrays[1], &DataType::Int64)?;
+            let roles = db.upgrade().map(|db| db.roles().all()).unwrap_or_default();
+            let mut out = ListBuilder::new(StringBuilder::new());
+            for (kind, owner) in kinds.as_string::<i32>().iter().zip(owners.as_primitive::<datafusion::arrow::datatypes::Int64Type>()) {
+                let (Some(kind), Some(owner)) = (kind, owner) else {
+                    out.append_null();
+                    continue;
+                };
+                // An owner that no longer exists prints as its number, as in PostgreSQL.
+                let name = roles.iter().find(|r| r.oid as i64 == owner).map_or_else(|| owner.to_string(), |r| r.name.clone());
+                acl_default(kind, &name).iter().for_each(|i| out.values().append_value(i));
+                out.append(true);
+            }
+            Ok(ColumnarValue::Array(Arc::new(out.finish())))
+        }),
+    )
+}
+
 pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
     let db_for_names = db.clone();
     let db_for_regclass = db.clone();
@@ -197,6 +276,7 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
     }
     let db_for_users = db.clone();
     vec![
+        acldefault_udf(db.clone()),
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
         // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
@@ -207,6 +287,9 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         ConstUdf::udf("shobj_description", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_get_serial_sequence", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_get_viewdef", ScalarValue::Utf8(None)),
+        // Tabula has no triggers or statistics objects.
+        ConstUdf::udf("pg_get_triggerdef", ScalarValue::Utf8(None)),
+        ConstUdf::udf("pg_get_statisticsobjdef", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_type_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_function_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
@@ -222,6 +305,7 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         }),
         oid_to_name("regclass_name", db_for_regclass),
         int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
+        text_to_text("quote_literal", |s| Some(quote_literal(s))),
         pg_text(),
         relation_bytes("pg_table_size", db_for_sizes.clone()),
         relation_bytes("pg_relation_size", db_for_sizes.clone()),

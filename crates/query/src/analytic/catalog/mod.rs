@@ -7,7 +7,8 @@
 //! The same goes for `information_schema` and Tabula's own `tabula` schema.
 //!
 //! OIDs are stable: a Tabula table with internal id `n` is `20000 + 3n`, its primary-key index `+1` and
-//! its constraint `+2`; other relations are numbered by name within their schema.
+//! its constraint `+2`; pg_catalog's relations have PostgreSQL's OIDs ([`oids`]); other relations are
+//! numbered by name within their schema.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,15 +37,19 @@ use crate::types::SqlType;
 mod cells;
 mod functions;
 mod information_schema;
+mod oids;
 mod pg_catalog;
 
 use cells::{build_batch, schema_of, Cell, K};
 pub use functions::catalog_udfs;
+pub use oids::pg_catalog_oid;
+pub use pg_catalog::empty_relation;
 
 pub const CATALOG: &str = "tabula";
 pub const PG_CATALOG_NSP: i32 = 11;
 pub const PUBLIC_NSP: i32 = 2200;
-pub const INFORMATION_SCHEMA_NSP: i32 = 13000;
+/// The OID the library's static catalogs (pg_type, pg_proc) give information_schema's objects.
+pub const INFORMATION_SCHEMA_NSP: i32 = 13283;
 pub const TABULA_NSP: i32 = 16384;
 /// The bootstrap superuser's OID, owner of everything.
 const OWNER: i32 = 10;
@@ -62,6 +67,11 @@ fn namespace_oid(schema: &str) -> Option<i32> {
         "tabula" => TABULA_NSP,
         _ => return None,
     })
+}
+
+/// Whether a schema of that name exists.
+pub fn namespace_exists(schema: &str) -> bool {
+    namespace_oid(schema).is_some()
 }
 
 fn table_oid(id: u32) -> i32 {
@@ -138,21 +148,17 @@ impl Snapshot {
                 }
                 let Some(table) = provider.table(&name).await? else { continue };
                 let columns = table.schema().fields().iter().map(|f| (f.name().clone(), sql_type(f), !f.is_nullable())).collect();
-                let kind = if s == "pg_catalog"
-                    && !name.starts_with("pg_stat")
-                    && !matches!(name.as_str(), "pg_tables" | "pg_views" | "pg_roles" | "pg_settings" | "pg_matviews")
-                {
-                    "r"
-                } else {
-                    "v"
-                };
-                // Numbered by name within the schema: the same on every start of the same build.
+                // PostgreSQL's OIDs in pg_catalog; elsewhere numbered by name within the schema: the
+                // same on every start of the same build.
                 let base = match s.as_str() {
-                    "pg_catalog" => 1000,
+                    "pg_catalog" => 11000,
                     "information_schema" => 13100,
                     _ => 16400,
                 };
-                let oid = base + i as i32;
+                let known = if s == "pg_catalog" { pg_catalog_oid(&name) } else { None };
+                let oid = known.unwrap_or(base + i as i32);
+                // PostgreSQL's system tables have OIDs below 10000, its views above.
+                let kind = if known.is_some_and(|o| o < 10000) { "r" } else { "v" };
                 rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
             }
         }
@@ -432,17 +438,8 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_database" => &PgDatabase,
         "pg_roles" => &PgRoles,
         "pg_settings" => &PgSettings,
-        "pg_policy" => &Empty("pg_policy"),
-        "pg_statistic_ext" => &Empty("pg_statistic_ext"),
-        "pg_publication" => &Empty("pg_publication"),
-        "pg_publication_rel" => &Empty("pg_publication_rel"),
-        "pg_publication_namespace" => &Empty("pg_publication_namespace"),
-        "pg_inherits" => &Empty("pg_inherits"),
-        "pg_trigger" => &Empty("pg_trigger"),
-        // Identity columns use the engine's auto-increment, not sequences.
-        "pg_sequence" => &Empty("pg_sequence"),
         "pg_stat_user_tables" | "pg_stat_all_tables" => &PgStatUserTables,
-        _ => return None,
+        _ => return empty_relation(name).map(|e| Generated::Relation(e as &'static dyn Relation)),
     };
     Some(Generated::Relation(relation))
 }
@@ -451,8 +448,10 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
 impl SchemaProvider for PgCatalogSchema {
     fn table_names(&self) -> Vec<String> {
         let mut names = self.inner.table_names();
-        if !names.iter().any(|n| n == "pg_stat_all_tables") {
-            names.push("pg_stat_all_tables".into());
+        for extra in ["pg_stat_all_tables", "pg_transform", "pg_seclabels"] {
+            if !names.iter().any(|n| n == extra) {
+                names.push(extra.into());
+            }
         }
         names
     }

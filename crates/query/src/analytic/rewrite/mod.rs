@@ -30,6 +30,8 @@
 //!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
+//! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
+//!   they stand for (`system_columns`).
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -37,6 +39,7 @@ use std::sync::Arc;
 use datafusion_pg_catalog::sql::rules::*;
 
 mod subqueries;
+mod system_columns;
 
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
@@ -68,6 +71,8 @@ impl Rewriter {
     }
 
     pub fn rewrite(&self, mut s: Statement) -> Statement {
+        // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
+        let _ = s.visit(&mut system_columns::SystemColumns::default());
         for rule in &self.rules {
             s = rule.rewrite(s);
         }
@@ -82,12 +87,14 @@ impl Rewriter {
         let _ = s.visit(&mut OidDisplayCasts);
         let _ = visit_expressions_mut(&mut s, |e| {
             array_literal_comparison(e);
+            case_array_literal(e);
             oid_literal_arguments(e);
             to_char_pattern(e);
             like_escape(e);
             float_text_cast(e);
             generate_subscripts(e);
             math_functions(e);
+            empty_array_subquery(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));
             }
@@ -257,6 +264,32 @@ fn array_literal_comparison(e: &mut Expr) {
             .collect();
         **side = call("make_array", items, vec![]);
         return;
+    }
+}
+
+/// Functions whose result is an array.
+const ARRAY_FUNCTIONS: &[&str] = &["acldefault", "current_schemas", "string_to_array", "array_agg", "make_array", "array_append"];
+
+/// `CASE ... THEN acldefault(...) ELSE '{}' END`: a text literal in array syntax beside an array is an
+/// array, as PostgreSQL resolves the unknown literal to the other branch's type.
+fn case_array_literal(e: &mut Expr) {
+    let Expr::Case { conditions, else_result, .. } = e else { return };
+    let is_array = |r: &Expr| match r {
+        Expr::Array(_) => true,
+        Expr::Function(f) => f.name.0.last().is_some_and(|p| ARRAY_FUNCTIONS.contains(&p.to_string().to_lowercase().as_str())),
+        _ => false,
+    };
+    if !conditions.iter().map(|c| &c.result).chain(else_result.as_deref()).any(is_array) {
+        return;
+    }
+    for r in conditions.iter_mut().map(|c| &mut c.result).chain(else_result.as_deref_mut()) {
+        let Expr::Value(v) = r else { continue };
+        let Value::SingleQuotedString(text) = &v.value else { continue };
+        let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else { continue };
+        // string_to_array: an empty text array for '{}', where make_array() has no element type.
+        let items = inner.split(',').map(|s| s.trim().trim_matches('"')).collect::<Vec<_>>().join("\u{1}");
+        let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.to_string())));
+        *r = call("string_to_array", vec![text(&items), text("\u{1}")], vec![]);
     }
 }
 
@@ -440,6 +473,12 @@ impl VisitorMut for FunctionsInFrom {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        // `unnest(a) AS o` parsed as UNNEST: the alias names its column too.
+        if let TableFactor::UNNEST { alias: Some(a), array_exprs, .. } = f {
+            if a.columns.is_empty() && array_exprs.len() == 1 {
+                a.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+            }
+        }
         let TableFactor::Table { name, args: Some(args), alias, .. } = f else { return ControlFlow::Continue(()) };
         let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
         // `[pg_catalog.]unnest(a) x`: DataFusion's UNNEST relation, whose column the alias names.

@@ -229,18 +229,6 @@ pub(super) fn decorrelate(q: &mut Query) -> Option<Expr> {
     and_all(guard)
 }
 
-/// Relations that are always empty in Tabula.
-pub(super) const EMPTY_RELATIONS: &[&str] = &[
-    "pg_policy",
-    "pg_statistic_ext",
-    "pg_publication",
-    "pg_publication_rel",
-    "pg_publication_namespace",
-    "pg_inherits",
-    "pg_trigger",
-    "pg_sequence",
-];
-
 pub(super) struct OverEmptyRelations;
 
 impl VisitorMut for OverEmptyRelations {
@@ -254,16 +242,46 @@ impl VisitorMut for OverEmptyRelations {
 
 /// Whether a SELECT returns no rows whatever the data: it reads an always-empty relation (not through an
 /// outer join) and does not aggregate.
-pub(super) fn selects_nothing(select: &Select) -> bool {
+/// Array columns of the generated catalog that are NULL in every row: Tabula has no column privileges,
+/// column options or foreign tables.
+const NULL_ARRAY_COLUMNS: &[&str] = &["attacl", "attoptions", "attfdwoptions"];
+
+/// Whether a SELECT's FROM yields no rows whatever the data.
+fn reads_no_rows(select: &Select) -> bool {
     let empty = |f: &TableFactor| match f {
-        TableFactor::Table { name, .. } => name.0.last().is_some_and(|p| EMPTY_RELATIONS.contains(&p.to_string().to_lowercase().as_str())),
+        TableFactor::Table { name, .. } => name.0.last().is_some_and(|p| crate::analytic::catalog::empty_relation(&p.to_string().to_lowercase()).is_some()),
+        // `unnest(a.attoptions)`: an array column Tabula's catalog always leaves NULL has no elements.
+        // (DataFusion cannot plan such an unnest of an outer column in a subquery.)
+        TableFactor::UNNEST { array_exprs, .. } => array_exprs.iter().all(|e| {
+                let column = match e {
+                    Expr::Identifier(i) => Some(&i.value),
+                    Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
+                    _ => None,
+                };
+                column.is_some_and(|c| NULL_ARRAY_COLUMNS.contains(&c.to_lowercase().as_str()))
+            }),
         _ => false,
     };
     use sqlparser::ast::JoinOperator;
-    let no_rows = select.from.iter().any(|twj| {
+    select.from.iter().any(|twj| {
         empty(&twj.relation)
             || twj.joins.iter().any(|j| empty(&j.relation) && matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_)))
-    });
+    })
+}
+
+/// `ARRAY(SELECT ...)` over nothing ([`reads_no_rows`]): an empty array (of text).
+pub(super) fn empty_array_subquery(e: &mut Expr) {
+    let Expr::Function(f) = e else { return };
+    let FunctionArguments::Subquery(q) = &f.args else { return };
+    if !f.name.to_string().eq_ignore_ascii_case("array") || !matches!(q.body.as_ref(), SetExpr::Select(s) if reads_no_rows(s) && is_plain(s)) {
+        return;
+    }
+    let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.into())));
+    *e = call("string_to_array", vec![text(""), text(",")], vec![]);
+}
+
+pub(super) fn selects_nothing(select: &Select) -> bool {
+    let no_rows = reads_no_rows(select);
     let aggregates = select.projection.iter().any(|p| match p {
         SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
         _ => false,
@@ -278,7 +296,11 @@ pub(super) fn over_empty_relation(select: &mut Select) {
     for item in &mut select.projection {
         if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
             let _ = visit_expressions_mut(e, |x| {
-                if matches!(x, Expr::Subquery(_)) || array_subquery(x).is_some() {
+                if array_subquery(x).is_some() {
+                    // An array still, for the functions over it (`array_to_string(ARRAY(...), ', ')`).
+                    let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.into())));
+                    *x = call("string_to_array", vec![text(""), text(",")], vec![]);
+                } else if matches!(x, Expr::Subquery(_)) {
                     *x = Expr::Value(ValueWithSpan::from(Value::Null));
                 }
                 ControlFlow::<()>::Continue(())

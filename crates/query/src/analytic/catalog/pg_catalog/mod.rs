@@ -13,7 +13,7 @@ mod pg_roles;
 mod pg_settings;
 mod pg_stat_user_tables;
 
-pub use empty::Empty;
+pub use empty::empty_relation;
 pub use pg_attrdef::PgAttrdef;
 pub use pg_attribute::PgAttribute;
 pub use pg_class::PgClass;
