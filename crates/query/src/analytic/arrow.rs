@@ -78,6 +78,8 @@ pub fn sql_type_of(dt: &DataType) -> SqlType {
         D::Timestamp(_, Some(_)) => SqlType::Timestamptz,
         D::Date32 | D::Date64 => SqlType::Date,
         D::Dictionary(_, v) => sql_type_of(v),
+        // A vector's text (`1 2`) is no array literal: sent as text.
+        D::List(f) if f.name() == VECTOR_FIELD => SqlType::Text,
         D::List(_) | D::LargeList(_) | D::FixedSizeList(..) | D::ListView(_) => SqlType::TextArray,
         // Text, NULL, and everything without a PostgreSQL counterpart here (lists print as arrays).
         _ => SqlType::Text,

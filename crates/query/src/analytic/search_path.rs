@@ -105,7 +105,11 @@ pub fn udfs(settings: &Settings) -> [ScalarUDF; 2] {
             schemas: schemas.clone(),
             signature: Signature::exact(vec![], Volatility::Stable),
         }),
-        ScalarUDF::new_from_impl(CurrentSchemas { list: true, schemas, signature: Signature::exact(vec![DataType::Boolean], Volatility::Stable) }),
+        ScalarUDF::new_from_impl(CurrentSchemas {
+            list: true,
+            schemas,
+            signature: Signature::exact(vec![DataType::Boolean], Volatility::Stable),
+        }),
     ]
 }
 

@@ -408,7 +408,8 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Uuid => SqlType::Uuid,
         D::Custom(name, _) => {
             let n = name.to_string().to_lowercase();
-            SqlType::parse(n.strip_prefix("pg_catalog.").unwrap_or(&n)).ok_or_else(|| QueryError::NotSupported(format!("type \"{n}\" is not supported")))?
+            SqlType::parse(n.strip_prefix("pg_catalog.").unwrap_or(&n))
+                .ok_or_else(|| QueryError::NotSupported(format!("type \"{n}\" is not supported")))?
         }
         other => return Err(QueryError::NotSupported(format!("type {other} is not supported"))),
     })

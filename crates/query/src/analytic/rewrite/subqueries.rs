@@ -249,17 +249,19 @@ const NULL_ARRAY_COLUMNS: &[&str] = &["attacl", "attoptions", "attfdwoptions"];
 /// Whether a SELECT's FROM yields no rows whatever the data.
 fn reads_no_rows(select: &Select) -> bool {
     let empty = |f: &TableFactor| match f {
-        TableFactor::Table { name, .. } => name.0.last().is_some_and(|p| crate::analytic::catalog::empty_relation(&p.to_string().to_lowercase()).is_some()),
+        TableFactor::Table { name, .. } => {
+            name.0.last().is_some_and(|p| crate::analytic::catalog::empty_relation(&p.to_string().to_lowercase()).is_some())
+        }
         // `unnest(a.attoptions)`: an array column Tabula's catalog always leaves NULL has no elements.
         // (DataFusion cannot plan such an unnest of an outer column in a subquery.)
         TableFactor::UNNEST { array_exprs, .. } => array_exprs.iter().all(|e| {
-                let column = match e {
-                    Expr::Identifier(i) => Some(&i.value),
-                    Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
-                    _ => None,
-                };
-                column.is_some_and(|c| NULL_ARRAY_COLUMNS.contains(&c.to_lowercase().as_str()))
-            }),
+            let column = match e {
+                Expr::Identifier(i) => Some(&i.value),
+                Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
+                _ => None,
+            };
+            column.is_some_and(|c| NULL_ARRAY_COLUMNS.contains(&c.to_lowercase().as_str()))
+        }),
         _ => false,
     };
     use sqlparser::ast::JoinOperator;
@@ -273,7 +275,9 @@ fn reads_no_rows(select: &Select) -> bool {
 pub(super) fn empty_array_subquery(e: &mut Expr) {
     let Expr::Function(f) = e else { return };
     let FunctionArguments::Subquery(q) = &f.args else { return };
-    if !f.name.to_string().eq_ignore_ascii_case("array") || !matches!(q.body.as_ref(), SetExpr::Select(s) if reads_no_rows(s) && is_plain(s)) {
+    if !f.name.to_string().eq_ignore_ascii_case("array")
+        || !matches!(q.body.as_ref(), SetExpr::Select(s) if reads_no_rows(s) && is_plain(s))
+    {
         return;
     }
     let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.into())));

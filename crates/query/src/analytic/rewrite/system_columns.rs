@@ -16,8 +16,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query, SelectItem, Statement, TableFactor, TableWithJoins, Value, ValueWithSpan,
-    VisitorMut,
+    CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query, SelectItem, Statement, TableFactor, TableWithJoins, Value,
+    ValueWithSpan, VisitorMut,
 };
 
 use crate::analytic::catalog::pg_catalog_oid;
@@ -73,8 +73,28 @@ fn regclass_literal(e: &Expr) -> Option<i32> {
 
 /// The library's catalog columns of type regproc, held as the function's name.
 const REGPROC_NAME_COLUMNS: &[&str] = &[
-    "oprcode", "oprrest", "oprjoin", "amhandler", "prsstart", "prstoken", "prsend", "prsheadline", "prslextype", "tmplinit",
-    "tmpllexize", "evtfoid", "fdwhandler", "fdwvalidator", "typinput", "typoutput", "typreceive", "typsend", "typmodin", "typmodout", "typanalyze", "typsubscript",
+    "oprcode",
+    "oprrest",
+    "oprjoin",
+    "amhandler",
+    "prsstart",
+    "prstoken",
+    "prsend",
+    "prsheadline",
+    "prslextype",
+    "tmplinit",
+    "tmpllexize",
+    "evtfoid",
+    "fdwhandler",
+    "fdwvalidator",
+    "typinput",
+    "typoutput",
+    "typreceive",
+    "typsend",
+    "typmodin",
+    "typmodout",
+    "typanalyze",
+    "typsubscript",
 ];
 
 fn type_name(ty: &ObjectName) -> String {
@@ -90,7 +110,8 @@ fn regproc_operand(e: &Expr) -> Option<(String, String)> {
         _ => return None,
     };
     let ty = type_name(ty);
-    (REGPROC_NAME_COLUMNS.contains(&column.to_lowercase().as_str()) && matches!(ty.as_str(), "regproc" | "oid")).then(|| (column.clone(), ty))
+    (REGPROC_NAME_COLUMNS.contains(&column.to_lowercase().as_str()) && matches!(ty.as_str(), "regproc" | "oid"))
+        .then(|| (column.clone(), ty))
 }
 
 /// What [`regproc_operand`] casts become.
@@ -165,7 +186,9 @@ fn options_to_table(q: &mut Query) {
         with_offset_alias: None,
         with_ordinality: false,
     };
-    let parse = |sql: &str| sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(sql).and_then(|mut p| p.parse_expr());
+    let parse = |sql: &str| {
+        sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(sql).and_then(|mut p| p.parse_expr())
+    };
     let (Ok(name), Ok(value)) = (
         parse(&format!("split_part({item}, '=', 1)")),
         parse(&format!("CASE WHEN strpos({item}, '=') > 0 THEN substr({item}, strpos({item}, '=') + 1) END")),
@@ -228,7 +251,8 @@ impl VisitorMut for SystemColumns {
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         if let Expr::Cast { data_type, .. } = e {
             if let DataType::Custom(ty, _) = data_type {
-                let quoted_char = matches!(ty.0.last(), Some(ObjectNamePart::Identifier(i)) if i.quote_style.is_some() && i.value == "char");
+                let quoted_char =
+                    matches!(ty.0.last(), Some(ObjectNamePart::Identifier(i)) if i.quote_style.is_some() && i.value == "char");
                 if quoted_char {
                     *data_type = DataType::Text;
                 }
