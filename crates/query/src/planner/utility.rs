@@ -55,11 +55,8 @@ impl Planner<'_> {
             let mode = l.lock_mode.as_ref().map_or("ACCESS EXCLUSIVE".to_string(), |m| m.to_string());
             return Err(QueryError::NotSupported(format!("LOCK TABLE in {mode} mode is not supported (only ACCESS SHARE)")));
         }
-        let names = l.tables.iter().map(|t| object_name(&t.name)).collect::<Vec<_>>();
-        for n in &names {
-            self.catalog.table(n)?;
-        }
-        Ok(Plan::LockShared { names })
+        // The tables are looked up when it runs, after the transaction check, as PostgreSQL orders them.
+        Ok(Plan::LockShared { names: l.tables.iter().map(|t| object_name(&t.name)).collect() })
     }
 
     /// `SELECT set_config(name, value, is_local)`: a SET that returns the new value (pg_dump's first

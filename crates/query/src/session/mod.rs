@@ -393,8 +393,11 @@ impl Session {
                 self.failed = false;
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }
-            Plan::LockShared { .. } => {
+            Plan::LockShared { names } => {
                 self.txn.as_ref().ok_or(QueryError::NoTransaction("LOCK TABLE"))?;
+                for n in names {
+                    crate::planner::Catalog::table(&*self.db, n)?;
+                }
                 Ok(Output::Command { tag: "LOCK TABLE".into() })
             }
             Plan::Begin => {
