@@ -31,6 +31,28 @@ public class ClientsTest {
                     }
                 }
             }
+            // executeBatch reports each statement's row count: Describe of a statement that returns no rows
+            // must answer NoData (Hibernate and Spring check these counts).
+            try (PreparedStatement p = c.prepareStatement("UPDATE jv SET price = ? WHERE k = ?")) {
+                for (long k : new long[] {2, 3, 99}) {
+                    p.setDouble(1, 7.5);
+                    p.setLong(2, k);
+                    p.addBatch();
+                }
+                int[] counts = p.executeBatch();
+                check(counts.length == 3 && counts[0] == 1 && counts[1] == 1 && counts[2] == 0,
+                      "batch counts " + java.util.Arrays.toString(counts));
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO jv VALUES (?, ?, ?)")) {
+                for (long k = 100; k < 103; k++) {
+                    p.setLong(1, k);
+                    p.setString(2, "b" + k);
+                    p.setDouble(3, 0);
+                    p.addBatch();
+                }
+                int[] counts = p.executeBatch();
+                check(java.util.Arrays.equals(counts, new int[] {1, 1, 1}), "insert batch counts " + java.util.Arrays.toString(counts));
+            }
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
                 s.executeUpdate("UPDATE jv SET name = 'tx' WHERE k = 1");

@@ -10,10 +10,11 @@ use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{send_describe_response, ExtendedQueryHandler};
 use pgwire::api::results::{DescribePortalResponse, FieldInfo, Response};
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL};
+use pgwire::messages::data::{NoData, ParameterDescription};
+use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT};
 use pgwire::messages::PgWireBackendMessage;
 use tabula_query::{Output, Prepared, SqlType};
 use tracing::{debug, info_span};
@@ -107,6 +108,22 @@ impl ExtendedQueryHandler for Extended {
                 if let Some(columns) = self.conn.with_session(client, |s| s.cursor_columns(name)) {
                     let described = DescribePortalResponse::new(wire::fields(&columns, None));
                     return send_describe_response(&mut Deferred::new(client), &described).await;
+                }
+            }
+        }
+        // A statement that returns no rows is described as ParameterDescription then NoData, as PostgreSQL
+        // describes it. (pgwire sends an empty RowDescription once there are parameters, and pgjdbc's
+        // executeBatch then reports 0 rows changed by each INSERT or UPDATE.)
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
+                if stmt.statement.columns.is_empty() {
+                    let described = self.do_describe_statement(client, &stmt).await?;
+                    let oids = described.parameters.iter().map(|t| t.oid()).collect();
+                    let mut deferred = Deferred::new(client);
+                    deferred.send(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(oids))).await?;
+                    deferred.send(PgWireBackendMessage::NoData(NoData::new())).await?;
+                    return Ok(());
                 }
             }
         }
