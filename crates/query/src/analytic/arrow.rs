@@ -297,7 +297,7 @@ fn format_decimal(v: i128, scale: i8) -> String {
 }
 
 /// PostgreSQL's text form of a cell with no direct SQL type here (arrays, intervals, ...).
-fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
+pub(super) fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
     use DataType as D;
     match a.data_type() {
         D::List(_) | D::LargeList(_) | D::FixedSizeList(..) | D::ListView(_) => {

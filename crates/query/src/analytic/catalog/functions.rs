@@ -457,7 +457,8 @@ fn json_value(v: &ScalarValue) -> String {
     }
 }
 
-/// `x::text` (see the rewrite's `float_text_cast`): floats as PostgreSQL prints them, anything else as
+/// `x::text` (see the rewrite's `float_text_cast`): floats and arrays as PostgreSQL prints them (Arrow's
+/// cast prints `1000.0` and `[a, b c]` where PostgreSQL prints `1000` and `{a,"b c"}`), anything else as
 /// Arrow casts it.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct PgText {
@@ -493,6 +494,13 @@ impl ScalarUDFImpl for PgText {
                     .iter()
                     .map(|v| v.and_then(|v| crate::types::Datum::Float(v).to_pg_text(ty)))
                     .collect();
+                Arc::new(text)
+            }
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) | DataType::ListView(_) => {
+                let text = (0..a.len())
+                    .map(|i| if a.is_null(i) { Ok(None) } else { crate::analytic::arrow::pg_text(a, i).map(Some) })
+                    .collect::<crate::error::Result<StringArray>>()
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 Arc::new(text)
             }
             _ => datafusion::arrow::compute::cast(a, &DataType::Utf8)?,
