@@ -21,8 +21,6 @@ pub struct TableOption {
     pub ty: SqlType,
     /// Fixed when the table is created: ALTER TABLE may neither set nor reset it.
     pub fixed: bool,
-    /// `reloptions` lists it even at its default.
-    shown_at_default: bool,
     /// Reads a value written in SQL, checked; the error says what is allowed.
     parse: fn(&str) -> std::result::Result<i64, String>,
     get: fn(&TableOptions) -> i64,
@@ -35,7 +33,6 @@ pub const OPTIONS: &[TableOption] = &[
         name: "ttl",
         ty: SqlType::Int8,
         fixed: false,
-        shown_at_default: true,
         parse: |t| {
             let v = seconds(t).ok_or_else(|| {
                 format!("invalid value for option \"ttl\": \"{t}\" (seconds, -1 for forever, or an interval such as '1 day')")
@@ -52,7 +49,6 @@ pub const OPTIONS: &[TableOption] = &[
         name: "max_versions",
         ty: SqlType::Int8,
         fixed: false,
-        shown_at_default: true,
         parse: |t| {
             let v = integer("max_versions", t)?;
             if v < 1 || v > u32::MAX as i64 {
@@ -67,7 +63,6 @@ pub const OPTIONS: &[TableOption] = &[
         name: "max_version_offset",
         ty: SqlType::Int8,
         fixed: false,
-        shown_at_default: true,
         parse: |t| {
             let v = seconds(t).ok_or_else(|| format!("invalid value for option \"max_version_offset\": \"{t}\""))?;
             if v < 1 {
@@ -82,7 +77,6 @@ pub const OPTIONS: &[TableOption] = &[
         name: "hash_prefix",
         ty: SqlType::Int4,
         fixed: true,
-        shown_at_default: false,
         parse: |t| {
             let v = integer("hash_prefix", t)?;
             if v != 0 && !(2..=256).contains(&v) {
@@ -135,14 +129,10 @@ pub fn reset(o: &mut TableOptions, key: &str) -> Result<()> {
     Ok(())
 }
 
-/// `name=value` of each option, as `pg_class.reloptions` lists them.
+/// `name=value` of each option set to other than its default, as `pg_class.reloptions` lists them.
 pub fn reloptions(o: &TableOptions) -> Vec<String> {
     let defaults = TableOptions::default();
-    OPTIONS
-        .iter()
-        .filter(|d| d.shown_at_default || (d.get)(o) != (d.get)(&defaults))
-        .map(|d| format!("{}={}", d.name, (d.get)(o)))
-        .collect()
+    OPTIONS.iter().filter(|d| (d.get)(o) != (d.get)(&defaults)).map(|d| format!("{}={}", d.name, (d.get)(o))).collect()
 }
 
 /// An option's value as written in SQL: `7`, `'1 day'`, `-1`.
@@ -225,6 +215,8 @@ mod tests {
         assert!(set(&mut o, "hash_prefix", "1", true).is_err());
         let e = set(&mut o, "nope", "1", false).unwrap_err().to_string();
         assert!(e.contains("ttl, max_versions, max_version_offset, hash_prefix"), "{e}");
-        assert_eq!(reloptions(&TableOptions::default()).len(), 3);
+        // As PostgreSQL's reloptions: only the options set to other than their defaults.
+        assert!(reloptions(&TableOptions::default()).is_empty());
+        assert_eq!(reloptions(&o), vec!["ttl=93600".to_string()]);
     }
 }

@@ -135,3 +135,85 @@ async fn tabula_answers_as_postgresql_does() {
         server.stop().await;
     }
 }
+
+/// psql of the PostgreSQL package, against `port` as `user`: (succeeded, stdout, stderr). `input` is
+/// given on stdin (`-f -`) when there is one.
+fn psql(bin: &Path, port: u16, user: &str, db: &str, args: &[&str], input: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(bin.join("psql"))
+        .args(["-X", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", user, "-d", db, "-v", "ON_ERROR_STOP=1"])
+        .args(args)
+        .env("PGTZ", "UTC")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.unwrap_or("").as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// A backup with the standard tool: PostgreSQL 15's own pg_dump dumps a Tabula database, the dump loads
+/// into PostgreSQL with psql (stopping at the first error), and both then answer the same for every table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pg_dump_of_tabula_loads_into_postgresql() {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let server = TestServer::start().await;
+    let c = server.connect().await;
+    c.batch_execute(
+        r#"CREATE TABLE devices (id bigint PRIMARY KEY, name text NOT NULL, seen timestamptz, score double precision,
+               online boolean, note varchar DEFAULT 'none', doc jsonb, raw bytea, uid uuid, born date,
+               price numeric, small smallint, mid integer, at timestamp, ratio real);
+           INSERT INTO devices VALUES
+               (1, E'tab\there', '2026-01-02 03:04:05.678+00', 1.5, true, E'quote '' and \\ backslash',
+                '{"k": [1, 2]}', '\x00ff', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2020-02-29', 12.340, -3, 7,
+                '1999-12-31 23:59:59', 0.25),
+               (2, E'line\nbreak', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+               (3, 'ünïcødé \N', '1970-01-01 00:00:00+00', -0.0, false, '', 'null', '', NULL, '0001-01-01',
+                -0.5, 32767, -2147483648, NULL, -1e-3);
+           CREATE TABLE readings (device text, at bigint, value double precision, PRIMARY KEY (device, at));
+           INSERT INTO readings VALUES ('d1', 1, 0.5), ('d1', 2, NULL), ('d2', 1, -1e10);
+           CREATE TABLE "MixedCase" ("Key" text PRIMARY KEY, "select" integer);
+           INSERT INTO "MixedCase" VALUES ('x', 1), ('Y', NULL);
+           CREATE TABLE empty_one (k bytea PRIMARY KEY, v text);"#,
+    )
+    .await
+    .unwrap();
+    let dump = tokio::task::block_in_place(|| {
+        Command::new(pg.bin.join("pg_dump"))
+            .args(["-h", "127.0.0.1", "-p", &server.port().to_string(), "-U", "tabula", "--no-password", "tabula"])
+            .output()
+            .expect("pg_dump runs")
+    });
+    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    let dump = String::from_utf8(dump.stdout).unwrap();
+    // The user's tables, and none of Tabula's own views (the `tabula` extension's members).
+    assert!(dump.contains("CREATE TABLE public.devices"), "{dump}");
+    assert!(!dump.contains("tabula.partitions") && !dump.contains("CREATE SCHEMA"), "{dump}");
+
+    let (bin, port, user) = (pg.bin.clone(), pg.port, pg.user.clone());
+    let (ok, _, err) = psql(&bin, port, &user, "postgres", &["-c", "CREATE ROLE tabula"], None);
+    assert!(ok, "{err}");
+    let (ok, _, err) = tokio::task::block_in_place(|| psql(&bin, port, &user, "postgres", &["-q", "-f", "-"], Some(&dump)));
+    assert!(ok, "the dump does not load into PostgreSQL: {err}\n{dump}");
+    for query in [
+        "SELECT * FROM devices ORDER BY id",
+        "SELECT * FROM readings ORDER BY device, at",
+        r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
+        "SELECT count(*) FROM empty_one",
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass",
+        "SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns \
+         WHERE table_name = 'devices' ORDER BY ordinal_position",
+    ] {
+        let answers = tokio::task::block_in_place(|| {
+            [(server.port(), "tabula", "tabula"), (port, user.as_str(), "postgres")]
+                .map(|(p, u, db)| psql(&bin, p, u, db, &["-At", "-c", query], None))
+        });
+        assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
+        assert_eq!(answers[0].1, answers[1].1, "{query}: Tabula, then PostgreSQL after the restore");
+    }
+    server.stop().await;
+}

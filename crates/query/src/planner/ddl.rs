@@ -35,6 +35,8 @@ impl Planner<'_> {
                         }
                         pk_names.push(cname.clone());
                     }
+                    // No default at all, as PostgreSQL stores none for it (the catalog shows none).
+                    ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => def.default = None,
                     ast::ColumnOption::Default(e) => {
                         // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
                         self.bind_default(&e.to_string(), ty, &cname)?;

@@ -35,12 +35,14 @@ use crate::system::SystemView;
 use crate::types::SqlType;
 
 mod cells;
+mod defaults;
 mod functions;
 mod information_schema;
 mod oids;
 mod pg_catalog;
 
-use cells::{build_batch, schema_of, Cell, K};
+use cells::{build_batch, data_type, schema_of, Cell, K};
+use defaults::shown_default;
 pub use functions::catalog_udfs;
 pub use oids::pg_catalog_oid;
 pub use pg_catalog::empty_relation;
@@ -439,6 +441,9 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_roles" => &PgRoles,
         "pg_settings" => &PgSettings,
         "pg_stat_user_tables" | "pg_stat_all_tables" => &PgStatUserTables,
+        "pg_extension" => &PgExtension,
+        "pg_depend" => &PgDepend,
+        "pg_init_privs" => &PgInitPrivs,
         _ => return empty_relation(name).map(|e| Generated::Relation(e as &'static dyn Relation)),
     };
     Some(Generated::Relation(relation))
@@ -457,9 +462,14 @@ impl SchemaProvider for PgCatalogSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        match pg_catalog_generated(&name.to_ascii_lowercase()) {
+        let name = name.to_ascii_lowercase();
+        match pg_catalog_generated(&name) {
             Some(g) => Ok(Some(Arc::new(GeneratedTable::new(g, self.db.clone(), self.list.clone())))),
-            None => self.inner.table(name).await,
+            None if name == "pg_proc" => match self.inner.table(&name).await? {
+                Some(library) => Ok(Some(Arc::new(pg_catalog::PgProc::new(library)?))),
+                None => Ok(None),
+            },
+            None => self.inner.table(&name).await,
         }
     }
 

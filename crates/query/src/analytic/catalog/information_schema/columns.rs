@@ -80,7 +80,7 @@ impl Relation for Columns {
                     r.name.clone().into(),
                     name.clone().into(),
                     (i as i32 + 1).into(),
-                    col.and_then(|c| c.default.clone()).into(),
+                    col.and_then(|c| c.default.as_deref().map(|d| shown_default(d, c.ty))).into(),
                     if *not_null { "NO" } else { "YES" }.into(),
                     ty.pg_name().into(),
                     Cell::Null,

@@ -16,7 +16,12 @@ impl Relation for PgAttrdef {
         for (r, t, _) in s.tabula() {
             for (i, c) in t.columns.iter().enumerate() {
                 if let Some(d) = &c.default {
-                    out.push(vec![(r.oid + 2 + 1000000 + i as i32).into(), r.oid.into(), (i as i32 + 1).into(), d.clone().into()]);
+                    out.push(vec![
+                        (r.oid + 2 + 1000000 + i as i32).into(),
+                        r.oid.into(),
+                        (i as i32 + 1).into(),
+                        shown_default(d, c.ty).into(),
+                    ]);
                 }
             }
         }

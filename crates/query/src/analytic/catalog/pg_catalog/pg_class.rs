@@ -52,7 +52,10 @@ impl Relation for PgClass {
             let (rows, options) = match &r.tabula {
                 Some((t, _)) => {
                     let rows: i64 = s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
-                    (rows as f64, Cell::Texts(crate::options::reloptions(&t.options)))
+                    // As PostgreSQL's: the options set, NULL if none. (A dump carries them as `WITH (...)`, so a
+                    // table at the defaults restores into PostgreSQL too.)
+                    let set = crate::options::reloptions(&t.options);
+                    (rows as f64, if set.is_empty() { Cell::Null } else { Cell::Texts(set) })
                 }
                 None => (-1.0, Cell::Null),
             };

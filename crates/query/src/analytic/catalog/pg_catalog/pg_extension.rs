@@ -1,0 +1,79 @@
+//! `pg_extension` and `pg_depend`: Tabula's own relations (the `tabula` schema and its views) as the
+//! members of a built-in extension named `tabula`.
+//!
+//! That is how PostgreSQL describes objects that come with the server but are not its core catalog, and
+//! what tools go by: pg_dump dumps neither a built-in extension (OID below 16384) nor its members, so a
+//! dump holds the user's tables and not Tabula's views; psql's `\dx` lists it.
+
+use super::pg_namespace::PG_NAMESPACE_CLASS;
+use crate::analytic::catalog::*;
+
+/// The extension's OID: below PostgreSQL's first user OID (16384), as a built-in extension's is.
+const TABULA_EXTENSION: i32 = 16382;
+const PG_EXTENSION_CLASS: i32 = 3079;
+const PG_CLASS_CLASS: i32 = 1259;
+
+#[derive(Debug)]
+pub struct PgExtension;
+
+impl Relation for PgExtension {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("oid", Oid),
+            ("extname", Text),
+            ("extowner", Oid),
+            ("extnamespace", Oid),
+            ("extrelocatable", Bool),
+            ("extversion", Text),
+            ("extconfig", Oids),
+            ("extcondition", Texts),
+        ]
+    }
+
+    fn reads_relations(&self) -> bool {
+        false
+    }
+
+    fn rows(&self, _: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        Ok(vec![vec![
+            TABULA_EXTENSION.into(),
+            CATALOG.into(),
+            OWNER.into(),
+            TABULA_NSP.into(),
+            false.into(),
+            env!("CARGO_PKG_VERSION").into(),
+            Cell::Null,
+            Cell::Null,
+        ]])
+    }
+}
+
+/// Dependencies between objects: only the extension's membership (deptype `e`). Tabula keeps no other
+/// dependencies a tool could act on (no views, sequences or foreign keys over users' tables).
+#[derive(Debug)]
+pub struct PgDepend;
+
+impl Relation for PgDepend {
+    fn columns(&self) -> Vec<(&'static str, K)> {
+        use K::*;
+        vec![
+            ("classid", Oid),
+            ("objid", Oid),
+            ("objsubid", I32),
+            ("refclassid", Oid),
+            ("refobjid", Oid),
+            ("refobjsubid", I32),
+            ("deptype", Text),
+        ]
+    }
+
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let member = |class: i32, oid: i32| -> Vec<Cell> {
+            vec![class.into(), oid.into(), 0.into(), PG_EXTENSION_CLASS.into(), TABULA_EXTENSION.into(), 0.into(), "e".into()]
+        };
+        let mut out = vec![member(PG_NAMESPACE_CLASS, TABULA_NSP)];
+        out.extend(s.rels.iter().filter(|r| r.schema == CATALOG).map(|r| member(PG_CLASS_CLASS, r.oid)));
+        Ok(out)
+    }
+}
