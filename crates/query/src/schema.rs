@@ -1,7 +1,8 @@
 //! The SQL view of a table: declared columns and types over the engine's table definition.
 //!
 //! The engine stores only primary-key types; the declared columns live in the table's `user_meta` as
-//! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default` (identity: 0 none, 1 by default, 2 always),
+//! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default` (type as PostgreSQL names it, with varchar's
+//! length: `character varying(20)`; identity: 0 none, 1 by default, 2 always),
 //! in declaration order, then one line
 //! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken), a line
 //! `!owner<TAB>role` (none: the bootstrap superuser owns it, as every table made before roles existed), and
@@ -13,7 +14,7 @@ use tabula_store::{TableDef, TableOptions};
 
 use crate::error::{QueryError, Result};
 use crate::roles::{Acl, Privileges, BOOTSTRAP};
-use crate::types::SqlType;
+use crate::types::{Datum, SqlType};
 
 /// Name of the pseudo-column holding a cell's version (ms since the epoch).
 pub const VERSION_COLUMN: &str = "_version";
@@ -29,6 +30,30 @@ pub struct ColumnDef {
     pub always: bool,
     /// The DEFAULT expression's SQL text.
     pub default: Option<String>,
+    /// `varchar(n)`'s `n`: a longer value is refused (22001), as in PostgreSQL.
+    pub max_chars: Option<u32>,
+}
+
+impl ColumnDef {
+    /// A value to store in this column: cast to its type, and no longer than `varchar(n)` allows. As in
+    /// PostgreSQL, spaces past the limit are cut off; any other character there is 22001.
+    pub fn fit(&self, v: Datum) -> Result<Datum> {
+        let v = v.cast(self.ty)?;
+        let (Some(n), Datum::Text(s)) = (self.max_chars, &v) else { return Ok(v) };
+        let Some((cut, _)) = s.char_indices().nth(n as usize) else { return Ok(v) };
+        if s[cut..].chars().all(|c| c == ' ') {
+            return Ok(Datum::Text(s[..cut].to_string()));
+        }
+        Err(QueryError::StringTooLong(format!("value too long for type {}", self.type_name())))
+    }
+
+    /// The declared type as PostgreSQL names it: `character varying(20)`, `bigint`.
+    pub fn type_name(&self) -> String {
+        match self.max_chars {
+            Some(n) => format!("{}({n})", self.ty.pg_name()),
+            None => self.ty.pg_name().to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,9 +102,15 @@ impl TableSchema {
             if f.len() < 4 {
                 return Err(QueryError::Internal(format!("bad column metadata of table {}", def.name)));
             }
+            // `character varying(20)`: the type and its length.
+            let (type_name, max_chars) = match f[1].strip_suffix(')').and_then(|t| t.split_once('(')) {
+                Some((base, n)) => (base, Some(n.parse::<u32>().map_err(|_| QueryError::Internal(format!("bad type {}", f[1])))?)),
+                None => (f[1], None),
+            };
             columns.push(ColumnDef {
                 name: f[0].to_string(),
-                ty: SqlType::parse(f[1]).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
+                ty: SqlType::parse(type_name).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
+                max_chars,
                 not_null: f[2] == "1",
                 identity: f[3] == "1" || f[3] == "2",
                 always: f[3] == "2",
@@ -131,7 +162,7 @@ impl TableSchema {
             s.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\n",
                 c.name,
-                c.ty.pg_name(),
+                c.type_name(),
                 c.not_null as u8,
                 c.identity as u8 + c.always as u8,
                 default
@@ -146,6 +177,14 @@ impl TableSchema {
             return Some(self.columns.len());
         }
         self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// A value to store in column `i` ([`ColumnDef::fit`]).
+    pub fn fit(&self, i: usize, v: Datum) -> Result<Datum> {
+        match self.columns.get(i) {
+            Some(c) => c.fit(v),
+            None => v.cast(SqlType::Int8),
+        }
     }
 
     pub fn column_type(&self, i: usize) -> SqlType {

@@ -25,7 +25,15 @@ impl SystemView {
     }
 
     pub fn schema(self) -> Arc<TableSchema> {
-        let col = |name: &str, ty| ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None };
+        let col = |name: &str, ty| ColumnDef {
+            name: name.into(),
+            ty,
+            not_null: false,
+            identity: false,
+            always: false,
+            default: None,
+            max_chars: None,
+        };
         let (name, columns) = match self {
             SystemView::Tables => (
                 "tabula.tables",

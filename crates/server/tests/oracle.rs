@@ -174,7 +174,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql() {
                (2, E'line\nbreak', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
                (3, 'ünïcødé \N', '1970-01-01 00:00:00+00', -0.0, false, '', 'null', '', NULL, '0001-01-01',
                 -0.5, 32767, -2147483648, NULL, -1e-3);
-           CREATE TABLE readings (device text, at bigint, value double precision, PRIMARY KEY (device, at));
+           CREATE TABLE readings (device varchar(8), at bigint, value double precision, PRIMARY KEY (device, at));
            INSERT INTO readings VALUES ('d1', 1, 0.5), ('d1', 2, NULL), ('d2', 1, -1e10);
            CREATE TABLE "MixedCase" ("Key" text PRIMARY KEY, "select" integer);
            INSERT INTO "MixedCase" VALUES ('x', 1), ('Y', NULL);
@@ -205,8 +205,8 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql() {
         r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
         "SELECT count(*) FROM empty_one",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass",
-        "SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns \
-         WHERE table_name = 'devices' ORDER BY ordinal_position",
+        "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
+         FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
     ] {
         let answers = tokio::task::block_in_place(|| {
             [(server.port(), "tabula", "tabula"), (port, user.as_str(), "postgres")]

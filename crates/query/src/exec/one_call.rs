@@ -27,7 +27,7 @@ pub fn upsert(store: &Store, i: &InsertPlan, ctx: &EvalCtx) -> Result<Option<u64
             ops.push((name, UpdateOp::Add(k)));
             continue;
         }
-        let v = e.eval(&combined, ctx)?.cast(t.column_type(*col))?;
+        let v = t.fit(*col, e.eval(&combined, ctx)?)?;
         ops.push((name, put(t, *col, v, prepared.version)?));
     }
     store.upsert_row(&t.name, &pk, &prepared.cells, &ops)?;
@@ -55,7 +55,7 @@ pub fn key_update(store: &Store, u: &UpdatePlan, ctx: &EvalCtx) -> Result<Option
                 Some(k) => ops.push((t.columns[*col].name.clone(), UpdateOp::Add(k))),
                 None => return Ok(None),
             },
-            None => ops.push((t.columns[*col].name.clone(), put(t, *col, e.eval(&[], ctx)?.cast(t.column_type(*col))?, version)?)),
+            None => ops.push((t.columns[*col].name.clone(), put(t, *col, t.fit(*col, e.eval(&[], ctx)?)?, version)?)),
         }
     }
     let Some(pk) = super::key(t, key, ctx)? else { return Ok(Some(0)) };

@@ -119,7 +119,7 @@ impl Executor<'_> {
                     continue;
                 }
             }
-            let v = e.eval(eval_row, &self.ctx)?.cast(t.column_type(*col))?;
+            let v = t.fit(*col, e.eval(eval_row, &self.ctx)?)?;
             if v.is_null() && t.columns[*col].not_null {
                 return Err(QueryError::NotNull { table: t.name.clone(), column: name });
             }
@@ -243,7 +243,7 @@ pub fn prepare_row(t: &TableSchema, targets: &[usize], values: Vec<Datum>) -> Re
                 d => d.cast(SqlType::Int8)?.as_int(),
             };
         } else {
-            row[target] = v.cast(t.column_type(target))?;
+            row[target] = t.fit(target, v)?;
         }
     }
     for (i, c) in t.columns.iter().enumerate() {

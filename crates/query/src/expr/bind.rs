@@ -194,6 +194,10 @@ impl Binder<'_, '_> {
             }
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
+                // `x::varchar(n)` keeps the first n characters: the analytic route's rewrite does that.
+                if varchar_length(data_type)?.is_some() {
+                    return Err(QueryError::Analytic("a cast to varchar(n)".into()));
+                }
                 let inner = self.bind(expr)?;
                 match inner {
                     Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
@@ -384,6 +388,22 @@ pub(super) fn strip(e: &ast::Expr) -> &ast::Expr {
     }
 }
 
+/// `varchar(n)`'s `n`, checked as PostgreSQL checks it (22023); `None` for any other type.
+pub fn varchar_length(dt: &ast::DataType) -> Result<Option<u32>> {
+    use ast::{CharacterLength, DataType as D};
+    let (D::Varchar(Some(l)) | D::CharacterVarying(Some(l)) | D::CharVarying(Some(l))) = dt else { return Ok(None) };
+    match l {
+        CharacterLength::IntegerLength { length: 0, .. } => {
+            Err(QueryError::InvalidParameterValue("length for type varchar must be at least 1".into()))
+        }
+        CharacterLength::IntegerLength { length, .. } if *length > 10_485_760 => {
+            Err(QueryError::InvalidParameterValue("length for type varchar cannot exceed 10485760".into()))
+        }
+        CharacterLength::IntegerLength { length, .. } => Ok(Some(*length as u32)),
+        CharacterLength::Max => Err(QueryError::Syntax("varchar(max) is not PostgreSQL's: give a length, or none".into())),
+    }
+}
+
 /// Maps a SQL data type to Tabula's.
 pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
@@ -396,7 +416,14 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::DoublePrecision | D::Float8 | D::Double(_) | D::Float(_) => SqlType::Float8,
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Numeric,
         D::Text | D::String(_) => SqlType::Text,
-        D::Varchar(_) | D::CharacterVarying(_) | D::CharVarying(_) | D::Char(_) | D::Character(_) => SqlType::Varchar,
+        D::Varchar(_) | D::CharacterVarying(_) | D::CharVarying(_) => SqlType::Varchar,
+        D::Char(_) | D::Character(_) => {
+            return Err(QueryError::NotSupported(
+                "type character(n) is not supported: its values would not be padded with spaces as PostgreSQL pads them; \
+                 use varchar(n) or text"
+                    .into(),
+            ))
+        }
         D::Bytea => SqlType::Bytea,
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::Timestamptz,

@@ -148,7 +148,15 @@ mod tests {
     use crate::types::Datum;
 
     fn table() -> TableSchema {
-        let col = |name: &str, ty| ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None };
+        let col = |name: &str, ty| ColumnDef {
+            name: name.into(),
+            ty,
+            not_null: false,
+            identity: false,
+            always: false,
+            default: None,
+            max_chars: None,
+        };
         TableSchema {
             name: "t".into(),
             columns: vec![col("k", SqlType::Int8), col("n", SqlType::Int8), col("j", SqlType::Jsonb)],

@@ -15,7 +15,7 @@ mod eval;
 mod functions;
 mod ops;
 
-pub use bind::{sql_type, Binder, Scope};
+pub use bind::{sql_type, varchar_length, Binder, Scope};
 pub use engine::{column_condition, fits_column_condition, increment_of};
 pub(crate) use functions::random_uuid;
 use functions::*;

@@ -22,7 +22,9 @@ impl Planner<'_> {
             let type_text = col.data_type.to_string().to_lowercase();
             let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
             let ty = sql_type(&col.data_type)?;
-            let mut def = ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, always: false, default: None };
+            let max_chars = crate::expr::varchar_length(&col.data_type)?;
+            let mut def =
+                ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, always: false, default: None, max_chars };
             for opt in &col.options {
                 match &opt.option {
                     ast::ColumnOption::NotNull => def.not_null = true,
@@ -184,7 +186,8 @@ impl Planner<'_> {
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
                 let ty = sql_type(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
-                let col = ColumnDef { name, ty, not_null: false, identity: false, always: false, default: None };
+                let max_chars = crate::expr::varchar_length(&column_def.data_type)?;
+                let col = ColumnDef { name, ty, not_null: false, identity: false, always: false, default: None, max_chars };
                 for opt in &column_def.options {
                     match &opt.option {
                         ast::ColumnOption::Null => {}

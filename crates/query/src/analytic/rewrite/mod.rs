@@ -29,6 +29,8 @@
 //! - `col::regtype` and `col::regclass` of an OID column print a name, as in PostgreSQL
 //!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`.
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
+//! - `x::varchar(n)` keeps the first `n` characters (`left`), as PostgreSQL's explicit cast does; a cast to
+//!   `char(n)` is refused (`casts`).
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
 //!   they stand for (`system_columns`).
@@ -38,9 +40,11 @@ use std::sync::Arc;
 
 use datafusion_pg_catalog::sql::rules::*;
 
+mod casts;
 mod subqueries;
 mod system_columns;
 
+use casts::{char_cast, float_text_cast, varchar_length_cast};
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
@@ -92,6 +96,7 @@ impl Rewriter {
             to_char_pattern(e);
             like_escape(e);
             float_text_cast(e);
+            varchar_length_cast(e);
             generate_subscripts(e);
             math_functions(e);
             empty_array_subquery(e);
@@ -179,6 +184,13 @@ pub fn refusal(s: &Statement) -> Option<String> {
                     "reading the versions of {name} is supported in a SELECT of that table alone, not with aggregates, \
                      joins, subqueries, set operations or CTEs"
                 ));
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            self.0 = char_cast(e);
+            if self.0.is_some() {
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
@@ -528,17 +540,6 @@ fn user_keyword(e: &mut Expr) {
             || matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("session_user"));
         *e = call(if session { "session_user" } else { "current_user" }, vec![], vec![]);
     }
-}
-
-/// `x::text` as PostgreSQL spells floats (`1000`, `1e+20`), where Arrow's cast prints `1000.0` and
-/// `1e20`: `pg_text(x)`, which casts every other type as Arrow does. Literals and parameters keep their
-/// cast, which types them.
-fn float_text_cast(e: &mut Expr) {
-    let Expr::Cast { expr, data_type, .. } = e else { return };
-    if !matches!(data_type, sqlparser::ast::DataType::Text) || matches!(expr.as_ref(), Expr::Value(_)) {
-        return;
-    }
-    *e = call("pg_text", vec![expr.as_ref().clone()], vec![]);
 }
 
 struct OidDisplayCasts;

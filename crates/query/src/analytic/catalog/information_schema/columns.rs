@@ -62,6 +62,7 @@ impl Relation for Columns {
             for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                 let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
                 let identity = col.is_some_and(|c| c.identity);
+                let max_chars = col.and_then(|c| c.max_chars).map(|n| n as i32);
                 let generation = col.filter(|c| c.identity).map(|c| if c.always { "ALWAYS" } else { "BY DEFAULT" });
                 let (precision, radix, scale) = match ty {
                     SqlType::Int2 => (Some(16), Some(2), Some(0)),
@@ -83,8 +84,13 @@ impl Relation for Columns {
                     col.and_then(|c| c.default.as_deref().map(|d| shown_default(d, c.ty))).into(),
                     if *not_null { "NO" } else { "YES" }.into(),
                     ty.pg_name().into(),
-                    Cell::Null,
-                    if ty.is_text() { Some(1073741824) } else { None }.into(),
+                    // varchar(n): n characters of up to 4 bytes in UTF-8, as PostgreSQL counts them.
+                    max_chars.into(),
+                    match max_chars {
+                        Some(n) => Some(n * 4),
+                        None => ty.is_text().then_some(1073741824),
+                    }
+                    .into(),
                     precision.into(),
                     radix.into(),
                     scale.into(),

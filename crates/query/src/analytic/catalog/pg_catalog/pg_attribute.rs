@@ -5,6 +5,15 @@ use crate::analytic::catalog::*;
 #[derive(Debug)]
 pub struct PgAttribute;
 
+/// The position of `atttypmod` in a row.
+const ATTTYPMOD: usize = 8;
+
+/// `atttypmod`: varchar(n)'s is `n + 4`, as PostgreSQL stores it (format_type prints `character varying(n)`
+/// from it); -1 for every other column.
+fn typmod(c: &crate::schema::ColumnDef) -> i32 {
+    c.max_chars.map_or(-1, |n| n as i32 + 4)
+}
+
 impl Relation for PgAttribute {
     fn columns(&self) -> Vec<(&'static str, K)> {
         use K::*;
@@ -42,16 +51,20 @@ impl Relation for PgAttribute {
         let mut out: Vec<Vec<Cell>> = Vec::new();
         for r in &s.rels {
             for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
-                let (has_def, identity) = match &r.tabula {
-                    Some((t, _)) => (t.columns[i].default.is_some(), identity_kind(&t.columns[i])),
-                    None => (false, ""),
+                let (has_def, identity, typmod) = match &r.tabula {
+                    Some((t, _)) => (t.columns[i].default.is_some(), identity_kind(&t.columns[i]), typmod(&t.columns[i])),
+                    None => (false, "", -1),
                 };
-                out.push(pg_attribute_row(r.oid, name, *ty, i as i64 + 1, *not_null, has_def, identity));
+                let mut row = pg_attribute_row(r.oid, name, *ty, i as i64 + 1, *not_null, has_def, identity);
+                row[ATTTYPMOD] = typmod.into();
+                out.push(row);
             }
             if let Some((t, _)) = &r.tabula {
                 for (k, &c) in t.pk.iter().enumerate() {
                     let col = &t.columns[c];
-                    out.push(pg_attribute_row(r.oid + 1, &col.name, col.ty, k as i64 + 1, false, false, ""));
+                    let mut row = pg_attribute_row(r.oid + 1, &col.name, col.ty, k as i64 + 1, false, false, "");
+                    row[ATTTYPMOD] = typmod(col).into();
+                    out.push(row);
                 }
             }
         }
