@@ -9,6 +9,11 @@ pub type Result<T, E = QueryError> = std::result::Result<T, E>;
 pub enum QueryError {
     #[error("{0}")]
     Syntax(String),
+    /// A statement that does not parse, as PostgreSQL words it (`syntax error at or near "x"`), with what
+    /// the parser expected and where it stopped: a 1-based character position in the query text, which
+    /// psql and other tools point at.
+    #[error("{message}")]
+    SyntaxAt { message: String, expected: Option<String>, position: usize },
     #[error("relation \"{0}\" does not exist")]
     UndefinedTable(String),
     /// A table named where only the statement's FROM tables may be (`FOR UPDATE OF x`).
@@ -117,7 +122,7 @@ impl QueryError {
     pub fn sqlstate(&self) -> &'static str {
         use QueryError::*;
         match self {
-            Syntax(_) => "42601",
+            Syntax(_) | SyntaxAt { .. } => "42601",
             UndefinedTable(_) | UndefinedTableReference(_) => "42P01",
             UndefinedColumn(_) => "42703",
             AmbiguousColumn(_) => "42702",
@@ -166,12 +171,54 @@ impl QueryError {
     pub fn detail(&self) -> Option<String> {
         match self {
             QueryError::VersionOutOfWindow { detail, .. } => Some(detail.clone()),
+            QueryError::SyntaxAt { expected, .. } => expected.clone(),
             QueryError::WithContext { inner, context } => Some(match inner.detail() {
                 Some(d) => format!("{d} ({context})"),
                 None => context.clone(),
             }),
             _ => None,
         }
+    }
+
+    /// Where in the query text the error is (a 1-based character position), when that is known.
+    pub fn position(&self) -> Option<usize> {
+        match self {
+            QueryError::SyntaxAt { position, .. } => Some(*position),
+            QueryError::WithContext { inner, .. } => inner.position(),
+            _ => None,
+        }
+    }
+
+    /// sqlparser's error for `sql`, as PostgreSQL reports one: `syntax error at or near "SELEC"` (or `at end
+    /// of input`) at a position, what was expected in DETAIL. A message without a location stays as it is.
+    pub fn syntax(sql: &str, e: sqlparser::parser::ParserError) -> QueryError {
+        let m = match QueryError::from(e) {
+            QueryError::Syntax(m) => m,
+            other => return other,
+        };
+        let located = m.rsplit_once(" at Line: ").and_then(|(what, at)| {
+            let (line, column) = at.split_once(", Column: ")?;
+            Some((what, line.trim().parse::<usize>().ok()?, column.trim().parse::<usize>().ok()?))
+        });
+        let end = sql.chars().count() + 1;
+        let Some((what, line, column)) = located else {
+            // The end of the text has no location.
+            return match m.strip_suffix(", found: EOF") {
+                Some(expected) => {
+                    QueryError::SyntaxAt { message: "syntax error at end of input".into(), expected: Some(expected.into()), position: end }
+                }
+                None => QueryError::Syntax(m),
+            };
+        };
+        let before: usize = sql.split('\n').take(line.saturating_sub(1)).map(|l| l.chars().count() + 1).sum();
+        let at = before + column;
+        let (message, expected, position) = match what.rsplit_once(", found: ") {
+            Some((expected, "EOF")) => ("syntax error at end of input".to_string(), Some(expected.to_string()), end),
+            Some((expected, found)) => (format!("syntax error at or near \"{}\"", found.trim()), Some(expected.to_string()), at),
+            // The tokenizer's own words: `Unterminated string literal`.
+            None => (what.to_string(), None, at),
+        };
+        QueryError::SyntaxAt { message, expected, position }
     }
 
     /// The same error (and SQLSTATE) with where it happened in its DETAIL.

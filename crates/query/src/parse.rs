@@ -7,13 +7,15 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
-use crate::error::Result;
+use crate::error::{QueryError, Result};
 
 /// Parses SQL text into statements (PostgreSQL dialect). `ALTER TABLE t RESET (...)`, which sqlparser
 /// does not know, comes back as a ready plan.
 pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     let dialect = PostgreSqlDialect {};
-    let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(sqlparser::parser::ParserError::from)?;
+    let mut tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| QueryError::syntax(sql, sqlparser::parser::ParserError::from(e)))?;
     crate::depth::check(&tokens)?;
     crate::access::user_as_role(&mut tokens);
     let refused = crate::access::refused_unparsed(&tokens);
@@ -29,7 +31,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
             Some(p) => Ok(vec![p]),
             None => match insert_select_on_conflict(sql) {
                 Some(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
-                None => Err(refused.unwrap_or_else(|| e.into())),
+                None => Err(refused.unwrap_or_else(|| QueryError::syntax(sql, e))),
             },
         },
     }
@@ -152,6 +154,16 @@ pub(crate) fn max_placeholder(stmt: &Statement) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syntax_errors_say_where_as_postgresql_does() {
+        let e = parse("SELECT 1;\nSELEC 2").err().unwrap();
+        assert_eq!((e.to_string().as_str(), e.position(), e.sqlstate()), ("syntax error at or near \"SELEC\"", Some(11), "42601"));
+        let e = parse("SELECT * FROM t WHERE").err().unwrap();
+        assert_eq!((e.to_string().as_str(), e.position()), ("syntax error at end of input", Some(22)));
+        let e = parse("SELECT 'abc").err().unwrap();
+        assert_eq!((e.sqlstate(), e.position()), ("42601", Some(8)));
+    }
 
     #[test]
     fn insert_select_without_from_takes_on_conflict_as_postgresql_does() {

@@ -10,7 +10,19 @@ impl Planner<'_> {
         };
         let table = self.catalog.table(&name)?;
         let targets: Vec<usize> = if i.columns.is_empty() {
-            (0..table.columns.len()).collect()
+            // Without a column list a VALUES row fills the first columns and the rest take their defaults,
+            // as in PostgreSQL.
+            let width = match i.source.as_ref().map(|s| s.body.as_ref()) {
+                Some(SetExpr::Values(v)) => {
+                    let width = v.rows.first().map_or(0, |r| r.len());
+                    if v.rows.iter().any(|r| r.len() != width) {
+                        return Err(QueryError::Syntax("VALUES lists must all be the same length".into()));
+                    }
+                    width.min(table.columns.len())
+                }
+                _ => table.columns.len(),
+            };
+            (0..width).collect()
         } else {
             i.columns
                 .iter()

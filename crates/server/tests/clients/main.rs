@@ -64,6 +64,14 @@ async fn tokio_postgres_typed_params_binary_results_and_errors() {
     assert_eq!(e.code(), Some(&SqlState::UNDEFINED_COLUMN));
     let e = client.batch_execute("SELEC 1").await.unwrap_err();
     assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
+    // Worded as PostgreSQL words it, with the position psql draws its caret at (in the whole query string).
+    let e = client.batch_execute("SELECT 1;\nSELEC 2").await.unwrap_err();
+    let db = e.as_db_error().unwrap();
+    assert_eq!(db.message(), "syntax error at or near \"SELEC\"");
+    assert_eq!(db.position(), Some(&tokio_postgres::error::ErrorPosition::Original(11)));
+    let e = client.prepare("SELECT 1 +").await.unwrap_err();
+    let db = e.as_db_error().unwrap();
+    assert_eq!((db.message(), db.position()), ("syntax error at end of input", Some(&tokio_postgres::error::ErrorPosition::Original(11))));
     // Pipelining: many queries in flight on one connection.
     let ids: Vec<i64> = (0..5).collect();
     let futures: Vec<_> = ids.iter().map(|i| async { client.query_one(&get, &[&"s1", i]).await }).collect();
