@@ -180,6 +180,17 @@ impl QueryError {
         }
     }
 
+    /// The table, column and constraint an integrity error is about, as PostgreSQL names them in its error
+    /// fields (drivers read them: psycopg's `diag.constraint_name`, what Django and Rails report).
+    pub fn object(&self) -> (Option<String>, Option<String>, Option<String>) {
+        match self {
+            QueryError::UniqueViolation(t) => (Some(t.clone()), None, Some(format!("{t}_pkey"))),
+            QueryError::NotNull { table, column } => (Some(table.clone()), Some(column.clone()), None),
+            QueryError::WithContext { inner, .. } => inner.object(),
+            _ => (None, None, None),
+        }
+    }
+
     /// Where in the query text the error is (a 1-based character position), when that is known.
     pub fn position(&self) -> Option<usize> {
         match self {

@@ -13,6 +13,7 @@ use pgwire::api::auth::md5pass::{hash_md5_password, Md5PasswordAuthStartupHandle
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth, ScramSecret};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
+use pgwire::api::METADATA_USER;
 use pgwire::api::{ClientInfo, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -212,12 +213,22 @@ impl StartupHandler for Startup {
                 return Err(PgWireError::UserError(Box::new(info)));
             }
         }
-        match self {
+        let result = match self {
             Startup::Trust(c) => c.on_startup(client, message).await,
             Startup::Password(h) => h.on_startup(client, message).await,
             Startup::Md5(h) => h.on_startup(client, message).await,
             Startup::Scram(h) => h.on_startup(client, message).await,
-        }
+        };
+        result.map_err(|e| match e {
+            // Worded as PostgreSQL words it, naming the user of the startup message: SCRAM's own messages
+            // carry an empty name (libpq sends none there), which pgwire would print.
+            PgWireError::InvalidPassword(named) => {
+                let user = client.metadata().get(METADATA_USER).filter(|u| !u.is_empty()).cloned().unwrap_or(named);
+                let message = format!("password authentication failed for user \"{user}\"");
+                PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new("FATAL".into(), "28P01".into(), message)))
+            }
+            e => e,
+        })
     }
 }
 

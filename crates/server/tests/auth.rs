@@ -56,6 +56,9 @@ async fn password_methods_with_concurrent_logins_of_different_users() {
         }
         let Err(e) = login(port, "user1", "wrong").await else { panic!("{method:?}: a wrong password was accepted") };
         assert_eq!(e.code(), Some(&SqlState::INVALID_PASSWORD), "{method:?}: {e:?}");
+        // PostgreSQL's words, naming the user under every method (SCRAM's messages carry no name).
+        let message = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+        assert_eq!(message, "password authentication failed for user \"user1\"", "{method:?}");
         let Err(e) = login(port, "nobody", "secret-1").await else { panic!("{method:?}: an unknown user was accepted") };
         assert_eq!(e.code(), Some(&SqlState::INVALID_PASSWORD), "{method:?}: {e:?}");
         s.shutdown().await.unwrap();

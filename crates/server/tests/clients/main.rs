@@ -58,6 +58,12 @@ async fn tokio_postgres_typed_params_binary_results_and_errors() {
     // DETAIL names the key, as PostgreSQL's does.
     let detail = e.as_db_error().and_then(|d| d.detail()).unwrap_or_default().to_string();
     assert!(detail.starts_with("Key (") && detail.ends_with("already exists."), "{detail}");
+    // And the error's fields name the table and the constraint, as PostgreSQL's do.
+    let db = e.as_db_error().unwrap();
+    assert_eq!((db.schema(), db.table(), db.constraint()), (Some("public"), Some("items"), Some("items_pkey")));
+    let e = client.execute("INSERT INTO items (shop, id) VALUES (NULL, 9)", &[]).await.unwrap_err();
+    let db = e.as_db_error().unwrap();
+    assert_eq!((db.code(), db.table(), db.column()), (&SqlState::NOT_NULL_VIOLATION, Some("items"), Some("shop")));
     let e = client.query("SELECT * FROM missing", &[]).await.unwrap_err();
     assert_eq!(e.code(), Some(&SqlState::UNDEFINED_TABLE));
     let e = client.query("SELECT nope FROM items", &[]).await.unwrap_err();
