@@ -5,6 +5,10 @@ use crate::analytic::catalog::*;
 
 /// A Tabula table's or primary key's name by OID.
 fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
+    // pg_catalog is always on the search path: its relations print unqualified, as PostgreSQL prints them.
+    if let Some(name) = super::pg_catalog_name(oid) {
+        return Some(name.to_string());
+    }
     match tabula_object(db, oid)? {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),

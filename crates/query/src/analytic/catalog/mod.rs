@@ -44,7 +44,7 @@ mod pg_catalog;
 use cells::{build_batch, data_type, schema_of, Cell, K};
 use defaults::shown_default;
 pub use functions::catalog_udfs;
-pub use oids::pg_catalog_oid;
+pub use oids::{pg_catalog_name, pg_catalog_oid};
 pub use pg_catalog::empty_relation;
 
 pub const CATALOG: &str = "tabula";

@@ -151,6 +151,11 @@ pub fn pg_catalog_oid(name: &str) -> Option<i32> {
     PG_CATALOG_OIDS.binary_search_by(|(n, _)| (*n).cmp(name)).ok().map(|i| PG_CATALOG_OIDS[i].1)
 }
 
+/// The pg_catalog relation an OID is, if it is one.
+pub fn pg_catalog_name(oid: i64) -> Option<&'static str> {
+    PG_CATALOG_OIDS.iter().find(|(_, o)| *o as i64 == oid).map(|(n, _)| *n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

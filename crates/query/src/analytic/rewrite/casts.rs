@@ -1,8 +1,10 @@
 //! Casts DataFusion makes otherwise than PostgreSQL: to text, to `varchar(n)` and to `char(n)`.
 
-use sqlparser::ast::{CharacterLength, DataType, Expr, Value, ValueWithSpan};
+use std::ops::ControlFlow;
 
-use super::call;
+use sqlparser::ast::{CharacterLength, DataType, Expr, Ident, Query, SelectItem, SetExpr, Value, ValueWithSpan, VisitorMut};
+
+use super::{call, oid_alias};
 
 /// `x::text` as PostgreSQL spells floats and arrays (`1000`, `1e+20`, `{a,"b c"}`), where Arrow's cast
 /// prints `1000.0`, `1e20` and `[a, b c]`: `pg_text(x)`, which casts every other type as Arrow does.
@@ -39,5 +41,33 @@ pub(super) fn char_cast(e: &Expr) -> Option<String> {
             crate::expr::sql_type(t).err().map(|e| e.to_string())
         }
         _ => None,
+    }
+}
+
+/// `SELECT 'devices'::regclass` prints the relation's name, as PostgreSQL prints a regclass; elsewhere
+/// (`WHERE attrelid = 'devices'::regclass`) the cast stays the OID it compares as. A select-list item that
+/// is such a cast becomes `regclass_name(...)`, named `regclass` as PostgreSQL names the column. It runs
+/// before the rules that turn the cast into an OID.
+pub(super) struct RegclassOutput;
+
+impl VisitorMut for RegclassOutput {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        let SetExpr::Select(select) = q.body.as_mut() else { return ControlFlow::Continue(()) };
+        for item in &mut select.projection {
+            let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = item else { continue };
+            let literal = matches!(e, Expr::Cast { expr, data_type, .. }
+                if oid_alias(data_type) == Some("regclass") && matches!(expr.as_ref(), Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_))));
+            if !literal {
+                continue;
+            }
+            let named = call("regclass_name", vec![e.clone()], vec![]);
+            *item = match item {
+                SelectItem::ExprWithAlias { alias, .. } => SelectItem::ExprWithAlias { expr: named, alias: alias.clone() },
+                _ => SelectItem::ExprWithAlias { expr: named, alias: Ident::new("regclass") },
+            };
+        }
+        ControlFlow::Continue(())
     }
 }

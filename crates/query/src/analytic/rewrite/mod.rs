@@ -27,7 +27,8 @@
 //!   gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
 //! - `user`, `current_user`, `session_user`, `current_role` written bare are calls of the session's user.
 //! - `col::regtype` and `col::regclass` of an OID column print a name, as in PostgreSQL
-//!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`.
+//!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`; so does
+//!   `'name'::regclass` as a select-list item (`casts`).
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
 //! - `x::varchar(n)` keeps the first `n` characters (`left`), as PostgreSQL's explicit cast does; a cast to
 //!   `char(n)` is refused (`casts`).
@@ -44,7 +45,7 @@ mod casts;
 mod subqueries;
 mod system_columns;
 
-use casts::{char_cast, float_text_cast, varchar_length_cast};
+use casts::{char_cast, float_text_cast, varchar_length_cast, RegclassOutput};
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
@@ -76,6 +77,7 @@ impl Rewriter {
 
     pub fn rewrite(&self, mut s: Statement) -> Statement {
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
+        let _ = s.visit(&mut RegclassOutput);
         let _ = s.visit(&mut system_columns::SystemColumns::default());
         for rule in &self.rules {
             s = rule.rewrite(s);
