@@ -21,7 +21,7 @@ impl Catalog for Tables {
 }
 
 fn col(name: &str, ty: SqlType) -> ColumnDef {
-    ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None, max_chars: None }
+    ColumnDef::plain(name, ty)
 }
 
 /// t(a text, b bigint, c bigint, v text) PRIMARY KEY (a, b, c)

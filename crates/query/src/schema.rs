@@ -35,6 +35,11 @@ pub struct ColumnDef {
 }
 
 impl ColumnDef {
+    /// A plain nullable column: no default, no identity, no length.
+    pub fn plain(name: &str, ty: SqlType) -> ColumnDef {
+        ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None, max_chars: None }
+    }
+
     /// A value to store in this column: cast to its type, and no longer than `varchar(n)` allows. As in
     /// PostgreSQL, spaces past the limit are cut off; any other character there is 22001.
     pub fn fit(&self, v: Datum) -> Result<Datum> {

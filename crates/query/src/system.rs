@@ -25,15 +25,7 @@ impl SystemView {
     }
 
     pub fn schema(self) -> Arc<TableSchema> {
-        let col = |name: &str, ty| ColumnDef {
-            name: name.into(),
-            ty,
-            not_null: false,
-            identity: false,
-            always: false,
-            default: None,
-            max_chars: None,
-        };
+        let col = ColumnDef::plain;
         let (name, columns) = match self {
             SystemView::Tables => (
                 "tabula.tables",

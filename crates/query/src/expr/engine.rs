@@ -148,15 +148,7 @@ mod tests {
     use crate::types::Datum;
 
     fn table() -> TableSchema {
-        let col = |name: &str, ty| ColumnDef {
-            name: name.into(),
-            ty,
-            not_null: false,
-            identity: false,
-            always: false,
-            default: None,
-            max_chars: None,
-        };
+        let col = ColumnDef::plain;
         TableSchema {
             name: "t".into(),
             columns: vec![col("k", SqlType::Int8), col("n", SqlType::Int8), col("j", SqlType::Jsonb)],

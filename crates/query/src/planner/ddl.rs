@@ -187,7 +187,7 @@ impl Planner<'_> {
                 let ty = sql_type(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
                 let max_chars = crate::expr::varchar_length(&column_def.data_type)?;
-                let col = ColumnDef { name, ty, not_null: false, identity: false, always: false, default: None, max_chars };
+                let col = ColumnDef { max_chars, ..ColumnDef::plain(&name, ty) };
                 for opt in &column_def.options {
                     match &opt.option {
                         ast::ColumnOption::Null => {}
