@@ -308,6 +308,7 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
             db.store().table_id(name).ok().map(table_oid)
         }),
         oid_to_name("regclass_name", db_for_regclass),
+        ScalarUDF::new_from_impl(RegclassCheck { signature: Signature::any(2, Volatility::Immutable) }),
         int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
         text_to_text("quote_literal", |s| Some(quote_literal(s))),
         pg_text(),
@@ -510,5 +511,37 @@ impl ScalarUDFImpl for PgText {
             _ => datafusion::arrow::compute::cast(a, &DataType::Utf8)?,
         };
         Ok(ColumnarValue::Array(out))
+    }
+}
+
+/// `'name'::regclass` of a relation that does not exist is 42P01, as PostgreSQL's regclass input raises,
+/// not a NULL that compares with nothing: `tabula_regclass(oid, name)` passes the OID the name was
+/// looked up as and raises where the lookup found none (see the rewrite's `casts`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct RegclassCheck {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for RegclassCheck {
+    fn name(&self) -> &str {
+        "tabula_regclass"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let names = datafusion::arrow::compute::cast(&arrays[1], &DataType::Utf8)?;
+        let names = names.as_string::<i32>();
+        if let Some(i) = (0..arrays[0].len()).find(|&i| arrays[0].is_null(i) && names.is_valid(i)) {
+            return Err(DataFusionError::External(Box::new(crate::error::QueryError::UndefinedTable(names.value(i).to_string()))));
+        }
+        Ok(ColumnarValue::Array(arrays[0].clone()))
     }
 }

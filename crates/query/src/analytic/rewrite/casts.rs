@@ -71,3 +71,25 @@ impl VisitorMut for RegclassOutput {
         ControlFlow::Continue(())
     }
 }
+
+/// `'name'::regclass` as `tabula_regclass('name'::regclass, 'name')`, which raises 42P01 where no relation
+/// has that name (the library's rule turns the cast into a lookup that gives NULL). A number written as a
+/// string is an OID already, and is left alone. After the children are visited, so the new call is not
+/// visited again.
+pub(super) struct RegclassExists;
+
+impl VisitorMut for RegclassExists {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        let Expr::Cast { expr, data_type, .. } = e else { return ControlFlow::Continue(()) };
+        let Expr::Value(v) = expr.as_ref() else { return ControlFlow::Continue(()) };
+        let Value::SingleQuotedString(name) = &v.value else { return ControlFlow::Continue(()) };
+        if oid_alias(data_type) != Some("regclass") || name.bytes().all(|b| b.is_ascii_digit()) {
+            return ControlFlow::Continue(());
+        }
+        let name = Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(name.clone())));
+        *e = call("tabula_regclass", vec![e.clone(), name], vec![]);
+        ControlFlow::Continue(())
+    }
+}

@@ -45,7 +45,7 @@ mod casts;
 mod subqueries;
 mod system_columns;
 
-use casts::{char_cast, float_text_cast, varchar_length_cast, RegclassOutput};
+use casts::{char_cast, float_text_cast, varchar_length_cast, RegclassExists, RegclassOutput};
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
@@ -78,6 +78,7 @@ impl Rewriter {
     pub fn rewrite(&self, mut s: Statement) -> Statement {
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
         let _ = s.visit(&mut RegclassOutput);
+        let _ = s.visit(&mut RegclassExists);
         let _ = s.visit(&mut system_columns::SystemColumns::default());
         for rule in &self.rules {
             s = rule.rewrite(s);
