@@ -55,6 +55,7 @@ pub mod plan;
 pub mod planner;
 pub mod roles;
 pub mod schema;
+pub mod sequences;
 pub mod session;
 pub mod settings;
 pub mod subqueries;
@@ -63,7 +64,7 @@ pub mod types;
 
 pub use database::Database;
 pub use error::{QueryError, Result};
-pub use output::{Output, TxnStatus};
+pub use output::{Notice, Output, TxnStatus};
 pub use plan::{OutputColumn, Plan};
 pub use session::{Prepared, Session};
 pub use types::{Datum, SqlType};

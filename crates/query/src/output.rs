@@ -149,6 +149,14 @@ pub enum Output {
     Empty,
 }
 
+/// A NOTICE a statement sends the client before its result, as PostgreSQL's `ereport(NOTICE, ...)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub sqlstate: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnStatus {
     Idle,

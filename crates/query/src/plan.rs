@@ -162,6 +162,8 @@ pub struct CreateTablePlan {
     pub pk: Vec<usize>,
     pub partition_key_len: usize,
     pub options: TableOptions,
+    /// The generated partition-key column for which the planner chose a hash prefix (a NOTICE says so).
+    pub generated_hash_prefix: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,7 @@ use tracing::{debug, info_span};
 use crate::deferred::Deferred;
 use crate::errors::{error_info, to_pgwire};
 use crate::execute;
-use crate::handler::{command_tag, report_parameter, to_response, Connection};
+use crate::handler::{command_tag, report_parameter, send_notices, to_response, Connection};
 use crate::wire;
 
 /// Parses statements for the extended protocol; needs the connection's session for its transaction state.
@@ -170,8 +170,9 @@ impl ExtendedQueryHandler for Extended {
                 .unwrap_or(SqlType::Text);
             params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
         }
-        let result = self.conn.with_session(client, |s| s.execute(prepared, &params));
+        let (result, notices) = self.conn.with_session(client, |s| (s.execute(prepared, &params), s.take_notices()));
         self.conn.log_slow(&prepared.sql, started);
+        send_notices(client, notices).await?;
         match result {
             Ok(Output::Set { name, value, tag }) => {
                 report_parameter(client, &name, &value, &[]).await?;

@@ -328,15 +328,16 @@ impl SimpleQueryHandler for Connection {
         let span = info_span!("statement", conn = self.id, protocol = "simple");
         let _e = span.enter();
         let started = std::time::Instant::now();
-        let (results, reported) = self.with_session(client, |s| {
+        let (results, reported, notices) = self.with_session(client, |s| {
             let r = s.execute_sql(query);
             let reported: Vec<(String, String)> = REPORTED_SETTINGS
                 .iter()
                 .filter_map(|k| s.setting(k).map(|v| (display_setting_name(k).to_string(), v.to_string())))
                 .collect();
-            (r, reported)
+            (r, reported, s.take_notices())
         });
         self.log_slow(query, started);
+        send_notices(client, notices).await?;
         let mut out = Vec::new();
         for r in results {
             match r {
@@ -354,6 +355,22 @@ impl SimpleQueryHandler for Connection {
         }
         Ok(out)
     }
+}
+
+/// NOTICEs go out before the results they belong to (of several statements in one query, before all of
+/// their results, as settings' reports do).
+pub(crate) async fn send_notices<C>(client: &mut C, notices: Vec<tabula_query::Notice>) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::SinkExt;
+    for n in notices {
+        let mut info = ErrorInfo::new("NOTICE".to_string(), n.sqlstate.to_string(), n.message);
+        info.hint = n.hint;
+        client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+    }
+    Ok(())
 }
 
 pub(crate) async fn report_parameter<C>(client: &mut C, name: &str, value: &str, _all: &[(String, String)]) -> PgWireResult<()>

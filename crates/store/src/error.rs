@@ -50,6 +50,9 @@ pub enum StoreError {
     /// The disk holding the data directory is full (PostgreSQL's 53100 disk_full).
     #[error("could not write to the data directory: {0}")]
     DiskFull(String),
+    /// A write to a table that `ALTER TABLE ... ADD PRIMARY KEY` is moving under a new key (55006).
+    #[error("{0} is being rebuilt under a new primary key: write again once its ALTER TABLE is done")]
+    TableBeingRebuilt(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),
 }
@@ -76,6 +79,7 @@ impl StoreError {
             Conflict => "40001",
             InvalidRange(_) => "22023",
             NotSupported(_) => "0A000",
+            TableBeingRebuilt(_) => "55006",
             Storage(_) => "58030",
             DiskFull(_) => "53100",
             Corrupt(_) => "XX001",

@@ -91,3 +91,93 @@ fn a_given_value_for_a_generated_key_moves_its_counter_past_it() {
     assert!(matches!(insert("a", Some(7)), Err(StoreError::RowExists)));
     assert_eq!(insert("a", None).unwrap().pk[1], int(8));
 }
+
+/// A generated partition-key column (an ORM's `id bigserial PRIMARY KEY`) draws from one sequence per
+/// table: unique across concurrent writers, increasing, moved past given values, never rolled back, and
+/// above every value handed out before a reopen.
+#[test]
+fn a_generated_partition_key_draws_from_one_sequence_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let define = |store: &Store| {
+        let mut def = table("seq", &[("id", PkType::Integer)], TableOptions { hash_prefix: 4, ..TableOptions::default() });
+        def.primary_key[0].auto_increment = true;
+        store.create_table(def)
+    };
+    let last = {
+        let store = Arc::new(open(dir.path(), Arc::new(ManualClock::new(NOW))));
+        define(&store).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    (0..100)
+                        .map(|_| store.put_row("seq", &[None], &[], &Condition::expect_not_exist()).unwrap().pk[0].clone())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut ids: Vec<PkValue> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        ids.sort();
+        assert_eq!(ids, (1..=800).map(int).collect::<Vec<_>>(), "unique, and without gaps while nothing failed");
+
+        // Many rows at once (a multi-row INSERT): drawn first, then written as one bulk load.
+        let rows: Vec<(Vec<Option<PkValue>>, Vec<CellWrite>)> =
+            vec![(vec![None], vec![]), (vec![Some(int(900))], vec![]), (vec![None], vec![])];
+        assert_eq!(store.insert_rows("seq", &rows).unwrap(), vec![vec![int(801)], vec![int(900)], vec![int(901)]], "past the given 900");
+        assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(902));
+
+        // A given value far ahead of the reserved block; a smaller one moves nothing.
+        store.put_row("seq", &[Some(int(100_000))], &[], &Condition::expect_not_exist()).unwrap();
+        store.put_row("seq", &[Some(int(7_000))], &[], &Condition::expect_not_exist()).unwrap();
+        assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(100_001));
+        // A given value in a bulk load (complete keys) moves it too.
+        store.insert_rows("seq", &[(vec![Some(int(200_000))], vec![]), (vec![Some(int(200_001))], vec![])]).unwrap();
+        assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(200_002));
+
+        // A value drawn by a transaction that rolls back is not handed out again, as with PostgreSQL's nextval.
+        let txn = store.begin();
+        assert_eq!(txn.put_row("seq", &[None], &[], &Condition::expect_not_exist()).unwrap().pk[0], int(200_003));
+        txn.rollback().unwrap();
+        // A duplicate given value fails and leaves the sequence going.
+        assert!(matches!(store.put_row("seq", &[Some(int(5))], &[], &Condition::expect_not_exist()), Err(StoreError::RowExists)));
+        let next = store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0].clone();
+        assert_eq!(next, int(200_004));
+        next
+    };
+    if on_disk() {
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let after = store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0].clone();
+        assert!(after > last, "after a reopen, above every value handed out before ({after:?} after {last:?})");
+        // Dropped with its table: a new table of the name starts again at 1.
+        store.drop_table("seq").unwrap();
+        define(&store).unwrap();
+        assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(1));
+    }
+}
+
+/// `setval`: the next value drawn is the one set, below values handed out before if so asked, and what
+/// was set holds across a reopen. A table without a generated partition-key column has no sequence.
+#[test]
+fn a_sequence_goes_on_from_where_it_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let mut def = table("seq", &[("id", PkType::Integer)], TableOptions::default());
+        def.primary_key[0].auto_increment = true;
+        store.create_table(def).unwrap();
+        assert_eq!(store.sequence_next("seq").unwrap(), 1);
+        assert_eq!(store.sequence_next("seq").unwrap(), 2);
+        store.sequence_restart("seq", 1000).unwrap();
+        assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(1000));
+        store.sequence_restart("seq", 2).unwrap();
+        assert_eq!(store.sequence_next("seq").unwrap(), 2, "back below values handed out, when asked");
+        store.create_table(table("plain", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+        assert_eq!(store.sequence_next("plain").unwrap_err().sqlstate(), "0A000");
+        assert_eq!(store.sequence_restart("nosuch", 1).unwrap_err().sqlstate(), "42P01");
+    }
+    if on_disk() {
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let next = store.sequence_next("seq").unwrap();
+        assert!(next > 2 && next < 1000, "after the block reserved from 2 on, not after 1000: {next}");
+    }
+}

@@ -23,6 +23,7 @@ mod numbers;
 pub mod provider;
 mod rewrite;
 mod search_path;
+mod sequences;
 pub(crate) mod single_row;
 mod stop;
 mod uuid;
@@ -78,6 +79,8 @@ pub struct Analytics {
     rewriter: rewrite::Rewriter,
     /// The server's memory ceiling, and where each statement's budget comes from.
     memory: Arc<crate::memory::ServerMemory>,
+    /// For the functions that are registered for each statement.
+    db: Weak<dyn Source>,
 }
 
 /// An analytic statement planned by DataFusion: reused by prepared statements until DDL runs.
@@ -117,6 +120,8 @@ pub struct SessionInfo {
     /// `current_user` (SET ROLE) and `session_user`.
     pub user: String,
     pub session_user: String,
+    /// What the session drew of each sequence, which `currval` and `lastval` answer.
+    pub sequences: crate::sequences::SessionSequences,
 }
 
 impl Analytics {
@@ -150,7 +155,7 @@ impl Analytics {
         for udf in limits::checked_udfs() {
             ctx.register_udf(udf);
         }
-        for udf in catalog::catalog_udfs(db) {
+        for udf in catalog::catalog_udfs(db.clone()) {
             ctx.register_udf(udf);
         }
         ctx.register_udf(ScalarUDF::new_from_impl(TextUdf::constant("version", crate::expr::version_string())));
@@ -162,7 +167,7 @@ impl Analytics {
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
         let rint = Arc::new(ScalarUDF::new_from_impl(numbers::Rint::new()));
-        Ok(Analytics { ctx, rint, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory })
+        Ok(Analytics { ctx, rint, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory, db })
     }
 
     /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
@@ -193,6 +198,9 @@ impl Analytics {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
         for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
             state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
+        }
+        for udf in sequences::udfs(&self.db, &info.sequences) {
+            state.register_udf(Arc::new(udf)).map_err(map_err)?;
         }
         for udf in search_path::udfs(&info.settings) {
             state.register_udf(Arc::new(udf)).map_err(map_err)?;

@@ -88,6 +88,8 @@ pub struct Executor<'a> {
     pub ctx: EvalCtx<'a>,
     pub interrupt: &'a Interrupt,
     pub stats: std::cell::Cell<ScanStats>,
+    /// The last value an INSERT drew for a generated partition-key column (the session's `currval`).
+    pub drawn: std::cell::Cell<Option<i64>>,
 }
 
 /// About what a row takes in memory: its values and what text and bytes hold on the heap.
@@ -109,7 +111,7 @@ fn store_err(e: StoreError) -> QueryError {
 
 impl<'a> Executor<'a> {
     pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
-        Executor { access, store: None, system: None, ctx, interrupt, stats: Default::default() }
+        Executor { access, store: None, system: None, ctx, interrupt, stats: Default::default(), drawn: Default::default() }
     }
 
     fn eval_const(&self, e: &Expr) -> Result<Datum> {

@@ -23,6 +23,16 @@ impl Executor<'_> {
         Ok(out.pop())
     }
 
+    /// Notes a value the engine drew for the key's generated partition-key column, if the row lacked one.
+    fn note_drawn(&self, t: &TableSchema, given: &[Option<PkValue>], written: &[PkValue]) {
+        let generated = t.pk[..t.partition_key_len].iter().position(|&c| t.columns[c].identity);
+        if let Some(i) = generated.filter(|&i| given.get(i).is_some_and(|v| v.is_none())) {
+            if let Some(PkValue::Integer(v)) = written.get(i) {
+                self.drawn.set(Some(*v));
+            }
+        }
+    }
+
     pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.table;
         let n = t.columns.len();
@@ -40,6 +50,7 @@ impl Executor<'_> {
                 e => e.into(),
             })?;
             for (mut r, pk) in rows.into_iter().zip(pks) {
+                self.note_drawn(t, &r.pk, &pk);
                 r.fill_pk(t, &pk, self.ctx.now_us / 1000);
                 self.returning(&p.returning, &r.row, &mut returned)?;
             }
@@ -52,6 +63,7 @@ impl Executor<'_> {
             let pk = prepared.pk.clone();
             match result {
                 Ok(outcome) => {
+                    self.note_drawn(t, &prepared.pk, &outcome.pk);
                     prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
                     count += 1;
                     self.returning(&p.returning, &prepared.row, &mut returned)?;

@@ -2,6 +2,27 @@
 
 use super::*;
 
+/// The hash buckets a table gets when its partition key is generated: up to this many partitions take
+/// its inserts at once. Each ordered or range read merges one cursor per bucket, so more buckets cost
+/// reads; 16 spreads the writes over more partitions than one machine's cores while keeping that merge
+/// small. `WITH (hash_prefix = N)` chooses otherwise.
+pub const GENERATED_KEY_BUCKETS: u16 = 16;
+
+/// The names of the options in `WITH (...)`.
+fn table_option_names(opts: &ast::CreateTableOptions) -> impl Iterator<Item = String> + '_ {
+    let list: &[ast::SqlOption] = match opts {
+        ast::CreateTableOptions::None => &[],
+        ast::CreateTableOptions::With(l)
+        | ast::CreateTableOptions::Options(l)
+        | ast::CreateTableOptions::Plain(l)
+        | ast::CreateTableOptions::TableProperties(l) => l,
+    };
+    list.iter().filter_map(|o| match o {
+        ast::SqlOption::KeyValue { key, .. } => Some(ident_name(key)),
+        _ => None,
+    })
+}
+
 impl Planner<'_> {
     pub(super) fn create_table(&mut self, c: &ast::CreateTable) -> Result<Plan> {
         if c.query.is_some() || c.like.is_some() {
@@ -120,31 +141,44 @@ impl Planner<'_> {
                 )));
             }
         }
+        let mut generated_partition_key = None;
         for (i, col) in columns.iter().enumerate() {
             if col.identity {
-                let pos = pk.iter().position(|&k| k == i);
-                match pos {
+                match pk.iter().position(|&k| k == i) {
                     None => {
-                        return Err(QueryError::InvalidTableDefinition(format!(
-                            "identity column \"{}\" must be a primary key column after the partition key",
+                        return Err(QueryError::NotSupported(format!(
+                            "identity column \"{}\" outside the primary key: generated values are drawn for key columns only",
                             col.name
                         )))
                     }
-                    Some(p) if p < partition_key_len => {
-                        return Err(QueryError::InvalidTableDefinition(format!(
-                            "identity column \"{}\" cannot be part of the partition key",
-                            col.name
-                        )))
-                    }
+                    Some(p) if p < partition_key_len => generated_partition_key = Some(col.name.clone()),
                     _ => {}
                 }
                 if !col.ty.is_integer() {
-                    return Err(QueryError::InvalidTableDefinition(format!("identity column \"{}\" must be an integer", col.name)));
+                    return Err(QueryError::InvalidParameterValue("identity column type must be smallint, integer, or bigint".into()));
                 }
             }
         }
-        let options = self.table_options(&c.table_options, TableOptions::default(), true)?;
-        Ok(Plan::CreateTable(CreateTablePlan { name, if_not_exists: c.if_not_exists, columns, pk, partition_key_len, options }))
+        let mut options = self.table_options(&c.table_options, TableOptions::default(), true)?;
+        // Sequential values in the partition key write to one partition at a time; the seeds' remedy is a
+        // hash prefix, which Tabula applies itself unless the table names its own `hash_prefix` (0: none).
+        let hash_prefix_given = table_option_names(&c.table_options).any(|k| k == "hash_prefix");
+        let generated_hash_prefix = match generated_partition_key {
+            Some(column) if !hash_prefix_given => {
+                options.hash_prefix = GENERATED_KEY_BUCKETS;
+                Some(column)
+            }
+            _ => None,
+        };
+        Ok(Plan::CreateTable(CreateTablePlan {
+            name,
+            if_not_exists: c.if_not_exists,
+            columns,
+            pk,
+            partition_key_len,
+            options,
+            generated_hash_prefix,
+        }))
     }
 
     pub(super) fn table_options(&mut self, opts: &ast::CreateTableOptions, mut o: TableOptions, creating: bool) -> Result<TableOptions> {

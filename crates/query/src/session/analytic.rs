@@ -98,7 +98,12 @@ impl Session {
     }
 
     pub(super) fn session_info(&self) -> SessionInfo {
-        SessionInfo { settings: self.settings.clone(), user: self.current_user().to_string(), session_user: self.user.clone() }
+        SessionInfo {
+            settings: self.settings.clone(),
+            user: self.current_user().to_string(),
+            session_user: self.user.clone(),
+            sequences: self.sequences.clone(),
+        }
     }
 
     /// Runs a DataFusion statement, lending it the open transaction for its reads.

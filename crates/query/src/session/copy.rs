@@ -169,14 +169,8 @@ impl Session {
                 }
             }
             if let Some(bulk) = copy.bulk.as_mut() {
-                let complete: Option<Vec<_>> =
-                    batch.into_iter().map(|(pk, cells)| pk.into_iter().collect::<Option<Vec<_>>>().map(|pk| (pk, cells))).collect();
-                let Some(rows) = complete else {
-                    copy.error = Some(QueryError::Internal("COPY row without a complete primary key".into()));
-                    return;
-                };
-                match bulk.add(&rows) {
-                    Ok(()) => copy.rows += rows.len() as u64,
+                match bulk.add_drawing(&batch) {
+                    Ok(()) => copy.rows += batch.len() as u64,
                     Err(e) => {
                         copy.error = Some(QueryError::from(e).with_message(format!("COPY {}, line {}", copy.table.name, copy.line)));
                         return;
@@ -206,7 +200,9 @@ impl Session {
         defaults: &[(usize, Expr)],
         format: &crate::copy::CopyFormat,
     ) -> Result<Output> {
-        let generated = table.pk.iter().any(|&c| table.columns[c].identity);
+        // A generated column after the partition key counts per partition-key value, inside a transaction;
+        // a generated partition key draws from its sequence, which a bulk load does too.
+        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity);
         let (txn, bulk) = match (&self.txn, generated) {
             (Some(_), _) => (None, None),
             (None, true) => (Some(self.db.store().begin()), None),

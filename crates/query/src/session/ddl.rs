@@ -32,8 +32,26 @@ impl Session {
             tabula_store::value::validate_name(&col.name)?;
         }
         match self.db.store().create_table(def) {
-            Ok(()) => {}
-            Err(StoreError::TableExists(_)) if c.if_not_exists => {}
+            Ok(()) => {
+                if let Some(column) = &c.generated_hash_prefix {
+                    self.notice(
+                        "00000",
+                        format!(
+                            "hash_prefix = {} chosen for table \"{}\": its partition key column \"{column}\" is generated, \
+                             and sequential values would all be written to one partition",
+                            c.options.hash_prefix, c.name
+                        ),
+                        Some(
+                            "Reads by key and ordered reads work as before. To choose otherwise, create the table \
+                             WITH (hash_prefix = N), 0 for none."
+                                .into(),
+                        ),
+                    );
+                }
+            }
+            Err(StoreError::TableExists(_)) if c.if_not_exists => {
+                self.notice("42P07", format!("relation \"{}\" already exists, skipping", c.name), None)
+            }
             Err(e) => return Err(e.into()),
         }
         self.db.invalidate();
@@ -44,8 +62,10 @@ impl Session {
     pub(super) fn drop_tables(&mut self, names: &[String], if_exists: bool) -> Result<Output> {
         for n in names {
             match self.db.store().drop_table(n) {
-                Ok(()) | Err(StoreError::UnknownTable(_)) if if_exists => {}
                 Ok(()) => {}
+                Err(StoreError::UnknownTable(_)) if if_exists => {
+                    self.notice("00000", format!("table \"{n}\" does not exist, skipping"), None)
+                }
                 Err(e) => {
                     self.db.invalidate();
                     return Err(e.into());

@@ -145,6 +145,9 @@ impl Session {
             }
             Plan::Insert(i) => {
                 let (n, rows) = ex.insert(i)?;
+                if let (Some(v), Some(s)) = (ex.drawn.get(), crate::sequences::of_table(&i.table)) {
+                    self.sequences.lock().drawn(&s.name, v);
+                }
                 dml_output(format!("INSERT 0 {n}"), &i.returning, rows)
             }
             Plan::Update(u) => {

@@ -14,7 +14,7 @@ use crate::database::Database;
 use crate::error::{QueryError, Result};
 use crate::exec::{Deadline, Interrupt};
 use crate::expr::EvalCtx;
-use crate::output::{Output, TxnStatus};
+use crate::output::{Notice, Output, TxnStatus};
 use crate::parse::{parse, ParsedStatement};
 use crate::plan::*;
 use crate::planner::Planner;
@@ -95,6 +95,10 @@ pub struct Session {
     role: Option<String>,
     /// The session's user was no role when it logged in (trust takes any name): it is a superuser.
     unlisted: bool,
+    /// NOTICEs of the statements run since the protocol layer last took them.
+    notices: Vec<Notice>,
+    /// What the session drew of each sequence (`currval`, `lastval`).
+    sequences: crate::sequences::SessionSequences,
 }
 
 impl Session {
@@ -116,6 +120,8 @@ impl Session {
             statements: HashMap::new(),
             role: None,
             unlisted: db.roles().get(user).is_none(),
+            notices: Vec::new(),
+            sequences: Default::default(),
         }
     }
 
@@ -128,6 +134,18 @@ impl Session {
                 None => ReadFrom::Txn,
             },
         }
+    }
+
+    /// Sends a NOTICE with the statement's result, unless `client_min_messages` asks for fewer messages.
+    pub(super) fn notice(&mut self, sqlstate: &'static str, message: String, hint: Option<String>) {
+        if !matches!(self.setting("client_min_messages"), Some("warning" | "error")) {
+            self.notices.push(Notice { sqlstate, message, hint });
+        }
+    }
+
+    /// The NOTICEs to send the client, in the order the statements raised them.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
     }
 
     /// Whose privileges the session has: the role SET ROLE chose, else its user.

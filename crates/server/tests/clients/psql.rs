@@ -109,3 +109,38 @@ async fn psql_copy_csv_from_a_file_and_back() {
     assert_eq!(psql("\\copy cities TO STDOUT WITH (FORMAT csv)"), "1,Paris,\"a, quoted \"\"note\"\"\"\n2,Oslo,\n");
     server.stop().await;
 }
+
+/// An ORM's default key (`id serial PRIMARY KEY`): the NOTICE about the hash prefix Tabula chose reaches
+/// psql, COPY draws the key's values (and moves past given ones), and PostgreSQL's "skipping" NOTICEs
+/// come unless `client_min_messages` asks for fewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_serial_keys_copy_and_notices() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let psql = |args: &[&str]| {
+        let (ok, out, err) = run_psql(&port, args);
+        assert!(ok, "psql {args:?}: {err}");
+        (out, err)
+    };
+    let (_, err) = psql(&["-c", "CREATE TABLE users (id serial PRIMARY KEY, name text)"]);
+    assert!(err.starts_with("NOTICE:  hash_prefix = 16 chosen for table \"users\""), "{err}");
+    assert!(err.contains("HINT:  "), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let names = dir.path().join("names.txt");
+    std::fs::write(&names, "ann\nbob\ncy\n").unwrap();
+    let (out, _) = psql(&["-c", &format!("\\copy users (name) FROM '{}'", names.display())]);
+    assert_eq!(out, "COPY 3\n");
+    let given = dir.path().join("given.txt");
+    std::fs::write(&given, "100\tdee\n").unwrap();
+    psql(&["-c", &format!("\\copy users (id, name) FROM '{}'", given.display())]);
+    let (out, _) = psql(&["-At", "-c", "INSERT INTO users (name) VALUES ('eve') RETURNING id"]);
+    assert_eq!(out, "101\nINSERT 0 1\n");
+    let (out, _) = psql(&["-At", "-c", "SELECT id, name FROM users ORDER BY id"]);
+    assert_eq!(out, "1|ann\n2|bob\n3|cy\n100|dee\n101|eve\n");
+
+    let (_, err) = psql(&["-c", "DROP TABLE IF EXISTS nosuch", "-c", "CREATE TABLE IF NOT EXISTS users (k text PRIMARY KEY)"]);
+    assert_eq!(err, "NOTICE:  table \"nosuch\" does not exist, skipping\nNOTICE:  relation \"users\" already exists, skipping\n");
+    let (_, err) = psql(&["-c", "SET client_min_messages = warning", "-c", "DROP TABLE IF EXISTS nosuch"]);
+    assert_eq!(err, "");
+    server.stop().await;
+}

@@ -31,6 +31,8 @@ pub struct BulkLoad {
     next_pos: usize,
     deltas: Vec<Delta>,
     now: i64,
+    /// The largest value given for a generated partition-key column: its sequence moves past it at commit.
+    largest_generated: Option<i64>,
 }
 
 /// The rows of a load written to table files as they arrived, each with a key above all before it.
@@ -75,6 +77,7 @@ impl Store {
             next_pos: 0,
             deltas: Vec::new(),
             now: self.inner.config.clock.now_ms(),
+            largest_generated: None,
             inner: self.inner.clone(),
         })
     }
@@ -100,12 +103,36 @@ impl BulkLoad {
         rows.iter().try_for_each(|(pk, cells)| self.add_row(pk, cells))
     }
 
+    /// Adds rows whose keys may lack values of a generated partition-key column: they are drawn now.
+    /// A key that lacks another value (a generated column after the partition key, which counts inside a
+    /// transaction) is refused.
+    pub fn add_drawing(&mut self, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<()> {
+        for (pk, cells) in rows {
+            let drawn = self.table.draw_sequence(&*self.inner.kv, pk)?;
+            let full: Option<Vec<PkValue>> = drawn.as_deref().unwrap_or(pk).iter().cloned().collect();
+            let full =
+                full.ok_or_else(|| StoreError::NotSupported("a bulk load of rows whose generated key counts per partition".into()))?;
+            self.add_row(&full, cells)?;
+        }
+        Ok(())
+    }
+
     pub fn add_row(&mut self, pk: &[PkValue], cells: &[CellWrite]) -> Result<()> {
+        for &i in &self.table.seq_columns {
+            if let Some(PkValue::Integer(n)) = pk.get(i) {
+                self.largest_generated = self.largest_generated.max(Some(*n));
+            }
+        }
         let key = self.table.key(pk)?;
         let v = self.table.encode_new_row(cells, self.now)?;
+        self.add_encoded(key, v)
+    }
+
+    /// Adds a row already encoded: its key, and its value as stored.
+    pub(super) fn add_encoded(&mut self, key: Vec<u8>, v: Vec<u8>) -> Result<()> {
         let size = key.len() + v.len();
         self.bytes += size;
-        add_delta(&mut self.deltas, self.table.partition_of(&key), size as i64);
+        add_delta(&mut self.deltas, &self.table, &key, size as i64);
         let pos = self.next_pos;
         self.next_pos += 1;
         if let Some(s) = &mut self.streamed {
@@ -146,6 +173,10 @@ impl BulkLoad {
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
+        // Before the rows are visible, so that no value drawn meanwhile collides with one of them.
+        if let Some(n) = self.largest_generated {
+            self.table.seq.raise(&*self.inner.kv, n)?;
+        }
         runs::sort(&mut self.rows);
         // The streamed rows' table files, and the run of their keys.
         let (streamed, streamed_run) = match self.streamed.take() {
@@ -173,6 +204,9 @@ impl BulkLoad {
         let mut streamed_next = streamed_keys.next()?;
         let rules = self.table.rules();
         let _exclusive = self.inner.commit_gate.write();
+        if self.table.retired.load(Ordering::SeqCst) {
+            return Err(StoreError::TableBeingRebuilt(format!("table \"{}\"", self.table.def.read().name)).into());
+        }
         let src = self.inner.reader();
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
         let stored_in_span = {

@@ -44,6 +44,9 @@ impl Inner {
             buckets: def.options.hash_prefix,
             partitions: RwLock::new(parts.into_iter().map(Arc::new).collect()),
             next_partition_id: AtomicU64::new(next_pid),
+            seq: sequence::Sequence::new(id),
+            seq_columns: (0..def.partition_key_len).filter(|&i| def.primary_key[i].auto_increment).collect(),
+            retired: Arc::new(AtomicBool::new(false)),
             def: RwLock::new(def.clone()),
         };
         self.rules.write().insert(id, def.options.rules());
@@ -79,12 +82,40 @@ impl Inner {
         let _ddl = self.ddl.lock();
         let t = self.table(name)?;
         // The definition, partitions, auto-increment counters and rows go in one atomic write.
-        let mut gone = vec![(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)];
-        gone.extend(self.kv.meta_scan(&catalog::autoinc_key(t.id, &[]))?.into_iter().map(|(k, _)| (k, None)));
+        let gone = self.drop_writes(&t, name)?;
         self.kv.meta_write(&gone, &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())])?;
         self.tables.write().remove(name);
         self.rules.write().remove(&t.id);
         Ok(())
+    }
+
+    /// Gives a table another name: its record moves, in one atomic write; its rows, partitions and counters
+    /// are kept under its id and stay as they are.
+    pub(super) fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        validate_name(to)?;
+        let _ddl = self.ddl.lock();
+        let t = self.table(from)?;
+        if self.tables.read().contains_key(to) {
+            return Err(StoreError::TableExists(to.to_string()));
+        }
+        let mut def = t.def.read().clone();
+        def.name = to.to_string();
+        self.kv.meta_write(&[(catalog::table_key(from), None), (catalog::table_key(to), Some(def.encode(t.id)))], &[])?;
+        *t.def.write() = def;
+        let mut tables = self.tables.write();
+        if let Some(t) = tables.remove(from) {
+            tables.insert(to.to_string(), t);
+        }
+        Ok(())
+    }
+
+    /// The catalog records a drop of table `t` (named `name`) deletes: its definition, partitions and
+    /// auto-increment counters. Its rows go by a range deletion beside them.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn drop_writes(&self, t: &Table, name: &str) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+        let mut gone = vec![(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)];
+        gone.extend(self.kv.meta_scan(&catalog::autoinc_key(t.id, &[]))?.into_iter().map(|(k, _)| (k, None)));
+        Ok(gone)
     }
 
     pub(super) fn truncate_table(&self, name: &str) -> Result<()> {
@@ -157,7 +188,7 @@ impl Inner {
             || {
                 let epoch = self.bulk_epoch.load(Ordering::SeqCst);
                 let txn = self.kv.begin(false);
-                let mut ctx = WriteCtx { txn: &*txn, deltas: Vec::new(), now: self.config.clock.now_ms() };
+                let mut ctx = WriteCtx { txn: &*txn, kv: &*self.kv, deltas: Vec::new(), now: self.config.clock.now_ms() };
                 let value = f(&mut ctx)?;
                 let deltas = std::mem::take(&mut ctx.deltas);
                 let _shared = self.commit_gate.read();
@@ -165,6 +196,10 @@ impl Inner {
                     // An ingest may have written these keys unseen by the conflict check: read again.
                     let _ = txn.rollback();
                     return Err(StoreError::Conflict);
+                }
+                if let Some(e) = retired_write(&deltas) {
+                    let _ = txn.rollback();
+                    return Err(e);
                 }
                 txn.commit().map_err(StoreError::from)?;
                 for d in deltas {

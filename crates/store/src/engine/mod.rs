@@ -137,6 +137,11 @@ impl Store {
         self.inner.drop_table(name)
     }
 
+    /// Renames a table; its rows, options and counters stay.
+    pub fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.rename_table(from, to)
+    }
+
     /// Removes every row; the table, its options and its auto-increment counters stay.
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.inner.truncate_table(name)
@@ -453,6 +458,20 @@ impl Access for Store {
         self.inner.partition_starts(table)
     }
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
+        // Values of a generated partition-key column are drawn first: rows complete with them are a bulk load.
+        let t = self.inner.table(table)?;
+        let mut drawn = Vec::new();
+        for (i, (pk, cells)) in rows.iter().enumerate() {
+            if let Some(full) = t.draw_sequence(&*self.inner.kv, pk)? {
+                if drawn.is_empty() {
+                    drawn.extend(rows[..i].iter().cloned());
+                }
+                drawn.push((full, cells.clone()));
+            } else if !drawn.is_empty() {
+                drawn.push((pk.clone(), cells.clone()));
+            }
+        }
+        let rows = if drawn.is_empty() { rows } else { &drawn[..] };
         let complete: Option<Vec<Vec<PkValue>>> = rows.iter().map(|(pk, _)| pk.iter().cloned().collect()).collect();
         if let Some(pks) = complete {
             // Complete keys need no transaction: one checked, atomic write.
@@ -477,6 +496,8 @@ impl Access for Store {
     access_reads!();
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let t = self.inner.table(table)?;
+        let drawn = t.draw_sequence(&*self.inner.kv, pk)?;
+        let pk = drawn.as_deref().unwrap_or(pk);
         let lock = t.write_lock_key(pk)?;
         self.inner.autocommit(&[lock], |ctx| ctx.put_row(&t, pk, cells, cond))
     }
@@ -495,13 +516,16 @@ impl Access for Store {
 mod bulk;
 mod config;
 mod inner;
+mod rekey;
+mod sequence;
 mod table;
 mod txn;
 mod write;
 
 pub use bulk::{BulkError, BulkLoad};
 pub use config::{Durability, StoreConfig};
-use table::{add_delta, Delta, Table};
+pub use rekey::RekeyError;
+use table::{add_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};
 use write::WriteCtx;
 

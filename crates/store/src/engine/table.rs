@@ -12,6 +12,13 @@ pub(crate) struct Table {
     pub buckets: u16,
     pub partitions: RwLock<Vec<Arc<Partition>>>,
     pub next_partition_id: AtomicU64,
+    /// Values of a generated partition-key column, if the table has one.
+    pub seq: sequence::Sequence,
+    /// The primary-key positions whose values `seq` generates (generated columns in the partition key).
+    pub seq_columns: Vec<usize>,
+    /// Set while the table's rows are moved under a new key (`rekey`): every commit that wrote it from then on
+    /// is refused, so that no write lands in rows already copied.
+    pub retired: Arc<AtomicBool>,
 }
 
 impl Table {
@@ -122,6 +129,21 @@ impl Table {
         Ok(StoredRow::encode_one_cell_each(row_marker(cells, now), columns))
     }
 
+    /// The key with the values of a generated partition-key column drawn, if it lacks them (so that a
+    /// write knows its row before it begins); `None` when nothing was missing. A value given for such a
+    /// column moves the sequence past it.
+    pub(super) fn draw_sequence(&self, kv: &dyn Engine, pk: &[Option<PkValue>]) -> Result<Option<Vec<Option<PkValue>>>> {
+        let mut full: Option<Vec<Option<PkValue>>> = None;
+        for &i in self.seq_columns.iter().filter(|&&i| i < pk.len()) {
+            match &pk[i] {
+                Some(PkValue::Integer(n)) => self.seq.raise(kv, *n)?,
+                Some(_) => {}
+                None => full.get_or_insert_with(|| pk.to_vec())[i] = Some(PkValue::Integer(self.seq.next(kv)?)),
+            }
+        }
+        Ok(full)
+    }
+
     /// What a write of this key serialises on: the row, or for a generated key the partition key's
     /// auto-increment counter (two writers must not draw the same value).
     pub(super) fn write_lock_key(&self, pk: &[Option<PkValue>]) -> Result<Vec<u8>> {
@@ -168,18 +190,26 @@ impl Table {
 /// Statistics changes of a write, applied once its transaction commits.
 pub(super) struct Delta {
     pub(super) partition: Arc<Partition>,
+    /// The written table's [`Table::retired`]: a commit that wrote a retired table is refused.
+    pub(super) retired: Arc<AtomicBool>,
     pub(super) bytes: i64,
     pub(super) rows: i64,
 }
 
+/// The error for a commit that wrote a table being moved under a new key, if it did.
+pub(super) fn retired_write(deltas: &[Delta]) -> Option<StoreError> {
+    deltas.iter().any(|d| d.retired.load(Ordering::SeqCst)).then(|| StoreError::TableBeingRebuilt("a table this statement wrote".into()))
+}
+
 /// Counts one new row of `bytes` against its partition, merged with the previous row's when they share it
 /// (rows of a batch arrive in key order, so runs of one partition are common).
-pub(super) fn add_delta(deltas: &mut Vec<Delta>, partition: Arc<Partition>, bytes: i64) {
+pub(super) fn add_delta(deltas: &mut Vec<Delta>, t: &Table, key: &[u8], bytes: i64) {
+    let partition = t.partition_of(key);
     match deltas.last_mut() {
         Some(d) if Arc::ptr_eq(&d.partition, &partition) => {
             d.bytes += bytes;
             d.rows += 1;
         }
-        _ => deltas.push(Delta { partition, bytes, rows: 1 }),
+        _ => deltas.push(Delta { partition, retired: t.retired.clone(), bytes, rows: 1 }),
     }
 }

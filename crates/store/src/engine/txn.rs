@@ -48,7 +48,7 @@ impl Txn {
 
     fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
         self.wrote.set(true);
-        let mut ctx = WriteCtx { txn: self.kv(), deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
+        let mut ctx = WriteCtx { txn: self.kv(), kv: &*self.inner.kv, deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
         let r = f(&mut ctx)?;
         self.deltas.borrow_mut().extend(ctx.deltas);
         Ok(r)
@@ -91,6 +91,10 @@ impl Txn {
             if self.wrote.get() && self.inner.bulk_epoch.load(Ordering::SeqCst) != self.epoch {
                 let _ = txn.rollback();
                 return Err(StoreError::Conflict);
+            }
+            if let Some(e) = retired_write(&self.deltas.borrow()) {
+                let _ = txn.rollback();
+                return Err(e);
             }
             txn.commit()?;
         }

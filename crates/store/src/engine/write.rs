@@ -6,6 +6,8 @@ use super::*;
 /// The state of one write operation inside a transaction.
 pub(super) struct WriteCtx<'a> {
     pub(super) txn: &'a dyn Transaction,
+    /// The engine itself, for what a write does outside its transaction (drawing a sequence's values).
+    pub(super) kv: &'a dyn Engine,
     pub(super) deltas: Vec<Delta>,
     pub(super) now: i64,
 }
@@ -49,7 +51,7 @@ impl WriteCtx<'_> {
                 (0, if old.is_some() { -1 } else { 0 })
             }
         };
-        self.deltas.push(Delta { partition: t.partition_of(&key), bytes: new_len - old_len, rows });
+        self.deltas.push(Delta { partition: t.partition_of(&key), retired: t.retired.clone(), bytes: new_len - old_len, rows });
         Ok(())
     }
 
@@ -63,19 +65,25 @@ impl WriteCtx<'_> {
         let mut out = Vec::with_capacity(pk.len());
         for (i, v) in pk.iter().enumerate() {
             match v {
+                // A generated partition-key column draws from the table's sequence.
+                Some(PkValue::Integer(n)) if auto[i] && i < t.partition_key_len => {
+                    t.seq.raise(self.kv, *n)?;
+                    out.push(PkValue::Integer(*n));
+                }
+                None if auto[i] && i < t.partition_key_len => out.push(PkValue::Integer(t.seq.next(self.kv)?)),
                 // A value given for a generated column moves the counter past it, so that no value generated
                 // later collides with it (a collision would roll the counter back with the failed insert,
                 // and every later insert would draw the same value again).
                 Some(PkValue::Integer(n)) if auto[i] => {
                     let mut pkey = Vec::new();
-                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len]);
                     self.raise_autoinc(t, &pkey, *n)?;
                     out.push(PkValue::Integer(*n));
                 }
                 Some(v) => out.push(v.clone()),
                 None if auto[i] => {
                     let mut pkey = Vec::new();
-                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len.min(i)]);
+                    keys::encode_pk(&mut pkey, &out[..t.partition_key_len]);
                     out.push(PkValue::Integer(self.next_autoinc(t, &pkey)?));
                 }
                 None => return Err(StoreError::MissingPrimaryKey(t.def.read().primary_key[i].name.clone())),
@@ -171,7 +179,7 @@ impl WriteCtx<'_> {
             let v = row.encode();
             let size = (key.len() + v.len()) as i64;
             self.txn.put(Space::Data, &key, &v)?;
-            add_delta(&mut self.deltas, t.partition_of(&key), size);
+            add_delta(&mut self.deltas, t, &key, size);
         }
         Ok(pks)
     }

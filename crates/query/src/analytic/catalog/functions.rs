@@ -285,11 +285,10 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
         // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
         ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
-        // Tabula keeps no comments, sequences or views; every type, function and collation is visible.
+        // Tabula keeps no comments or views; every type, function and collation is visible.
         ConstUdf::udf("obj_description", ScalarValue::Utf8(None)),
         ConstUdf::udf("col_description", ScalarValue::Utf8(None)),
         ConstUdf::udf("shobj_description", ScalarValue::Utf8(None)),
-        ConstUdf::udf("pg_get_serial_sequence", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_get_viewdef", ScalarValue::Utf8(None)),
         // Tabula has no triggers or statistics objects.
         ConstUdf::udf("pg_get_triggerdef", ScalarValue::Utf8(None)),

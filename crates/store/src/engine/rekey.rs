@@ -1,0 +1,137 @@
+//! Moving a table's rows under a new primary key made of its own columns (SQL's `ALTER TABLE ... ADD
+//! PRIMARY KEY` on a table stored under a generated row id, which is how every pg_dump file adds keys).
+//!
+//! 1. The old table is retired, under the commit gate held alone: every commit that wrote it from then on
+//!    is refused (`TableBeingRebuilt`, 55006), so what it holds is final; reads go on.
+//! 2. Its visible rows are read in key order and written, as a bulk load (bounded memory, duplicates found
+//!    at commit), into a new table under a temporary name. Each row keeps its marker and its cells'
+//!    versions; the new key's columns leave the cells and become the key (their latest values).
+//! 3. One atomic catalog write drops the old table and gives the new one its name.
+//!
+//! On any failure the new table is dropped and the old one taken back into service: nothing is half done.
+//! After a crash in step 2 the temporary table is left behind; the next rekey of the same table drops it.
+
+use super::*;
+
+/// Why rows could not move under the new key.
+#[derive(Debug, thiserror::Error)]
+pub enum RekeyError {
+    /// A row has no value in a new key column (PostgreSQL: 23502, "contains null values").
+    #[error("column \"{0}\" contains null values")]
+    Null(String),
+    /// Two rows share the new key (PostgreSQL: 23505); the key's values.
+    #[error("duplicate key")]
+    Duplicate(Vec<PkValue>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Store {
+    /// Rebuilds table `def.name` under `def`'s primary key, whose columns are attribute columns of the
+    /// table now; `def`'s other attributes (options, metadata) replace the old ones.
+    pub fn rekey(&self, def: TableDef) -> std::result::Result<(), RekeyError> {
+        let name = def.name.clone();
+        let old = self.inner.table(&name)?;
+        let temp = format!("tabula_rekey_{}", old.id);
+        match self.inner.drop_table(&temp) {
+            Ok(()) | Err(StoreError::UnknownTable(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.inner.create_table(TableDef { name: temp.clone(), ..def.clone() })?;
+        {
+            let _exclusive = self.inner.commit_gate.write();
+            old.retired.store(true, Ordering::SeqCst);
+        }
+        let moved = self.move_rows(&old, &temp, &def).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
+        if moved.is_err() {
+            let _ = self.inner.drop_table(&temp);
+            old.retired.store(false, Ordering::SeqCst);
+        }
+        moved
+    }
+
+    fn move_rows(&self, old: &Table, temp: &str, def: &TableDef) -> std::result::Result<(), RekeyError> {
+        let new = self.inner.table(temp)?;
+        let mut load = self.bulk_load(temp)?;
+        self.each_moved_row(old, def, |_, pk, row| {
+            load.add_encoded(new.key(&pk)?, row.encode())?;
+            Ok(false)
+        })?;
+        let duplicate_at = match load.commit() {
+            Ok(()) => return Ok(()),
+            Err(BulkError::Duplicate(pos)) => pos,
+            Err(BulkError::Store(e)) => return Err(e.into()),
+        };
+        // The load names the first row it could not insert: read the rows again up to it for its key.
+        let mut key = Vec::new();
+        self.each_moved_row(old, def, |pos, pk, _| {
+            if pos == duplicate_at {
+                key = pk;
+                return Ok(true);
+            }
+            Ok(false)
+        })?;
+        Err(RekeyError::Duplicate(key))
+    }
+
+    /// Calls `f(position, new key, row without the key's columns)` for each visible row of `old` in key
+    /// order, until it answers true.
+    fn each_moved_row(
+        &self,
+        old: &Table,
+        def: &TableDef,
+        mut f: impl FnMut(usize, Vec<PkValue>, StoredRow) -> Result<bool>,
+    ) -> std::result::Result<(), RekeyError> {
+        let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
+        let mut cursor = self.inner.reader().scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
+        cursor.seek_to_first();
+        let mut pos = 0;
+        while cursor.valid() {
+            if let Some(mut row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
+                let mut pk = Vec::with_capacity(def.primary_key.len());
+                for c in &def.primary_key {
+                    let i = row.columns.iter().position(|(n, _)| *n == c.name).ok_or_else(|| RekeyError::Null(c.name.clone()))?;
+                    let (_, cells) = row.columns.remove(i);
+                    pk.push(match (c.ty, cells.into_iter().next().map(|cell| cell.value)) {
+                        (PkType::Integer, Some(Value::Integer(v))) => PkValue::Integer(v),
+                        (PkType::String, Some(Value::String(v))) => PkValue::String(v),
+                        (PkType::Binary, Some(Value::Binary(v))) => PkValue::Binary(v),
+                        (_, None) => return Err(RekeyError::Null(c.name.clone())),
+                        (_, Some(v)) => {
+                            return Err(
+                                StoreError::PrimaryKeyType { column: c.name.clone(), expected: c.ty.name(), got: v.type_name() }.into()
+                            )
+                        }
+                    });
+                }
+                if f(pos, pk, row)? {
+                    return Ok(());
+                }
+                pos += 1;
+            }
+            cursor.advance(false);
+        }
+        cursor.status().map_err(StoreError::from)?;
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Drops table `name` and gives table `with` its name, in one atomic write.
+    pub(super) fn replace_table(&self, name: &str, with: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let (old, new) = (self.table(name)?, self.table(with)?);
+        let mut def = new.def.read().clone();
+        def.name = name.to_string();
+        let mut writes = self.drop_writes(&old, name)?;
+        writes.push((catalog::table_key(with), None));
+        writes.push((catalog::table_key(name), Some(def.encode(new.id))));
+        self.kv.meta_write(&writes, &[(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec())])?;
+        *new.def.write() = def;
+        let mut tables = self.tables.write();
+        tables.remove(with);
+        tables.insert(name.to_string(), new);
+        self.rules.write().remove(&old.id);
+        Ok(())
+    }
+}
