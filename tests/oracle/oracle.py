@@ -41,6 +41,8 @@ TABLES = {
     "t2": ("CREATE TABLE t2 (p text, q bigint, v bigint, w text DEFAULT 'none', PRIMARY KEY (p, q))",
            ["p", "q"], ["p", "q", "v", "w"]),
 }
+# A table without a primary key: its rows repeat, and are written and read by any column (Gen.keyless).
+KEYLESS = {"t3": ("CREATE TABLE t3 (g bigint, h text, n bigint DEFAULT 1)", ["g", "h", "n"])}
 INTS = {"k", "a", "e", "q", "v"}
 TEXTS = {"b", "p", "w"}
 WORDS = ["ab", "abc", "b", "x", "X", "", "a%", "zz"]
@@ -139,8 +141,8 @@ class Gen:
         attrs = [c for c in cols if c not in key]
         ints = [c for c in cols if c in INTS]
         kind = self.r.choices(["insert", "upsert", "update", "delete", "select", "aggregate", "join", "values",
-                               "subquery", "set operation", "functions", "ordered", "grouped"],
-                              [5, 2, 4, 1, 6, 3, 2, 1, 3, 1, 3, 2, 2])[0]
+                               "subquery", "set operation", "functions", "ordered", "grouped", "keyless"],
+                              [5, 2, 4, 1, 6, 3, 2, 1, 3, 1, 3, 2, 2, 3])[0]
         if kind in QUERIES:
             return QUERIES[kind](self)
         if kind in ("insert", "upsert"):
@@ -240,6 +242,28 @@ class Gen:
         return (f"UPDATE t1 SET a = (SELECT {self.r.choice(['max(v)', 'min(q)', 'v'])} FROM t2 WHERE"
                 f" {self.predicate('t2')}) WHERE {self.predicate('t1')}"), False
 
+    def keyless(self):
+        """A table without a primary key: equal rows side by side, written and read by any column."""
+        def pred():
+            return self.r.choice([f"g = {self.int(False)}", f"h LIKE {self.r.choice(['a%', '%b', 'x'])!r}".replace('"', "'"),
+                                  f"n > {self.int(False)}", "g IS NULL", f"(g + n) < {self.int(False)}",
+                                  f"h = {self.text(False)}"])
+        choice = self.r.randint(0, 6)
+        if choice <= 1:
+            rows = ", ".join(f"({self.int()}, {self.text()}, {self.r.choice([self.int(), 'DEFAULT'])})"
+                             for _ in range(self.r.randint(1, 3)))
+            return f"INSERT INTO t3 VALUES {rows}" + (" RETURNING g, h, n" if self.r.random() < 0.2 else ""), False
+        if choice == 2:
+            return f"INSERT INTO t3 (h, g) SELECT b, a FROM t1 WHERE {self.predicate('t1')}", False
+        if choice == 3:
+            value = self.r.choice(["n + 1", self.int(), "g", "DEFAULT"])
+            return f"UPDATE t3 SET n = {value} WHERE {pred()}" + (" RETURNING h, n" if self.r.random() < 0.2 else ""), False
+        if choice == 4:
+            return f"DELETE FROM t3 WHERE {pred()}", False
+        if choice == 5:
+            return f"SELECT * FROM t3 WHERE {pred()}", False
+        return "SELECT g, count(*), sum(n), min(h) FROM t3 GROUP BY g", False
+
     def set_operation(self):
         op = self.r.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"])
         return (f"SELECT a FROM t1 WHERE {self.predicate('t1')} {op} SELECT v FROM t2 WHERE {self.predicate('t2')}"),\
@@ -294,7 +318,7 @@ class Gen:
 
 
 QUERIES = {"subquery": Gen.subquery, "set operation": Gen.set_operation, "functions": Gen.functions,
-           "ordered": Gen.ordered, "grouped": Gen.grouped}
+           "ordered": Gen.ordered, "grouped": Gen.grouped, "keyless": Gen.keyless}
 
 
 def normalise(v):
@@ -323,6 +347,8 @@ def snapshot(conn):
     out = {}
     for t, (_, key, cols) in TABLES.items():
         out[t] = outcome(conn, f"SELECT {', '.join(cols)} FROM {t} ORDER BY {', '.join(key)}", True)
+    for t, (_, cols) in KEYLESS.items():
+        out[t] = outcome(conn, f"SELECT {', '.join(cols)} FROM {t}", False)
     return out
 
 
@@ -339,7 +365,7 @@ def main():
     tab = psycopg.connect(f"host=127.0.0.1 port={args.tabula} user=tabula dbname=tabula", autocommit=True)
     pg = psycopg.connect(f"host=127.0.0.1 port={args.postgres} user={args.postgres_user} dbname=postgres", autocommit=True)
     for conn in (tab, pg):
-        for t, (ddl, _, _) in TABLES.items():
+        for t, ddl in [(t, ddl) for t, (ddl, _, _) in TABLES.items()] + [(t, ddl) for t, (ddl, _) in KEYLESS.items()]:
             conn.execute(f"DROP TABLE IF EXISTS {t}")
             conn.execute(ddl)
     tried = refused = 0

@@ -1,4 +1,5 @@
-"""Python drivers against a running Tabula: psycopg 3, psycopg2, asyncpg, pandas.read_sql, SQLAlchemy inspect().
+"""Python drivers against a running Tabula: psycopg 3, psycopg2, asyncpg, pandas (read_sql, to_sql), SQLAlchemy
+(inspect(), the ORM with its default integer key).
 
 Usage: python3 clients.py PORT
 """
@@ -177,6 +178,55 @@ def sqlalchemy_inspect(driver):
     check("reflected table round trip", tuple(row), ("probe", True))
 
 
+def sqlalchemy_orm_serial_key(driver):
+    """The ORM's default model: an integer primary key, which SQLAlchemy creates as SERIAL and reads back
+    with RETURNING. Keys are handed out as PostgreSQL's sequence hands them out."""
+    import sqlalchemy as sa
+    from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Note(Base):
+        __tablename__ = f"orm_notes_{driver}"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        body: Mapped[str]
+
+    engine = sa.create_engine(f"postgresql+{driver}://tabula@127.0.0.1:{PORT}/tabula")
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    with Session(engine) as s:
+        notes = [Note(body=t) for t in ["a", "b", "c"]]
+        s.add_all(notes)
+        s.commit()
+        check("orm ids", [n.id for n in notes], [1, 2, 3])
+        s.delete(notes[0])
+        notes[1].body = "B"
+        s.commit()
+        check("orm rows", [(n.id, n.body) for n in s.scalars(sa.select(Note).order_by(Note.id))], [(2, "B"), (3, "c")])
+        one = Note(body="d")
+        s.add(one)
+        s.commit()
+        check("orm next id", one.id, 4)
+
+
+def pandas_to_sql():
+    """DataFrame.to_sql makes a table without a primary key, then replaces and appends to it. (Its default
+    index=True also creates an index on the index column: CREATE INDEX is not built yet.)"""
+    import pandas
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"postgresql+psycopg2://tabula@127.0.0.1:{PORT}/tabula")
+    df = pandas.DataFrame({"city": ["Oslo", "Rome"], "temp": [-3.5, 18.25]})
+    df.to_sql("pd_cities", engine, index=False, if_exists="replace")
+    df.to_sql("pd_cities", engine, index=False, if_exists="append")
+    back = pandas.read_sql("SELECT city, temp FROM pd_cities ORDER BY city", engine)
+    check("to_sql append", (list(back["city"]), list(back["temp"])), (["Oslo", "Oslo", "Rome", "Rome"], [-3.5, -3.5, 18.25, 18.25]))
+    pandas.DataFrame({"city": ["Lima"], "rain": [None]}).to_sql("pd_cities", engine, index=False, if_exists="replace")
+    back = pandas.read_sql("SELECT * FROM pd_cities", engine)
+    check("to_sql replace", (list(back.columns), list(back["city"])), (["city", "rain"], ["Lima"]))
+
+
 psycopg3()
 psycopg3_prepared_then_rollback()
 server_side_cursors()
@@ -184,4 +234,7 @@ psycopg2_and_pandas()
 sqlalchemy_inspect("psycopg2")
 sqlalchemy_inspect("psycopg")
 asyncio.run(asyncpg_binary())
+sqlalchemy_orm_serial_key("psycopg")
+sqlalchemy_orm_serial_key("psycopg2")
+pandas_to_sql()
 print("python clients ok")

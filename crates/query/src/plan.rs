@@ -204,6 +204,26 @@ pub enum Plan {
         column: String,
         if_exists: bool,
     },
+    /// `ALTER TABLE t ADD PRIMARY KEY (...)` on a table created without one: its rows move under the key.
+    AddPrimaryKey {
+        table: String,
+        columns: Vec<String>,
+        partition_key_len: usize,
+    },
+    RenameTable {
+        table: String,
+        to: String,
+    },
+    /// `ALTER TABLE t OWNER TO role`.
+    AlterOwner {
+        table: String,
+        owner: sqlparser::ast::Owner,
+    },
+    /// `ALTER SCHEMA public OWNER TO role` (pg_dump's): the bootstrap superuser owns it and keeps it.
+    AlterSchemaOwner {
+        schema: String,
+        owner: sqlparser::ast::Owner,
+    },
     Begin,
     Commit,
     /// `LOCK TABLE ... IN ACCESS SHARE MODE` (pg_dump's): Tabula's reads take no locks and are never
@@ -493,6 +513,10 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::SetOptions { .. } => "AlterTableOptions",
         Plan::AddColumn { .. } => "AddColumn",
         Plan::DropColumn { .. } => "DropColumn",
+        Plan::AddPrimaryKey { .. } => "AddPrimaryKey",
+        Plan::RenameTable { .. } => "RenameTable",
+        Plan::AlterOwner { .. } => "AlterOwner",
+        Plan::AlterSchemaOwner { .. } => "AlterSchemaOwner",
         Plan::Begin => "Begin",
         Plan::LockShared { .. } => "Lock",
         Plan::Deallocate(_) => "Deallocate",

@@ -177,7 +177,7 @@ fn table_definition_errors() {
     assert_eq!(err("CREATE TABLE x (a double precision PRIMARY KEY)"), "42P16");
     assert_eq!(err("CREATE TABLE x (a boolean PRIMARY KEY)"), "42P16");
     assert_eq!(err("CREATE TABLE x (a text GENERATED ALWAYS AS IDENTITY PRIMARY KEY)"), "22023");
-    assert_eq!(err("CREATE TABLE x (a bigint)"), "42P16");
+    assert_eq!(err("CREATE TABLE x (a bigint, PRIMARY KEY (b))"), "42703");
     assert_eq!(err("CREATE TABLE x (a bigint PRIMARY KEY) WITH (ttl = 'soon')"), "22023");
     assert_eq!(err("CREATE TABLE x (a bigint PRIMARY KEY) WITH (max_versions = 0)"), "22023");
     assert_eq!(err("CREATE TABLE x (a bigint PRIMARY KEY) WITH (flavour = 1)"), "22023");

@@ -2,7 +2,8 @@
 //!
 //! The engine stores only primary-key types; the declared columns live in the table's `user_meta` as
 //! lines of `name<TAB>type<TAB>not_null<TAB>identity<TAB>default` (type as PostgreSQL names it, with varchar's
-//! length: `character varying(20)`; identity: 0 none, 1 by default, 2 always),
+//! length: `character varying(20)`; identity: 0 none, 1 by default, 2 always, 3 the hidden row id of a table
+//! created without a primary key, 4 the same of a table that named its hash_prefix),
 //! in declaration order, then one line
 //! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken), a line
 //! `!owner<TAB>role` (none: the bootstrap superuser owns it, as every table made before roles existed), and
@@ -32,12 +33,31 @@ pub struct ColumnDef {
     pub default: Option<String>,
     /// `varchar(n)`'s `n`: a longer value is refused (22001), as in PostgreSQL.
     pub max_chars: Option<u32>,
+    /// The generated row id of a table created without a primary key: its key, invisible to SQL (no name
+    /// finds it, `SELECT *` and the catalog leave it out). Always the table's last column.
+    pub hidden: Option<RowId>,
+}
+
+/// What a hidden row id remembers of its table's creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowId {
+    /// The table named its `hash_prefix`; otherwise Tabula chose one for the row ids, and it is not the
+    /// table's own (the catalog shows none, and a key added later goes without).
+    pub hash_prefix_given: bool,
 }
 
 impl ColumnDef {
     /// A plain nullable column: no default, no identity, no length.
     pub fn plain(name: &str, ty: SqlType) -> ColumnDef {
-        ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None, max_chars: None }
+        ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None, max_chars: None, hidden: None }
+    }
+
+    /// The hidden row id of a table without a primary key, named apart from the table's columns.
+    pub fn row_id(columns: &[ColumnDef], hash_prefix_given: bool) -> ColumnDef {
+        let name =
+            (0..).map(|i| if i == 0 { "rowid".to_string() } else { format!("rowid_{i}") }).find(|n| columns.iter().all(|c| &c.name != n));
+        let hidden = Some(RowId { hash_prefix_given });
+        ColumnDef { not_null: true, identity: true, hidden, ..ColumnDef::plain(&name.unwrap_or_default(), SqlType::Int8) }
     }
 
     /// A value to store in this column: cast to its type, and no longer than `varchar(n)` allows. As in
@@ -117,8 +137,9 @@ impl TableSchema {
                 ty: SqlType::parse(type_name).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
                 max_chars,
                 not_null: f[2] == "1",
-                identity: f[3] == "1" || f[3] == "2",
+                identity: matches!(f[3], "1" | "2" | "3" | "4"),
                 always: f[3] == "2",
+                hidden: matches!(f[3], "3" | "4").then_some(RowId { hash_prefix_given: f[3] == "4" }),
                 default: f.get(4).filter(|d| !d.is_empty()).map(|d| d.replace("\\n", "\n").replace("\\t", "\t")),
             });
         }
@@ -169,19 +190,43 @@ impl TableSchema {
                 c.name,
                 c.type_name(),
                 c.not_null as u8,
-                c.identity as u8 + c.always as u8,
+                match c.hidden {
+                    Some(RowId { hash_prefix_given }) => 3 + hash_prefix_given as u8,
+                    None => c.identity as u8 + c.always as u8,
+                },
                 default
             ));
         }
         s.into_bytes()
     }
 
-    /// Index of a column; the `_version` pseudo-column is `columns.len()`.
+    /// Index of a column; the `_version` pseudo-column is `columns.len()`. The hidden row id has no name.
     pub fn column_index(&self, name: &str) -> Option<usize> {
         if name == VERSION_COLUMN {
             return Some(self.columns.len());
         }
-        self.columns.iter().position(|c| c.name == name)
+        self.visible().iter().position(|c| c.name == name)
+    }
+
+    /// The columns SQL sees: all but a hidden row id, which is always last.
+    pub fn visible(&self) -> &[ColumnDef] {
+        match self.columns.last() {
+            Some(c) if c.hidden.is_some() => &self.columns[..self.columns.len() - 1],
+            _ => &self.columns,
+        }
+    }
+
+    /// Created without a primary key: the key is a hidden, generated row id, and the catalog shows none.
+    pub fn keyless(&self) -> bool {
+        self.columns.last().is_some_and(|c| c.hidden.is_some())
+    }
+
+    /// The options as the table declared them: without the hash prefix Tabula chose for a hidden row id.
+    pub fn declared_options(&self) -> TableOptions {
+        match self.columns.last().and_then(|c| c.hidden) {
+            Some(RowId { hash_prefix_given: false }) => TableOptions { hash_prefix: 0, ..self.options },
+            _ => self.options,
+        }
     }
 
     /// A value to store in column `i` ([`ColumnDef::fit`]).

@@ -157,9 +157,10 @@ fn psql(bin: &Path, port: u16, user: &str, db: &str, args: &[&str], input: Optio
 }
 
 /// A backup with the standard tool: PostgreSQL 15's own pg_dump dumps a Tabula database, the dump loads
-/// into PostgreSQL with psql (stopping at the first error), and both then answer the same for every table.
+/// into PostgreSQL with psql, and both then answer the same for every table; a dump with Tabula's table
+/// options loads into a new Tabula (psql stopping at the first error), which then answers as the first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pg_dump_of_tabula_loads_into_postgresql() {
+async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
     let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
     let server = TestServer::start().await;
     let c = server.connect().await;
@@ -178,7 +179,9 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql() {
            INSERT INTO readings VALUES ('d1', 1, 0.5), ('d1', 2, NULL), ('d2', 1, -1e10);
            CREATE TABLE "MixedCase" ("Key" text PRIMARY KEY, "select" integer);
            INSERT INTO "MixedCase" VALUES ('x', 1), ('Y', NULL);
-           CREATE TABLE empty_one (k bytea PRIMARY KEY, v text);"#,
+           CREATE TABLE empty_one (k bytea PRIMARY KEY, v text);
+           CREATE TABLE events (device text, what text);
+           INSERT INTO events VALUES ('d1', 'boot'), ('d1', 'boot'), (NULL, 'orphan');"#,
     )
     .await
     .unwrap();
@@ -204,6 +207,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql() {
         "SELECT * FROM readings ORDER BY device, at",
         r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
         "SELECT count(*) FROM empty_one",
+        "SELECT * FROM events ORDER BY device, what",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass",
         "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
@@ -215,5 +219,48 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql() {
         assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
         assert_eq!(answers[0].1, answers[1].1, "{query}: Tabula, then PostgreSQL after the restore");
     }
+
+    // The same database, with Tabula's own table options, dumped and restored into a new Tabula: tables
+    // are made without their keys, loaded with COPY, and keyed by ALTER TABLE ... ADD PRIMARY KEY.
+    c.batch_execute(
+        "CREATE TABLE spread (k bigint PRIMARY KEY, v text) WITH (hash_prefix = 4, ttl = '30 days', max_versions = 3);
+         INSERT INTO spread VALUES (1, 'a'), (2, 'b');
+         CREATE TABLE spread_rows (v text) WITH (hash_prefix = 8);
+         INSERT INTO spread_rows VALUES ('x'), ('x');",
+    )
+    .await
+    .unwrap();
+    let dump = tokio::task::block_in_place(|| {
+        Command::new(pg.bin.join("pg_dump"))
+            .args(["-h", "127.0.0.1", "-p", &server.port().to_string(), "-U", "tabula", "--no-password", "tabula"])
+            .output()
+            .expect("pg_dump runs")
+    });
+    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    let dump = String::from_utf8(dump.stdout).unwrap();
+    let restored = TestServer::start().await;
+    let (ok, _, err) = tokio::task::block_in_place(|| {
+        psql(&bin, restored.port(), "tabula", "tabula", &["-q", "-v", "ON_ERROR_STOP=1", "-f", "-"], Some(&dump))
+    });
+    assert!(ok, "the dump does not load into Tabula: {err}\n{dump}");
+    for query in [
+        "SELECT * FROM devices ORDER BY id",
+        "SELECT * FROM readings ORDER BY device, at",
+        r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
+        "SELECT * FROM events ORDER BY device, what",
+        "SELECT * FROM spread ORDER BY k",
+        "SELECT * FROM spread_rows",
+        "SELECT * FROM tabula.tables ORDER BY table_name",
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint ORDER BY conname",
+        "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
+         FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
+    ] {
+        let answers = tokio::task::block_in_place(|| {
+            [server.port(), restored.port()].map(|p| psql(&bin, p, "tabula", "tabula", &["-At", "-c", query], None))
+        });
+        assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
+        assert_eq!(answers[0].1, answers[1].1, "{query}: Tabula, then Tabula after the restore");
+    }
+    restored.stop().await;
     server.stop().await;
 }

@@ -108,7 +108,9 @@ impl fmt::Debug for TabulaTable {
 
 impl TabulaTable {
     pub fn new(db: Weak<dyn Source>, table: Arc<TableSchema>) -> Self {
-        let fields: Vec<_> = table.columns.iter().enumerate().map(|(i, c)| field(&c.name, c.ty, !(c.not_null || table.is_pk(i)))).collect();
+        // The visible columns: a hidden row id is last, so a column's index is the same in both.
+        let fields: Vec<_> =
+            table.visible().iter().enumerate().map(|(i, c)| field(&c.name, c.ty, !(c.not_null || table.is_pk(i)))).collect();
         TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
     }
 
@@ -153,7 +155,7 @@ impl TableProvider for TabulaTable {
             conjuncts.extend(e.conjuncts());
         }
         let (access, residual) = choose_access(t, conjuncts);
-        let cols: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..t.columns.len()).collect());
+        let cols: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..t.visible().len()).collect());
         let exprs: Vec<Expr> =
             cols.iter().map(|&i| Expr::Column { index: i, ty: t.columns[i].ty, name: t.columns[i].name.clone() }).collect();
         let filter = Expr::and_all(residual);

@@ -44,8 +44,7 @@ impl Planner<'_> {
             let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
             let ty = sql_type(&col.data_type)?;
             let max_chars = crate::expr::varchar_length(&col.data_type)?;
-            let mut def =
-                ColumnDef { name: cname.clone(), ty, not_null: serial, identity: serial, always: false, default: None, max_chars };
+            let mut def = ColumnDef { not_null: serial, identity: serial, max_chars, ..ColumnDef::plain(&cname, ty) };
             for opt in &col.options {
                 match &opt.option {
                     ast::ColumnOption::NotNull => def.not_null = true,
@@ -87,60 +86,21 @@ impl Planner<'_> {
                             "multiple primary keys for table \"{name}\" are not allowed"
                         )));
                     }
-                    for (i, ic) in pk.columns.iter().enumerate() {
-                        match &ic.column.expr {
-                            ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
-                            // PRIMARY KEY ((a, b), c): the parenthesised first group is the partition key.
-                            ast::Expr::Tuple(ids) if i == 0 => {
-                                for e in ids {
-                                    match e {
-                                        ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
-                                        other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
-                                    }
-                                }
-                                partition_key_len = ids.len();
-                            }
-                            ast::Expr::Nested(inner) if i == 0 => match inner.as_ref() {
-                                ast::Expr::Identifier(id) => pk_names.push(ident_name(id)),
-                                other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
-                            },
-                            other => return Err(QueryError::Syntax(format!("bad primary key column {other}"))),
-                        }
-                    }
+                    (pk_names, partition_key_len) = key_names(pk)?;
                 }
                 other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
             }
         }
-        if pk_names.is_empty() {
-            return Err(QueryError::InvalidTableDefinition(format!("table \"{name}\" needs a PRIMARY KEY of 1 to 4 columns")));
+        // Without a primary key the rows are stored under a hidden, generated row id (as CockroachDB's
+        // `rowid`), hash-prefixed below as every generated partition key is.
+        let keyless = pk_names.is_empty();
+        let hash_prefix_given = table_option_names(&c.table_options).any(|k| k == "hash_prefix");
+        if keyless {
+            let id = ColumnDef::row_id(&columns, hash_prefix_given);
+            pk_names.push(id.name.clone());
+            columns.push(id);
         }
-        let mut pk = Vec::new();
-        for n in &pk_names {
-            let i = columns
-                .iter()
-                .position(|c| &c.name == n)
-                .ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" named in key does not exist")))?;
-            if pk.contains(&i) {
-                return Err(QueryError::InvalidTableDefinition(format!("column \"{n}\" appears twice in primary key constraint")));
-            }
-            pk.push(i);
-        }
-        if pk.len() > 4 {
-            return Err(QueryError::InvalidTableDefinition(format!(
-                "a primary key has at most 4 columns, table \"{name}\" names {}",
-                pk.len()
-            )));
-        }
-        for &i in &pk {
-            let col = &mut columns[i];
-            col.not_null = true;
-            if col.ty.pk_type().is_none() {
-                return Err(QueryError::InvalidTableDefinition(format!(
-                    "primary key column \"{}\" has type {}: key columns must be text, varchar, bigint, integer, smallint or bytea",
-                    col.name, col.ty
-                )));
-            }
-        }
+        let pk = key_columns(&name, &mut columns, &pk_names)?;
         let mut generated_partition_key = None;
         for (i, col) in columns.iter().enumerate() {
             if col.identity {
@@ -162,11 +122,11 @@ impl Planner<'_> {
         let mut options = self.table_options(&c.table_options, TableOptions::default(), true)?;
         // Sequential values in the partition key write to one partition at a time; the seeds' remedy is a
         // hash prefix, which Tabula applies itself unless the table names its own `hash_prefix` (0: none).
-        let hash_prefix_given = table_option_names(&c.table_options).any(|k| k == "hash_prefix");
         let generated_hash_prefix = match generated_partition_key {
             Some(column) if !hash_prefix_given => {
                 options.hash_prefix = GENERATED_KEY_BUCKETS;
-                Some(column)
+                // No NOTICE names a hidden row id: the user chose no key.
+                (!keyless).then_some(column)
             }
             _ => None,
         };
@@ -248,9 +208,81 @@ impl Planner<'_> {
                 };
                 Ok(Plan::DropColumn { table, column: ident_name(c), if_exists: *if_exists })
             }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::PrimaryKey(pk), .. } => {
+                // The key's index and constraint are always `<table>_pkey` in the catalog.
+                if let Some(n) = pk.name.as_ref().map(ident_name).filter(|n| *n != format!("{table}_pkey")) {
+                    return Err(QueryError::NotSupported(format!("a primary key named \"{n}\": Tabula names it \"{table}_pkey\"")));
+                }
+                let (columns, partition_key_len) = key_names(pk)?;
+                Ok(Plan::AddPrimaryKey { table, columns, partition_key_len })
+            }
+            ast::AlterTableOperation::OwnerTo { new_owner } => Ok(Plan::AlterOwner { table, owner: new_owner.clone() }),
+            ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to) } => {
+                Ok(Plan::RenameTable { table, to: created_name(to)? })
+            }
             other => Err(QueryError::NotSupported(format!("ALTER TABLE {other}"))),
         }
     }
+}
+
+/// The positions of a primary key's columns, which become NOT NULL; 42P16 for a key Tabula cannot store.
+pub(crate) fn key_columns(table: &str, columns: &mut [ColumnDef], names: &[String]) -> Result<Vec<usize>> {
+    let mut pk = Vec::new();
+    for n in names {
+        let i = columns
+            .iter()
+            .position(|c| &c.name == n)
+            .ok_or_else(|| QueryError::UndefinedColumn(format!("{n}\" named in key does not exist")))?;
+        if pk.contains(&i) {
+            return Err(QueryError::InvalidTableDefinition(format!("column \"{n}\" appears twice in primary key constraint")));
+        }
+        pk.push(i);
+    }
+    if pk.len() > 4 {
+        return Err(QueryError::InvalidTableDefinition(format!(
+            "a primary key has at most 4 columns, table \"{table}\" names {}",
+            pk.len()
+        )));
+    }
+    for &i in &pk {
+        let col = &mut columns[i];
+        col.not_null = true;
+        if col.ty.pk_type().is_none() {
+            return Err(QueryError::InvalidTableDefinition(format!(
+                "primary key column \"{}\" has type {}: key columns must be text, varchar, bigint, integer, smallint or bytea",
+                col.name, col.ty
+            )));
+        }
+    }
+    Ok(pk)
+}
+
+/// The columns of `PRIMARY KEY (...)`, and how many of them are the partition key: the first, or the
+/// parenthesised first group of `PRIMARY KEY ((a, b), c)` (Tablestore's spliced partition key).
+fn key_names(pk: &ast::PrimaryKeyConstraint) -> Result<(Vec<String>, usize)> {
+    let bad = |e: &ast::Expr| QueryError::Syntax(format!("bad primary key column {e}"));
+    let mut names = Vec::new();
+    let mut partition_key_len = 1;
+    for (i, ic) in pk.columns.iter().enumerate() {
+        match &ic.column.expr {
+            ast::Expr::Identifier(id) => names.push(ident_name(id)),
+            ast::Expr::Tuple(ids) if i == 0 => {
+                for e in ids {
+                    match e {
+                        ast::Expr::Identifier(id) => names.push(ident_name(id)),
+                        other => return Err(bad(other)),
+                    }
+                }
+                partition_key_len = ids.len();
+            }
+            ast::Expr::Nested(inner) if i == 0 => match inner.as_ref() {
+                ast::Expr::Identifier(id) => names.push(ident_name(id)),
+                other => return Err(bad(other)),
+            },
+            other => return Err(bad(other)),
+        }
+    }
+    Ok((names, partition_key_len))
 }
 
 /// The name of a table to create: only in `public`, as PostgreSQL refuses a schema that does not exist.

@@ -18,9 +18,9 @@ impl Planner<'_> {
                     if v.rows.iter().any(|r| r.len() != width) {
                         return Err(QueryError::Syntax("VALUES lists must all be the same length".into()));
                     }
-                    width.min(table.columns.len())
+                    width.min(table.visible().len())
                 }
-                _ => table.columns.len(),
+                _ => table.visible().len(),
             };
             (0..width).collect()
         } else {
@@ -223,7 +223,7 @@ impl Planner<'_> {
         for item in items {
             match item {
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
-                    for (i, c) in table.columns.iter().enumerate() {
+                    for (i, c) in table.visible().iter().enumerate() {
                         exprs.push(Expr::Column { index: i, ty: c.ty, name: c.name.clone() });
                         columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, source: Some((table.name.clone(), i)) });
                     }

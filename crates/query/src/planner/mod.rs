@@ -28,6 +28,7 @@ mod utility;
 pub use access_path::choose_access;
 pub(crate) use access_path::needed_columns;
 use access_path::*;
+pub(crate) use ddl::key_columns;
 pub(crate) use dml::default_name;
 use routes::*;
 pub use routes::{insert_call, streams};
@@ -81,6 +82,12 @@ impl<'a> Planner<'a> {
             }
             Statement::Truncate(t) => Ok(Plan::Truncate { names: t.table_names.iter().map(|n| object_name(&n.name)).collect() }),
             Statement::AlterTable(a) => self.alter_table(a),
+            Statement::AlterSchema(a) => match a.operations.as_slice() {
+                [ast::AlterSchemaOperation::OwnerTo { owner }] => {
+                    Ok(Plan::AlterSchemaOwner { schema: object_name(&a.name), owner: owner.clone() })
+                }
+                _ => Err(QueryError::NotSupported(format!("{stmt}: Tabula has the one schema public"))),
+            },
             Statement::StartTransaction { .. } => Ok(Plan::Begin),
             Statement::Lock(l) => self.lock(l),
             Statement::Commit { .. } => Ok(Plan::Commit),

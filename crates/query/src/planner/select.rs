@@ -101,7 +101,7 @@ impl Planner<'_> {
             match item {
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
                     let t = table.as_ref().ok_or_else(|| QueryError::Syntax("SELECT * with no tables specified is not valid".into()))?;
-                    for (i, c) in t.columns.iter().enumerate() {
+                    for (i, c) in t.visible().iter().enumerate() {
                         projection.push(Expr::Column { index: i, ty: c.ty, name: c.name.clone() });
                         columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, source: Some((t.name.clone(), i)) });
                     }

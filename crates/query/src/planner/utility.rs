@@ -129,7 +129,7 @@ impl Planner<'_> {
             ast::CopySource::Table { table_name, columns } => {
                 let table = self.catalog.table(&object_name(table_name))?;
                 let targets: Vec<usize> = if columns.is_empty() {
-                    (0..table.columns.len()).collect()
+                    (0..table.visible().len()).collect()
                 } else {
                     columns
                         .iter()

@@ -37,7 +37,7 @@ fn allows(table: &TableSchema, role: &str, p: Privilege) -> bool {
 impl Session {
     /// Whether the current user may do anything. A role dropped while its session lives has no privileges;
     /// a session whose user was no role at login (trust) is a superuser.
-    fn is_superuser(&self) -> bool {
+    pub(super) fn is_superuser(&self) -> bool {
         match self.db.roles().is_superuser(self.current_user()) {
             Some(s) => s,
             None => self.unlisted && self.role.is_none(),
@@ -93,7 +93,12 @@ impl Session {
                 Err(_) => Ok(()),
             }),
             Plan::DropTable { names, .. } => names.iter().try_for_each(|n| self.need_owner(n)),
-            Plan::SetOptions { table, .. } | Plan::AddColumn { table, .. } | Plan::DropColumn { table, .. } => self.need_owner(table),
+            Plan::SetOptions { table, .. }
+            | Plan::AddColumn { table, .. }
+            | Plan::DropColumn { table, .. }
+            | Plan::AddPrimaryKey { table, .. }
+            | Plan::RenameTable { table, .. }
+            | Plan::AlterOwner { table, .. } => self.need_owner(table),
             Plan::CreateTable(_) => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),
                 _ => Err(QueryError::InsufficientPrivilege("permission denied for schema public".into())),

@@ -2,7 +2,7 @@
 //! [`Database::invalidate`](crate::database::Database), so that cached schemas and plans are made again;
 //! TRUNCATE changes only rows.
 
-use tabula_store::{PkColumn, StoreError, TableDef};
+use tabula_store::{PkColumn, RekeyError, StoreError, TableDef, TableOptions};
 
 use super::Session;
 use crate::error::{QueryError, Result};
@@ -11,23 +11,28 @@ use crate::plan::CreateTablePlan;
 use crate::planner::Catalog;
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
 
+/// The engine's definition of a table: its key columns' engine types, and the SQL columns as metadata.
+fn table_def(name: &str, columns: &[ColumnDef], pk: &[usize], partition_key_len: usize, options: TableOptions, meta: Vec<u8>) -> TableDef {
+    TableDef {
+        name: name.to_string(),
+        primary_key: pk
+            .iter()
+            .map(|&i| PkColumn {
+                name: columns[i].name.clone(),
+                ty: columns[i].ty.pk_type().expect("key columns are checked when planned"),
+                auto_increment: columns[i].identity,
+            })
+            .collect(),
+        partition_key_len,
+        options,
+        user_meta: meta,
+    }
+}
+
 impl Session {
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
-        let def = TableDef {
-            name: c.name.clone(),
-            primary_key: c
-                .pk
-                .iter()
-                .map(|&i| PkColumn {
-                    name: c.columns[i].name.clone(),
-                    ty: c.columns[i].ty.pk_type().unwrap(),
-                    auto_increment: c.columns[i].identity,
-                })
-                .collect(),
-            partition_key_len: c.partition_key_len,
-            options: c.options,
-            user_meta: TableSchema::encode_meta(&c.columns, &[], self.current_user(), None),
-        };
+        let meta = TableSchema::encode_meta(&c.columns, &[], self.current_user(), None);
+        let def = table_def(&c.name, &c.columns, &c.pk, c.partition_key_len, c.options, meta);
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
         }
@@ -115,7 +120,8 @@ impl Session {
             )));
         }
         let mut altered = (*schema).clone();
-        altered.columns.push(column.clone());
+        // Before a hidden row id, which stays last.
+        altered.columns.insert(schema.visible().len(), column.clone());
         self.db.store().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
@@ -139,5 +145,96 @@ impl Session {
         self.db.store().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// `ALTER TABLE t ADD PRIMARY KEY (...)` on a table created without one (as every pg_dump file adds
+    /// keys): its rows move under the key, in bounded memory, and the hidden row id is gone. A row without
+    /// a value in a key column is 23502, two rows with one key 23505, as in PostgreSQL; either way the table
+    /// stays as it was.
+    pub(super) fn add_primary_key(&mut self, table: &str, names: &[String], partition_key_len: usize) -> Result<Output> {
+        let schema = self.db.table(table)?;
+        if !schema.keyless() {
+            return Err(QueryError::InvalidTableDefinition(format!("multiple primary keys for table \"{table}\" are not allowed")));
+        }
+        let mut columns = schema.visible().to_vec();
+        let pk = crate::planner::key_columns(table, &mut columns, names)?;
+        // A hash prefix Tabula chose for the row ids goes with them; one the table named stays.
+        let options = schema.declared_options();
+        let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.owner, schema.acl.as_ref());
+        let def = table_def(table, &columns, &pk, partition_key_len.min(pk.len()), options, meta);
+        let result = self.db.store().rekey(def);
+        self.db.invalidate();
+        match result {
+            Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
+            Err(RekeyError::Null(c)) => Err(QueryError::Engine {
+                sqlstate: "23502",
+                message: format!("column \"{c}\" of relation \"{table}\" contains null values"),
+            }),
+            Err(RekeyError::Duplicate(key)) => {
+                let cols: Vec<&str> = pk.iter().map(|&c| columns[c].name.as_str()).collect();
+                let vals: Vec<String> = key
+                    .iter()
+                    .zip(&pk)
+                    .map(|(v, &c)| crate::types::Datum::from_pk(v).to_pg_text(columns[c].ty).unwrap_or_default())
+                    .collect();
+                Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{table}_pkey\"") }
+                    .with_message(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", "))))
+            }
+            Err(RekeyError::Store(e)) => Err(e.into()),
+        }
+    }
+
+    /// `ALTER TABLE t RENAME TO u`.
+    pub(super) fn rename_table(&mut self, table: &str, to: &str) -> Result<Output> {
+        let result = self.db.store().rename_table(table, to);
+        self.db.invalidate();
+        result?;
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// The role `OWNER TO` names.
+    fn owner_name(&self, owner: &sqlparser::ast::Owner) -> String {
+        use sqlparser::ast::Owner;
+        match owner {
+            Owner::Ident(id) => crate::schema::ident_name(id),
+            Owner::CurrentRole | Owner::CurrentUser => self.current_user().to_string(),
+            Owner::SessionUser => self.user.clone(),
+        }
+    }
+
+    /// `ALTER TABLE t OWNER TO role`: the role must exist (42704); a role that is no superuser may give
+    /// a table only to itself (PostgreSQL: to a role it is a member of, and Tabula has no memberships).
+    pub(super) fn alter_owner(&mut self, table: &str, owner: &sqlparser::ast::Owner) -> Result<Output> {
+        let role = self.owner_name(owner);
+        if self.db.roles().get(&role).is_none() {
+            return Err(QueryError::UndefinedRole(role));
+        }
+        if !self.is_superuser() && role != self.current_user() {
+            return Err(QueryError::InsufficientPrivilege(format!("must be able to SET ROLE \"{role}\"")));
+        }
+        let mut altered = (*self.db.table(table)?).clone();
+        altered.owner = role;
+        self.db.store().set_user_meta(table, altered.encode())?;
+        self.db.invalidate();
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// `ALTER SCHEMA public OWNER TO role`, which pg_dump writes: Tabula's one schema belongs to the
+    /// bootstrap superuser, so giving it to that role changes nothing; to another it is not supported.
+    pub(super) fn alter_schema_owner(&mut self, schema: &str, owner: &sqlparser::ast::Owner) -> Result<Output> {
+        if schema != "public" {
+            return Err(QueryError::Engine { sqlstate: "3F000", message: format!("schema \"{schema}\" does not exist") });
+        }
+        let role = self.owner_name(owner);
+        if self.db.roles().get(&role).is_none() {
+            return Err(QueryError::UndefinedRole(role));
+        }
+        if role != crate::roles::BOOTSTRAP {
+            return Err(QueryError::NotSupported(format!(
+                "schema public belongs to \"{}\": another owner is not supported",
+                crate::roles::BOOTSTRAP
+            )));
+        }
+        Ok(Output::Command { tag: "ALTER SCHEMA".into() })
     }
 }

@@ -50,22 +50,32 @@ impl Store {
         moved
     }
 
+    /// A row without a value in a key column is not loaded; duplicates are reported before NULLs, as
+    /// PostgreSQL builds the key's index before it checks NOT NULL.
     fn move_rows(&self, old: &Table, temp: &str, def: &TableDef) -> std::result::Result<(), RekeyError> {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
-        self.each_moved_row(old, def, |_, pk, row| {
-            load.add_encoded(new.key(&pk)?, row.encode())?;
+        let mut null = None;
+        self.each_moved_row(old, def, |moved| {
+            match moved {
+                Ok((pk, row)) => load.add_encoded(new.key(&pk)?, row.encode())?,
+                Err(column) => {
+                    null.get_or_insert(column);
+                }
+            }
             Ok(false)
         })?;
         let duplicate_at = match load.commit() {
-            Ok(()) => return Ok(()),
+            Ok(()) => return null.map_or(Ok(()), |c| Err(RekeyError::Null(c))),
             Err(BulkError::Duplicate(pos)) => pos,
             Err(BulkError::Store(e)) => return Err(e.into()),
         };
         // The load names the first row it could not insert: read the rows again up to it for its key.
-        let mut key = Vec::new();
-        self.each_moved_row(old, def, |pos, pk, _| {
-            if pos == duplicate_at {
+        let (mut pos, mut key) = (0, Vec::new());
+        self.each_moved_row(old, def, |moved| {
+            let Ok((pk, _)) = moved else { return Ok(false) };
+            pos += 1;
+            if pos - 1 == duplicate_at {
                 key = pk;
                 return Ok(true);
             }
@@ -74,46 +84,43 @@ impl Store {
         Err(RekeyError::Duplicate(key))
     }
 
-    /// Calls `f(position, new key, row without the key's columns)` for each visible row of `old` in key
-    /// order, until it answers true.
-    fn each_moved_row(
-        &self,
-        old: &Table,
-        def: &TableDef,
-        mut f: impl FnMut(usize, Vec<PkValue>, StoredRow) -> Result<bool>,
-    ) -> std::result::Result<(), RekeyError> {
+    /// Calls `f` with each visible row of `old` in key order, until it answers true: the row's new key and
+    /// the row without the key's columns, or the first key column the row has no value in.
+    fn each_moved_row(&self, old: &Table, def: &TableDef, mut f: impl FnMut(Moved) -> Result<bool>) -> std::result::Result<(), RekeyError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
         let mut cursor = self.inner.reader().scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
         cursor.seek_to_first();
-        let mut pos = 0;
         while cursor.valid() {
-            if let Some(mut row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
-                let mut pk = Vec::with_capacity(def.primary_key.len());
-                for c in &def.primary_key {
-                    let i = row.columns.iter().position(|(n, _)| *n == c.name).ok_or_else(|| RekeyError::Null(c.name.clone()))?;
-                    let (_, cells) = row.columns.remove(i);
-                    pk.push(match (c.ty, cells.into_iter().next().map(|cell| cell.value)) {
-                        (PkType::Integer, Some(Value::Integer(v))) => PkValue::Integer(v),
-                        (PkType::String, Some(Value::String(v))) => PkValue::String(v),
-                        (PkType::Binary, Some(Value::Binary(v))) => PkValue::Binary(v),
-                        (_, None) => return Err(RekeyError::Null(c.name.clone())),
-                        (_, Some(v)) => {
-                            return Err(
-                                StoreError::PrimaryKeyType { column: c.name.clone(), expected: c.ty.name(), got: v.type_name() }.into()
-                            )
-                        }
-                    });
-                }
-                if f(pos, pk, row)? {
+            if let Some(row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
+                if f(new_key(def, row)?)? {
                     return Ok(());
                 }
-                pos += 1;
             }
             cursor.advance(false);
         }
         cursor.status().map_err(StoreError::from)?;
         Ok(())
     }
+}
+
+/// A row under its new key, with the key's columns out of its cells; or the key column it has no value in.
+type Moved = std::result::Result<(Vec<PkValue>, StoredRow), String>;
+
+/// The row's key under `def`: its key columns' latest values.
+fn new_key(def: &TableDef, mut row: StoredRow) -> Result<Moved> {
+    let mut pk = Vec::with_capacity(def.primary_key.len());
+    for c in &def.primary_key {
+        let Some(i) = row.columns.iter().position(|(n, _)| *n == c.name) else { return Ok(Err(c.name.clone())) };
+        let (_, cells) = row.columns.remove(i);
+        pk.push(match (c.ty, cells.into_iter().next().map(|cell| cell.value)) {
+            (PkType::Integer, Some(Value::Integer(v))) => PkValue::Integer(v),
+            (PkType::String, Some(Value::String(v))) => PkValue::String(v),
+            (PkType::Binary, Some(Value::Binary(v))) => PkValue::Binary(v),
+            (_, None) => return Ok(Err(c.name.clone())),
+            (_, Some(v)) => return Err(StoreError::PrimaryKeyType { column: c.name.clone(), expected: c.ty.name(), got: v.type_name() }),
+        });
+    }
+    Ok(Ok((pk, row)))
 }
 
 impl Inner {

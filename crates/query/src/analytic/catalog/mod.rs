@@ -144,7 +144,7 @@ impl Snapshot {
                 if s == "public" {
                     let t = db.table(&name).map_err(df_err)?;
                     let id = db.store().table_id(&name).map_err(|e| df_err(e.into()))?;
-                    let columns = t.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
+                    let columns = t.visible().iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
                     rels.push(Rel { schema: s.clone(), name, oid: table_oid(id), kind: "r", columns, tabula: Some((t, id)) });
                     continue;
                 }
@@ -180,6 +180,12 @@ impl Snapshot {
 
     fn tabula(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
         self.rels.iter().filter_map(|r| r.tabula.as_ref().map(|(t, id)| (r, t, *id)))
+    }
+
+    /// The Tabula tables with a primary key of their own columns (a keyless table's row id is no key to
+    /// show: it has no index, constraint or key column in the catalog).
+    fn keyed(&self) -> impl Iterator<Item = (&Rel, &Arc<TableSchema>, u32)> {
+        self.tabula().filter(|(_, t, _)| !t.keyless())
     }
 }
 
@@ -341,7 +347,15 @@ fn pg_attribute_row(rel: i32, name: &str, ty: SqlType, num: i64, not_null: bool,
             "i"
         }
         .into(),
-        if len > 0 { "p" } else { "x" }.into(),
+        // attstorage: the type's own (pg_type.typstorage), so that pg_dump writes no SET STORAGE.
+        if len > 0 {
+            "p"
+        } else if ty == SqlType::Numeric {
+            "m"
+        } else {
+            "x"
+        }
+        .into(),
         "".into(),
         not_null.into(),
         has_def.into(),

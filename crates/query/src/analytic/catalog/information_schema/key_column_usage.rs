@@ -23,7 +23,7 @@ impl Relation for KeyColumnUsage {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, false)) {
+        for (_, t, _) in s.keyed().filter(|(r, _, _)| s.sees(r, false)) {
             for (k, &c) in t.pk.iter().enumerate() {
                 out.push(vec![
                     CATALOG.into(),

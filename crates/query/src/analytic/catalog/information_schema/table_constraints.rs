@@ -25,7 +25,7 @@ impl Relation for TableConstraints {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, true)) {
+        for (_, t, _) in s.keyed().filter(|(r, _, _)| s.sees(r, true)) {
             out.push(vec![
                 CATALOG.into(),
                 "public".into(),

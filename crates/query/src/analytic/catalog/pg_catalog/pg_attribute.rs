@@ -59,7 +59,7 @@ impl Relation for PgAttribute {
                 row[ATTTYPMOD] = typmod.into();
                 out.push(row);
             }
-            if let Some((t, _)) = &r.tabula {
+            if let Some((t, _)) = r.tabula.as_ref().filter(|(t, _)| !t.keyless()) {
                 for (k, &c) in t.pk.iter().enumerate() {
                     let col = &t.columns[c];
                     let mut row = pg_attribute_row(r.oid + 1, &col.name, col.ty, k as i64 + 1, false, false, "");

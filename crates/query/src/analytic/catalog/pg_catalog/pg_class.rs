@@ -54,12 +54,13 @@ impl Relation for PgClass {
                     let rows: i64 = s.db.store().partitions(&t.name).map(|p| p.iter().map(|p| p.approx_rows.max(0)).sum()).unwrap_or(0);
                     // As PostgreSQL's: the options set, NULL if none. (A dump carries them as `WITH (...)`, so a
                     // table at the defaults restores into PostgreSQL too.)
-                    let set = crate::options::reloptions(&t.options);
+                    let set = crate::options::reloptions(&t.declared_options());
                     (rows as f64, if set.is_empty() { Cell::Null } else { Cell::Texts(set) })
                 }
                 None => (-1.0, Cell::Null),
             };
-            let has_index = r.tabula.is_some();
+            let keyed = r.tabula.as_ref().filter(|(t, _)| !t.keyless());
+            let has_index = keyed.is_some();
             let owned = || match &r.tabula {
                 Some((t, _)) => {
                     let owner = s.db.roles().get(&t.owner).map_or(OWNER, |o| o.oid as i32);
@@ -68,7 +69,7 @@ impl Relation for PgClass {
                 None => (OWNER, Cell::Null),
             };
             out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned()));
-            if let Some((t, _)) = &r.tabula {
+            if let Some((t, _)) = keyed {
                 out.push(pg_class_row(
                     r.oid + 1,
                     &format!("{}_pkey", t.name),

@@ -40,7 +40,7 @@ impl Relation for PgConstraint {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for (r, t, _) in s.tabula() {
+        for (r, t, _) in s.keyed() {
             out.push(vec![
                 (r.oid + 2).into(),
                 format!("{}_pkey", t.name).into(),

@@ -35,7 +35,7 @@ impl Relation for PgIndex {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for (r, t, _) in s.tabula() {
+        for (r, t, _) in s.keyed() {
             let n = t.pk.len() as i64;
             let collations = t.pk.iter().map(|&c| collation(t.columns[c].ty) as i64).collect();
             out.push(vec![

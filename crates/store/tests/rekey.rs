@@ -1,0 +1,104 @@
+//! Moving a table's rows under a key of their own columns (`Store::rekey`, SQL's `ALTER TABLE ... ADD
+//! PRIMARY KEY` on a table created without one).
+
+mod common;
+
+/// In memory here; `tabula-kv-rocks` runs this suite again on RocksDB (its `tests/store.rs`).
+#[allow(dead_code)]
+const ENGINE: common::EngineChoice = common::MEMORY;
+
+use std::sync::Arc;
+
+use common::*;
+use tabula_store::*;
+
+/// A table keyed by a generated row id, as the SQL layer makes one without a primary key: `id` then the
+/// attribute cells `name` (text) and `n` (integer).
+fn keyless(store: &Store) {
+    let mut def = table("t", &[("id", PkType::Integer)], TableOptions { hash_prefix: 4, max_versions: 3, ..TableOptions::default() });
+    def.primary_key[0].auto_increment = true;
+    def.user_meta = b"before".to_vec();
+    store.create_table(def).unwrap();
+}
+
+fn insert(store: &Store, name: Option<&str>, n: i64, version: i64) {
+    let mut cells = vec![CellWrite { column: "n".into(), value: Value::Integer(n), version: Some(version) }];
+    if let Some(name) = name {
+        cells.push(CellWrite { column: "name".into(), value: Value::String(name.into()), version: Some(version) });
+    }
+    store.put_row("t", &[None], &cells, &Condition::ignore()).unwrap();
+}
+
+fn keyed_by_name() -> TableDef {
+    let mut def = table("t", &[("name", PkType::String)], TableOptions { max_versions: 3, ..TableOptions::default() });
+    def.user_meta = b"after".to_vec();
+    def
+}
+
+fn all_rows(store: &Store) -> Vec<Row> {
+    let req = RangeRequest { read: ReadSpec { max_versions: Some(10), ..ReadSpec::default() }, ..RangeRequest::full(Direction::Forward) };
+    store.get_range("t", &req).unwrap().rows
+}
+
+#[test]
+fn rows_move_under_their_own_key_with_their_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("b"), 1, NOW - 10);
+    insert(&store, Some("a"), 2, NOW - 20);
+    // A second version of b's n.
+    let b = all_rows(&store).into_iter().find(|r| r.cells("name").unwrap()[0].value == Value::String("b".into())).unwrap();
+    store
+        .update_row("t", &b.pk, &[("n".into(), UpdateOp::Put { value: Value::Integer(3), version: Some(NOW - 5) })], &Condition::ignore())
+        .unwrap();
+
+    store.rekey(keyed_by_name()).unwrap();
+    let def = store.table("t").unwrap();
+    assert_eq!((def.primary_key[0].name.as_str(), def.user_meta.as_slice(), def.options.hash_prefix), ("name", &b"after"[..], 0));
+    let rows = all_rows(&store);
+    assert_eq!(rows.iter().map(|r| r.pk.clone()).collect::<Vec<_>>(), vec![vec![s("a")], vec![s("b")]], "in the new key's order");
+    assert!(rows.iter().all(|r| r.cells("name").is_none()), "the key's column left the cells");
+    let versions: Vec<(i64, Value)> = rows[1].cells("n").unwrap().iter().map(|c| (c.version, c.value.clone())).collect();
+    assert_eq!(versions, vec![(NOW - 5, Value::Integer(3)), (NOW - 10, Value::Integer(1))], "every version kept");
+    // The table takes writes under its new key; no temporary table is left.
+    store.put_row("t", &[Some(s("c"))], &[CellWrite::new("n", Value::Integer(9))], &Condition::expect_not_exist()).unwrap();
+    assert_eq!(store.table_names(), vec!["t".to_string()]);
+}
+
+#[test]
+fn a_duplicate_or_a_missing_value_leaves_the_table_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("a"), 1, NOW);
+    insert(&store, None, 2, NOW);
+    insert(&store, Some("a"), 3, NOW);
+    // Both: the duplicate is reported, as PostgreSQL builds the index before it checks NOT NULL.
+    assert!(matches!(store.rekey(keyed_by_name()), Err(RekeyError::Duplicate(k)) if k == vec![s("a")]));
+    assert_eq!(all_rows(&store).len(), 3);
+    assert_eq!(store.table("t").unwrap().user_meta, b"before");
+    let rows = all_rows(&store);
+    store
+        .delete_row("t", &rows.iter().find(|r| r.cells("n").unwrap()[0].value == Value::Integer(3)).unwrap().pk, &Condition::ignore())
+        .unwrap();
+    assert!(matches!(store.rekey(keyed_by_name()), Err(RekeyError::Null(c)) if c == "name"));
+    assert_eq!(all_rows(&store).len(), 2);
+    // Still the keyless table, taking writes; no temporary table is left.
+    insert(&store, Some("z"), 4, NOW);
+    assert_eq!(store.table_names(), vec!["t".to_string()]);
+}
+
+/// A transaction that wrote the table before its rows moved cannot commit into the old rows (55006).
+#[test]
+fn a_write_to_the_old_rows_cannot_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("a"), 1, NOW);
+    let txn = store.begin();
+    txn.put_row("t", &[None], &[CellWrite::new("name", Value::String("late".into()))], &Condition::ignore()).unwrap();
+    store.rekey(keyed_by_name()).unwrap();
+    assert_eq!(txn.commit().unwrap_err().sqlstate(), "55006");
+    assert_eq!(all_rows(&store).iter().map(|r| r.pk.clone()).collect::<Vec<_>>(), vec![vec![s("a")]]);
+}
