@@ -28,6 +28,11 @@ impl Planner<'_> {
         if c.query.is_some() || c.like.is_some() {
             return Err(QueryError::NotSupported("CREATE TABLE AS / LIKE".into()));
         }
+        // A temporary table is private to its session and gone at its end; made as an ordinary one, it
+        // would be shared by every session and kept.
+        if c.temporary || c.global.is_some() {
+            return Err(QueryError::NotSupported("CREATE TEMPORARY TABLE: tables private to a session are not built yet".into()));
+        }
         let name = created_name(&c.name)?;
         let mut columns = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
