@@ -156,6 +156,25 @@ fn psql(bin: &Path, port: u16, user: &str, db: &str, args: &[&str], input: Optio
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
+/// A dump of the Tabula database served at `port`, by PostgreSQL 15's pg_dump.
+fn pg_dump(bin: &Path, port: u16) -> String {
+    let dump = Command::new(bin.join("pg_dump"))
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tabula", "--no-password", "tabula"])
+        .output()
+        .expect("pg_dump runs");
+    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    String::from_utf8(dump.stdout).unwrap()
+}
+
+/// Runs each query with psql on two servers (port, user, database): they must answer alike.
+fn same_answers(bin: &Path, servers: [(u16, &str, &str); 2], queries: &[&str], what: &str) {
+    for query in queries {
+        let answers = tokio::task::block_in_place(|| servers.map(|(p, u, db)| psql(bin, p, u, db, &["-At", "-c", query], None)));
+        assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
+        assert_eq!(answers[0].1, answers[1].1, "{query}: {what}");
+    }
+}
+
 /// A backup with the standard tool: PostgreSQL 15's own pg_dump dumps a Tabula database, the dump loads
 /// into PostgreSQL with psql, and both then answer the same for every table; a dump with Tabula's table
 /// options loads into a new Tabula (psql stopping at the first error), which then answers as the first.
@@ -185,14 +204,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
     )
     .await
     .unwrap();
-    let dump = tokio::task::block_in_place(|| {
-        Command::new(pg.bin.join("pg_dump"))
-            .args(["-h", "127.0.0.1", "-p", &server.port().to_string(), "-U", "tabula", "--no-password", "tabula"])
-            .output()
-            .expect("pg_dump runs")
-    });
-    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
-    let dump = String::from_utf8(dump.stdout).unwrap();
+    let dump = tokio::task::block_in_place(|| pg_dump(&pg.bin, server.port()));
     // The user's tables, and none of Tabula's own views (the `tabula` extension's members).
     assert!(dump.contains("CREATE TABLE public.devices"), "{dump}");
     assert!(!dump.contains("tabula.partitions") && !dump.contains("CREATE SCHEMA"), "{dump}");
@@ -202,7 +214,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
     assert!(ok, "{err}");
     let (ok, _, err) = tokio::task::block_in_place(|| psql(&bin, port, &user, "postgres", &["-q", "-f", "-"], Some(&dump)));
     assert!(ok, "the dump does not load into PostgreSQL: {err}\n{dump}");
-    for query in [
+    let queries = [
         "SELECT * FROM devices ORDER BY id",
         "SELECT * FROM readings ORDER BY device, at",
         r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
@@ -211,14 +223,13 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass",
         "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
-    ] {
-        let answers = tokio::task::block_in_place(|| {
-            [(server.port(), "tabula", "tabula"), (port, user.as_str(), "postgres")]
-                .map(|(p, u, db)| psql(&bin, p, u, db, &["-At", "-c", query], None))
-        });
-        assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
-        assert_eq!(answers[0].1, answers[1].1, "{query}: Tabula, then PostgreSQL after the restore");
-    }
+    ];
+    same_answers(
+        &bin,
+        [(server.port(), "tabula", "tabula"), (port, &user, "postgres")],
+        &queries,
+        "Tabula, then PostgreSQL after the restore",
+    );
 
     // The same database, with Tabula's own table options, dumped and restored into a new Tabula: tables
     // are made without their keys, loaded with COPY, and keyed by ALTER TABLE ... ADD PRIMARY KEY.
@@ -230,20 +241,13 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
     )
     .await
     .unwrap();
-    let dump = tokio::task::block_in_place(|| {
-        Command::new(pg.bin.join("pg_dump"))
-            .args(["-h", "127.0.0.1", "-p", &server.port().to_string(), "-U", "tabula", "--no-password", "tabula"])
-            .output()
-            .expect("pg_dump runs")
-    });
-    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
-    let dump = String::from_utf8(dump.stdout).unwrap();
+    let dump = tokio::task::block_in_place(|| pg_dump(&pg.bin, server.port()));
     let restored = TestServer::start().await;
     let (ok, _, err) = tokio::task::block_in_place(|| {
         psql(&bin, restored.port(), "tabula", "tabula", &["-q", "-v", "ON_ERROR_STOP=1", "-f", "-"], Some(&dump))
     });
     assert!(ok, "the dump does not load into Tabula: {err}\n{dump}");
-    for query in [
+    let queries = [
         "SELECT * FROM devices ORDER BY id",
         "SELECT * FROM readings ORDER BY device, at",
         r#"SELECT * FROM "MixedCase" ORDER BY "Key""#,
@@ -254,13 +258,13 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint ORDER BY conname",
         "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
-    ] {
-        let answers = tokio::task::block_in_place(|| {
-            [server.port(), restored.port()].map(|p| psql(&bin, p, "tabula", "tabula", &["-At", "-c", query], None))
-        });
-        assert!(answers[0].0 && answers[1].0, "{query}: {} / {}", answers[0].2, answers[1].2);
-        assert_eq!(answers[0].1, answers[1].1, "{query}: Tabula, then Tabula after the restore");
-    }
+    ];
+    same_answers(
+        &bin,
+        [(server.port(), "tabula", "tabula"), (restored.port(), "tabula", "tabula")],
+        &queries,
+        "Tabula, then Tabula after the restore",
+    );
     restored.stop().await;
     server.stop().await;
 }
