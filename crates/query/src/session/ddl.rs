@@ -113,15 +113,22 @@ impl Session {
             return Err(QueryError::InvalidTableDefinition(format!("column \"{}\" of relation \"{table}\" already exists", column.name)));
         }
         tabula_store::value::validate_name(&column.name)?;
-        if schema.dropped.contains(&column.name) {
-            return Err(QueryError::NotSupported(format!(
-                "column \"{}\" was dropped from \"{table}\" and its old values are still stored: choose another name",
-                column.name
-            )));
-        }
         let mut altered = (*schema).clone();
         // Before a hidden row id, which stays last.
         altered.columns.insert(schema.visible().len(), column.clone());
+        if schema.dropped.contains(&column.name) {
+            // The dropped column's cells are still stored: the table is rebuilt without them first, so that
+            // none comes back under the new column.
+            altered.dropped.retain(|d| *d != column.name);
+            let def = TableDef { user_meta: altered.encode(), ..self.db.store().table(table)? };
+            let result = self.db.store().rebuild(def, std::slice::from_ref(&column.name));
+            self.db.invalidate();
+            return match result {
+                Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
+                Err(RekeyError::Store(e)) => Err(e.into()),
+                Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
+            };
+        }
         self.db.store().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
@@ -162,7 +169,7 @@ impl Session {
         let options = schema.declared_options();
         let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.owner, schema.acl.as_ref());
         let def = table_def(table, &columns, &pk, partition_key_len.min(pk.len()), options, meta);
-        let result = self.db.store().rekey(def);
+        let result = self.db.store().rebuild(def, &[]);
         self.db.invalidate();
         match result {
             Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),

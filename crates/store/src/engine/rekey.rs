@@ -1,12 +1,15 @@
-//! Moving a table's rows under a new primary key made of its own columns (SQL's `ALTER TABLE ... ADD
-//! PRIMARY KEY` on a table stored under a generated row id, which is how every pg_dump file adds keys).
+//! Rebuilding a table: its rows moved under a new primary key made of their own columns (SQL's `ALTER
+//! TABLE ... ADD PRIMARY KEY` on a table stored under a generated row id, which is how every pg_dump file
+//! adds keys), or under the same key without the cells of a dropped column (before its name is used again).
 //!
 //! 1. The old table is retired, under the commit gate held alone: every commit that wrote it from then on
 //!    is refused (`TableBeingRebuilt`, 55006), so what it holds is final; reads go on.
 //! 2. Its visible rows are read in key order and written, as a bulk load (bounded memory, duplicates found
 //!    at commit), into a new table under a temporary name. Each row keeps its marker and its cells'
-//!    versions; the new key's columns leave the cells and become the key (their latest values).
-//! 3. One atomic catalog write drops the old table and gives the new one its name.
+//!    versions; the new key's columns leave the cells and become the key (their latest values), and the
+//!    cells of the columns to drop are left out.
+//! 3. One atomic catalog write drops the old table and gives the new one its name and the old one's
+//!    generated-key counters.
 //!
 //! On any failure the new table is dropped and the old one taken back into service: nothing is half done.
 //! After a crash in step 2 the temporary table is left behind; the next rekey of the same table drops it.
@@ -27,9 +30,10 @@ pub enum RekeyError {
 }
 
 impl Store {
-    /// Rebuilds table `def.name` under `def`'s primary key, whose columns are attribute columns of the
-    /// table now; `def`'s other attributes (options, metadata) replace the old ones.
-    pub fn rekey(&self, def: TableDef) -> std::result::Result<(), RekeyError> {
+    /// Rebuilds table `def.name` under `def`'s primary key, whose columns are key or attribute columns of
+    /// the table now, without the cells of the columns `drop` names; `def`'s other attributes (options,
+    /// metadata) replace the old ones.
+    pub fn rebuild(&self, def: TableDef, drop: &[String]) -> std::result::Result<(), RekeyError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
         let temp = format!("tabula_rekey_{}", old.id);
@@ -42,7 +46,7 @@ impl Store {
             let _exclusive = self.inner.commit_gate.write();
             old.retired.store(true, Ordering::SeqCst);
         }
-        let moved = self.move_rows(&old, &temp, &def).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
+        let moved = self.move_rows(&old, &temp, &def, drop).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
         if moved.is_err() {
             let _ = self.inner.drop_table(&temp);
             old.retired.store(false, Ordering::SeqCst);
@@ -52,11 +56,11 @@ impl Store {
 
     /// A row without a value in a key column is not loaded; duplicates are reported before NULLs, as
     /// PostgreSQL builds the key's index before it checks NOT NULL.
-    fn move_rows(&self, old: &Table, temp: &str, def: &TableDef) -> std::result::Result<(), RekeyError> {
+    fn move_rows(&self, old: &Table, temp: &str, def: &TableDef, drop: &[String]) -> std::result::Result<(), RekeyError> {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
         let mut null = None;
-        self.each_moved_row(old, def, |moved| {
+        self.each_moved_row(old, def, drop, |moved| {
             match moved {
                 Ok((pk, row)) => load.add_encoded(new.key(&pk)?, row.encode())?,
                 Err(column) => {
@@ -72,7 +76,7 @@ impl Store {
         };
         // The load names the first row it could not insert: read the rows again up to it for its key.
         let (mut pos, mut key) = (0, Vec::new());
-        self.each_moved_row(old, def, |moved| {
+        self.each_moved_row(old, def, drop, |moved| {
             let Ok((pk, _)) = moved else { return Ok(false) };
             pos += 1;
             if pos - 1 == duplicate_at {
@@ -86,13 +90,22 @@ impl Store {
 
     /// Calls `f` with each visible row of `old` in key order, until it answers true: the row's new key and
     /// the row without the key's columns, or the first key column the row has no value in.
-    fn each_moved_row(&self, old: &Table, def: &TableDef, mut f: impl FnMut(Moved) -> Result<bool>) -> std::result::Result<(), RekeyError> {
+    fn each_moved_row(
+        &self,
+        old: &Table,
+        def: &TableDef,
+        drop: &[String],
+        mut f: impl FnMut(Moved) -> Result<bool>,
+    ) -> std::result::Result<(), RekeyError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
+        let old_key: Vec<String> = old.def.read().primary_key.iter().map(|c| c.name.clone()).collect();
         let mut cursor = self.inner.reader().scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
         cursor.seek_to_first();
         while cursor.valid() {
-            if let Some(row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
-                if f(new_key(def, row)?)? {
+            if let Some(mut row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
+                row.columns.retain(|(n, _)| !drop.contains(n));
+                let kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
+                if f(new_key(def, &kept, row)?)? {
                     return Ok(());
                 }
             }
@@ -106,10 +119,20 @@ impl Store {
 /// A row under its new key, with the key's columns out of its cells; or the key column it has no value in.
 type Moved = std::result::Result<(Vec<PkValue>, StoredRow), String>;
 
-/// The row's key under `def`: its key columns' latest values.
-fn new_key(def: &TableDef, mut row: StoredRow) -> Result<Moved> {
+/// A row's old key: its columns' names and values.
+struct Kept<'a> {
+    names: &'a [String],
+    values: Vec<PkValue>,
+}
+
+/// The row's key under `def`: the old key's values for its columns, its cells' latest values for others.
+fn new_key(def: &TableDef, old: &Kept, mut row: StoredRow) -> Result<Moved> {
     let mut pk = Vec::with_capacity(def.primary_key.len());
     for c in &def.primary_key {
+        if let Some(i) = old.names.iter().position(|n| *n == c.name) {
+            pk.push(old.values[i].clone());
+            continue;
+        }
         let Some(i) = row.columns.iter().position(|(n, _)| *n == c.name) else { return Ok(Err(c.name.clone())) };
         let (_, cells) = row.columns.remove(i);
         pk.push(match (c.ty, cells.into_iter().next().map(|cell| cell.value)) {
@@ -131,6 +154,11 @@ impl Inner {
         let mut def = new.def.read().clone();
         def.name = name.to_string();
         let mut writes = self.drop_writes(&old, name)?;
+        // The generated keys' counters go on where the old table's were.
+        let counters = catalog::autoinc_key(old.id, &[]);
+        for (k, v) in self.kv.meta_scan(&counters)? {
+            writes.push((catalog::autoinc_key(new.id, &k[counters.len()..]), Some(v)));
+        }
         writes.push((catalog::table_key(with), None));
         writes.push((catalog::table_key(name), Some(def.encode(new.id))));
         self.kv.meta_write(&writes, &[(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec())])?;
