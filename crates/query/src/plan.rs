@@ -214,6 +214,11 @@ pub enum Plan {
         table: String,
         to: String,
     },
+    RenameColumn {
+        table: String,
+        from: String,
+        to: String,
+    },
     /// `ALTER TABLE t OWNER TO role`.
     AlterOwner {
         table: String,
@@ -516,6 +521,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddPrimaryKey { .. } => "AddPrimaryKey",
         Plan::RenameTable { .. } => "RenameTable",
         Plan::AlterOwner { .. } => "AlterOwner",
+        Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterSchemaOwner { .. } => "AlterSchemaOwner",
         Plan::Begin => "Begin",
         Plan::LockShared { .. } => "Lock",

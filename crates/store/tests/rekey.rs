@@ -113,7 +113,7 @@ fn a_rebuild_under_the_same_key_drops_cells_and_keeps_counters() {
     insert(&store, Some("a"), 1, NOW);
     insert(&store, Some("b"), 2, NOW);
     let def = TableDef { user_meta: b"rebuilt".to_vec(), ..store.table("t").unwrap() };
-    store.rebuild(def, &["name".to_string()]).unwrap();
+    store.rebuild(def, &[("name".to_string(), None)]).unwrap();
     let rows = all_rows(&store);
     assert_eq!(rows.iter().map(|r| r.pk.clone()).collect::<Vec<_>>(), vec![vec![int(1)], vec![int(2)]], "the same keys");
     assert!(rows.iter().all(|r| r.cells("name").is_none() && r.cells("n").is_some()));

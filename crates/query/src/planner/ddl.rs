@@ -221,6 +221,9 @@ impl Planner<'_> {
                 let (columns, partition_key_len) = key_names(pk)?;
                 Ok(Plan::AddPrimaryKey { table, columns, partition_key_len })
             }
+            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                Ok(Plan::RenameColumn { table, from: ident_name(old_column_name), to: ident_name(new_column_name) })
+            }
             ast::AlterTableOperation::OwnerTo { new_owner } => Ok(Plan::AlterOwner { table, owner: new_owner.clone() }),
             ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to) } => {
                 Ok(Plan::RenameTable { table, to: created_name(to)? })

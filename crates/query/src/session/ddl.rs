@@ -121,7 +121,7 @@ impl Session {
             // none comes back under the new column.
             altered.dropped.retain(|d| *d != column.name);
             let def = TableDef { user_meta: altered.encode(), ..self.db.store().table(table)? };
-            let result = self.db.store().rebuild(def, std::slice::from_ref(&column.name));
+            let result = self.db.store().rebuild(def, &[(column.name.clone(), None)]);
             self.db.invalidate();
             return match result {
                 Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
@@ -243,5 +243,40 @@ impl Session {
             )));
         }
         Ok(Output::Command { tag: "ALTER SCHEMA".into() })
+    }
+
+    /// `ALTER TABLE t RENAME COLUMN a TO b`. Cells are stored under their column's name, so the table is
+    /// rebuilt with them renamed (where PostgreSQL changes only its catalog); cells still stored under `b`
+    /// from a dropped column of that name are left out.
+    pub(super) fn rename_column(&mut self, table: &str, from: &str, to: &str) -> Result<Output> {
+        let schema = self.db.table(table)?;
+        let i =
+            schema.column_index(from).filter(|&i| i < schema.columns.len()).ok_or_else(|| QueryError::UndefinedColumn(from.to_string()))?;
+        if schema.column_index(to).is_some() || to == VERSION_COLUMN {
+            return Err(QueryError::Engine {
+                sqlstate: "42701",
+                message: format!("column \"{to}\" of relation \"{table}\" already exists"),
+            });
+        }
+        tabula_store::value::validate_name(to)?;
+        let mut altered = (*schema).clone();
+        altered.columns[i].name = to.to_string();
+        let mut changes = vec![(from.to_string(), Some(to.to_string()))];
+        if altered.dropped.iter().any(|d| d == to) {
+            altered.dropped.retain(|d| d != to);
+            changes.insert(0, (to.to_string(), None));
+        }
+        let mut def = self.db.store().table(table)?;
+        for c in def.primary_key.iter_mut().filter(|c| c.name == from) {
+            c.name = to.to_string();
+        }
+        def.user_meta = altered.encode();
+        let result = self.db.store().rebuild(def, &changes);
+        self.db.invalidate();
+        match result {
+            Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
+            Err(RekeyError::Store(e)) => Err(e.into()),
+            Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
+        }
     }
 }

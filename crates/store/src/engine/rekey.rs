@@ -1,13 +1,14 @@
 //! Rebuilding a table: its rows moved under a new primary key made of their own columns (SQL's `ALTER
 //! TABLE ... ADD PRIMARY KEY` on a table stored under a generated row id, which is how every pg_dump file
-//! adds keys), or under the same key without the cells of a dropped column (before its name is used again).
+//! adds keys), or under the same key with columns renamed, or without the cells of a dropped column (before
+//! its name is used again).
 //!
 //! 1. The old table is retired, under the commit gate held alone: every commit that wrote it from then on
 //!    is refused (`TableBeingRebuilt`, 55006), so what it holds is final; reads go on.
 //! 2. Its visible rows are read in key order and written, as a bulk load (bounded memory, duplicates found
 //!    at commit), into a new table under a temporary name. Each row keeps its marker and its cells'
 //!    versions; the new key's columns leave the cells and become the key (their latest values), and the
-//!    cells of the columns to drop are left out.
+//!    renamed columns' cells take their new names, and the cells of the columns to drop are left out.
 //! 3. One atomic catalog write drops the old table and gives the new one its name and the old one's
 //!    generated-key counters.
 //!
@@ -31,9 +32,9 @@ pub enum RekeyError {
 
 impl Store {
     /// Rebuilds table `def.name` under `def`'s primary key, whose columns are key or attribute columns of
-    /// the table now, without the cells of the columns `drop` names; `def`'s other attributes (options,
-    /// metadata) replace the old ones.
-    pub fn rebuild(&self, def: TableDef, drop: &[String]) -> std::result::Result<(), RekeyError> {
+    /// the table now; `columns` renames columns (key or attribute: `(old, Some(new))`) or drops their cells
+    /// (`(old, None)`). `def`'s other attributes (options, metadata) replace the old ones.
+    pub fn rebuild(&self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RekeyError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
         let temp = format!("tabula_rekey_{}", old.id);
@@ -46,7 +47,7 @@ impl Store {
             let _exclusive = self.inner.commit_gate.write();
             old.retired.store(true, Ordering::SeqCst);
         }
-        let moved = self.move_rows(&old, &temp, &def, drop).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
+        let moved = self.move_rows(&old, &temp, &def, columns).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
         if moved.is_err() {
             let _ = self.inner.drop_table(&temp);
             old.retired.store(false, Ordering::SeqCst);
@@ -56,11 +57,17 @@ impl Store {
 
     /// A row without a value in a key column is not loaded; duplicates are reported before NULLs, as
     /// PostgreSQL builds the key's index before it checks NOT NULL.
-    fn move_rows(&self, old: &Table, temp: &str, def: &TableDef, drop: &[String]) -> std::result::Result<(), RekeyError> {
+    fn move_rows(
+        &self,
+        old: &Table,
+        temp: &str,
+        def: &TableDef,
+        columns: &[(String, Option<String>)],
+    ) -> std::result::Result<(), RekeyError> {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
         let mut null = None;
-        self.each_moved_row(old, def, drop, |moved| {
+        self.each_moved_row(old, def, columns, |moved| {
             match moved {
                 Ok((pk, row)) => load.add_encoded(new.key(&pk)?, row.encode())?,
                 Err(column) => {
@@ -76,7 +83,7 @@ impl Store {
         };
         // The load names the first row it could not insert: read the rows again up to it for its key.
         let (mut pos, mut key) = (0, Vec::new());
-        self.each_moved_row(old, def, drop, |moved| {
+        self.each_moved_row(old, def, columns, |moved| {
             let Ok((pk, _)) = moved else { return Ok(false) };
             pos += 1;
             if pos - 1 == duplicate_at {
@@ -94,16 +101,27 @@ impl Store {
         &self,
         old: &Table,
         def: &TableDef,
-        drop: &[String],
+        columns: &[(String, Option<String>)],
         mut f: impl FnMut(Moved) -> Result<bool>,
     ) -> std::result::Result<(), RekeyError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
-        let old_key: Vec<String> = old.def.read().primary_key.iter().map(|c| c.name.clone()).collect();
+        let renamed = |n: &str| -> Option<String> {
+            match columns.iter().find(|(old, _)| old == n) {
+                Some((_, new)) => new.clone(),
+                None => Some(n.to_string()),
+            }
+        };
+        let old_key: Vec<String> = old.def.read().primary_key.iter().map(|c| renamed(&c.name).unwrap_or_else(|| c.name.clone())).collect();
         let mut cursor = self.inner.reader().scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
         cursor.seek_to_first();
         while cursor.valid() {
             if let Some(mut row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
-                row.columns.retain(|(n, _)| !drop.contains(n));
+                if !columns.is_empty() {
+                    row.columns =
+                        std::mem::take(&mut row.columns).into_iter().filter_map(|(n, cells)| Some((renamed(&n)?, cells))).collect();
+                    // Stored rows keep their columns sorted by name.
+                    row.columns.sort_by(|a, b| a.0.cmp(&b.0));
+                }
                 let kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
                 if f(new_key(def, &kept, row)?)? {
                     return Ok(());
