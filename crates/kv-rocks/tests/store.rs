@@ -19,7 +19,7 @@ mod engine;
 mod model;
 #[path = "../../store/tests/partitions.rs"]
 mod partitions;
-#[path = "../../store/tests/rekey.rs"]
-mod rekey;
+#[path = "../../store/tests/rebuild.rs"]
+mod rebuild;
 #[path = "../../store/tests/writes.rs"]
 mod writes;

@@ -50,8 +50,8 @@ pub enum StoreError {
     /// The disk holding the data directory is full (PostgreSQL's 53100 disk_full).
     #[error("could not write to the data directory: {0}")]
     DiskFull(String),
-    /// A write to a table that `ALTER TABLE ... ADD PRIMARY KEY` is moving under a new key (55006).
-    #[error("{0} is being rebuilt under a new primary key: write again once its ALTER TABLE is done")]
+    /// A write to a table that ALTER TABLE is rebuilding (`Store::rebuild`; 55006).
+    #[error("{0} is being rebuilt by ALTER TABLE: write again once it is done")]
     TableBeingRebuilt(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),

@@ -2,7 +2,7 @@
 //! [`Database::invalidate`](crate::database::Database), so that cached schemas and plans are made again;
 //! TRUNCATE changes only rows.
 
-use tabula_store::{PkColumn, RekeyError, StoreError, TableDef, TableOptions};
+use tabula_store::{PkColumn, RebuildError, StoreError, TableDef, TableOptions};
 
 use super::Session;
 use crate::error::{QueryError, Result};
@@ -125,7 +125,7 @@ impl Session {
             self.db.invalidate();
             return match result {
                 Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
-                Err(RekeyError::Store(e)) => Err(e.into()),
+                Err(RebuildError::Store(e)) => Err(e.into()),
                 Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
             };
         }
@@ -173,11 +173,11 @@ impl Session {
         self.db.invalidate();
         match result {
             Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
-            Err(RekeyError::Null(c)) => Err(QueryError::Engine {
+            Err(RebuildError::Null(c)) => Err(QueryError::Engine {
                 sqlstate: "23502",
                 message: format!("column \"{c}\" of relation \"{table}\" contains null values"),
             }),
-            Err(RekeyError::Duplicate(key)) => {
+            Err(RebuildError::Duplicate(key)) => {
                 let cols: Vec<&str> = pk.iter().map(|&c| columns[c].name.as_str()).collect();
                 let vals: Vec<String> = key
                     .iter()
@@ -187,7 +187,7 @@ impl Session {
                 Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{table}_pkey\"") }
                     .with_message(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", "))))
             }
-            Err(RekeyError::Store(e)) => Err(e.into()),
+            Err(RebuildError::Store(e)) => Err(e.into()),
         }
     }
 
@@ -275,7 +275,7 @@ impl Session {
         self.db.invalidate();
         match result {
             Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
-            Err(RekeyError::Store(e)) => Err(e.into()),
+            Err(RebuildError::Store(e)) => Err(e.into()),
             Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
         }
     }

@@ -516,7 +516,7 @@ impl Access for Store {
 mod bulk;
 mod config;
 mod inner;
-mod rekey;
+mod rebuild;
 mod sequence;
 mod table;
 mod txn;
@@ -524,7 +524,7 @@ mod write;
 
 pub use bulk::{BulkError, BulkLoad};
 pub use config::{Durability, StoreConfig};
-pub use rekey::RekeyError;
+pub use rebuild::RebuildError;
 use table::{add_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};
 use write::WriteCtx;

@@ -16,7 +16,7 @@ pub(crate) struct Table {
     pub seq: sequence::Sequence,
     /// The primary-key positions whose values `seq` generates (generated columns in the partition key).
     pub seq_columns: Vec<usize>,
-    /// Set while the table's rows are moved under a new key (`rekey`): every commit that wrote it from then on
+    /// Set while the table's rows are rebuilt (`rebuild`): every commit that wrote it from then on
     /// is refused, so that no write lands in rows already copied.
     pub retired: Arc<AtomicBool>,
 }

@@ -13,13 +13,13 @@
 //!    generated-key counters.
 //!
 //! On any failure the new table is dropped and the old one taken back into service: nothing is half done.
-//! After a crash in step 2 the temporary table is left behind; the next rekey of the same table drops it.
+//! After a crash in step 2 the temporary table is left behind; the next rebuild of the same table drops it.
 
 use super::*;
 
 /// Why rows could not move under the new key.
 #[derive(Debug, thiserror::Error)]
-pub enum RekeyError {
+pub enum RebuildError {
     /// A row has no value in a new key column (PostgreSQL: 23502, "contains null values").
     #[error("column \"{0}\" contains null values")]
     Null(String),
@@ -34,10 +34,10 @@ impl Store {
     /// Rebuilds table `def.name` under `def`'s primary key, whose columns are key or attribute columns of
     /// the table now; `columns` renames columns (key or attribute: `(old, Some(new))`) or drops their cells
     /// (`(old, None)`). `def`'s other attributes (options, metadata) replace the old ones.
-    pub fn rebuild(&self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RekeyError> {
+    pub fn rebuild(&self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
-        let temp = format!("tabula_rekey_{}", old.id);
+        let temp = format!("tabula_rebuild_{}", old.id);
         match self.inner.drop_table(&temp) {
             Ok(()) | Err(StoreError::UnknownTable(_)) => {}
             Err(e) => return Err(e.into()),
@@ -63,7 +63,7 @@ impl Store {
         temp: &str,
         def: &TableDef,
         columns: &[(String, Option<String>)],
-    ) -> std::result::Result<(), RekeyError> {
+    ) -> std::result::Result<(), RebuildError> {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
         let mut null = None;
@@ -77,7 +77,7 @@ impl Store {
             Ok(false)
         })?;
         let duplicate_at = match load.commit() {
-            Ok(()) => return null.map_or(Ok(()), |c| Err(RekeyError::Null(c))),
+            Ok(()) => return null.map_or(Ok(()), |c| Err(RebuildError::Null(c))),
             Err(BulkError::Duplicate(pos)) => pos,
             Err(BulkError::Store(e)) => return Err(e.into()),
         };
@@ -92,7 +92,7 @@ impl Store {
             }
             Ok(false)
         })?;
-        Err(RekeyError::Duplicate(key))
+        Err(RebuildError::Duplicate(key))
     }
 
     /// Calls `f` with each visible row of `old` in key order, until it answers true: the row's new key and
@@ -103,7 +103,7 @@ impl Store {
         def: &TableDef,
         columns: &[(String, Option<String>)],
         mut f: impl FnMut(Moved) -> Result<bool>,
-    ) -> std::result::Result<(), RekeyError> {
+    ) -> std::result::Result<(), RebuildError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
         let renamed = |n: &str| -> Option<String> {
             match columns.iter().find(|(old, _)| old == n) {

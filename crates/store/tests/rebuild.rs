@@ -75,14 +75,14 @@ fn a_duplicate_or_a_missing_value_leaves_the_table_as_it_was() {
     insert(&store, None, 2, NOW);
     insert(&store, Some("a"), 3, NOW);
     // Both: the duplicate is reported, as PostgreSQL builds the index before it checks NOT NULL.
-    assert!(matches!(store.rebuild(keyed_by_name(), &[]), Err(RekeyError::Duplicate(k)) if k == vec![s("a")]));
+    assert!(matches!(store.rebuild(keyed_by_name(), &[]), Err(RebuildError::Duplicate(k)) if k == vec![s("a")]));
     assert_eq!(all_rows(&store).len(), 3);
     assert_eq!(store.table("t").unwrap().user_meta, b"before");
     let rows = all_rows(&store);
     store
         .delete_row("t", &rows.iter().find(|r| r.cells("n").unwrap()[0].value == Value::Integer(3)).unwrap().pk, &Condition::ignore())
         .unwrap();
-    assert!(matches!(store.rebuild(keyed_by_name(), &[]), Err(RekeyError::Null(c)) if c == "name"));
+    assert!(matches!(store.rebuild(keyed_by_name(), &[]), Err(RebuildError::Null(c)) if c == "name"));
     assert_eq!(all_rows(&store).len(), 2);
     // Still the keyless table, taking writes; no temporary table is left.
     insert(&store, Some("z"), 4, NOW);
