@@ -154,6 +154,15 @@ pub struct DeletePlan {
     pub returning: Option<Returning>,
 }
 
+/// What `ALTER TABLE ... ALTER COLUMN` changes in the catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnChange {
+    /// The DEFAULT's SQL text, or none.
+    Default(Option<String>),
+    /// DROP NOT NULL.
+    Nullable,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateTablePlan {
     pub name: String,
@@ -218,6 +227,11 @@ pub enum Plan {
         table: String,
         from: String,
         to: String,
+    },
+    AlterColumn {
+        table: String,
+        column: String,
+        change: ColumnChange,
     },
     /// `ALTER TABLE t OWNER TO role`.
     AlterOwner {
@@ -522,6 +536,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::RenameTable { .. } => "RenameTable",
         Plan::AlterOwner { .. } => "AlterOwner",
         Plan::RenameColumn { .. } => "RenameColumn",
+        Plan::AlterColumn { .. } => "AlterColumn",
         Plan::AlterSchemaOwner { .. } => "AlterSchemaOwner",
         Plan::Begin => "Begin",
         Plan::LockShared { .. } => "Lock",

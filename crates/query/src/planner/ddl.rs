@@ -221,6 +221,7 @@ impl Planner<'_> {
                 let (columns, partition_key_len) = key_names(pk)?;
                 Ok(Plan::AddPrimaryKey { table, columns, partition_key_len })
             }
+            ast::AlterTableOperation::AlterColumn { column_name, op } => self.alter_column(table, ident_name(column_name), op),
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                 Ok(Plan::RenameColumn { table, from: ident_name(old_column_name), to: ident_name(new_column_name) })
             }
@@ -230,6 +231,41 @@ impl Planner<'_> {
             }
             other => Err(QueryError::NotSupported(format!("ALTER TABLE {other}"))),
         }
+    }
+}
+
+impl Planner<'_> {
+    /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL`: the catalog only, as in
+    /// PostgreSQL (a default applies to rows written from then on). `SET NOT NULL` and `TYPE`, which would
+    /// check or rewrite the rows, are not built (0A000).
+    fn alter_column(&mut self, table: String, column: String, op: &ast::AlterColumnOperation) -> Result<Plan> {
+        let t = self.catalog.table(&table)?;
+        let i = t
+            .column_index(&column)
+            .filter(|&i| i < t.columns.len())
+            .ok_or_else(|| QueryError::UndefinedColumn(format!("{column}\" of relation \"{table}")))?;
+        let identity = || QueryError::Syntax(format!("column \"{column}\" of relation \"{table}\" is an identity column"));
+        let change = match op {
+            ast::AlterColumnOperation::SetDefault { .. } | ast::AlterColumnOperation::DropDefault if t.columns[i].identity => {
+                return Err(identity())
+            }
+            ast::AlterColumnOperation::SetDefault { value: ast::Expr::Value(v) } if matches!(v.value, ast::Value::Null) => {
+                ColumnChange::Default(None)
+            }
+            ast::AlterColumnOperation::SetDefault { value } => {
+                // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
+                self.bind_default(&value.to_string(), t.columns[i].ty, &column)?;
+                ColumnChange::Default(Some(value.to_string()))
+            }
+            ast::AlterColumnOperation::DropDefault => ColumnChange::Default(None),
+            ast::AlterColumnOperation::DropNotNull if t.is_pk(i) && t.columns[i].identity => return Err(identity()),
+            ast::AlterColumnOperation::DropNotNull if t.is_pk(i) => {
+                return Err(QueryError::InvalidTableDefinition(format!("column \"{column}\" is in a primary key")))
+            }
+            ast::AlterColumnOperation::DropNotNull => ColumnChange::Nullable,
+            other => return Err(QueryError::NotSupported(format!("ALTER COLUMN {other}: it would check or rewrite every row"))),
+        };
+        Ok(Plan::AlterColumn { table, column, change })
     }
 }
 

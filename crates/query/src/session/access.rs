@@ -99,7 +99,8 @@ impl Session {
             | Plan::AddPrimaryKey { table, .. }
             | Plan::RenameTable { table, .. }
             | Plan::AlterOwner { table, .. }
-            | Plan::RenameColumn { table, .. } => self.need_owner(table),
+            | Plan::RenameColumn { table, .. }
+            | Plan::AlterColumn { table, .. } => self.need_owner(table),
             Plan::CreateTable(_) => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),
                 _ => Err(QueryError::InsufficientPrivilege("permission denied for schema public".into())),

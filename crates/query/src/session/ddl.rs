@@ -279,4 +279,17 @@ impl Session {
             Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
         }
     }
+
+    /// `ALTER TABLE ... ALTER COLUMN`: its default or nullability, in the catalog.
+    pub(super) fn alter_column(&mut self, table: &str, column: &str, change: &crate::plan::ColumnChange) -> Result<Output> {
+        let mut altered = (*self.db.table(table)?).clone();
+        let col = altered.columns.iter_mut().find(|c| c.name == column).ok_or_else(|| QueryError::UndefinedColumn(column.to_string()))?;
+        match change {
+            crate::plan::ColumnChange::Default(d) => col.default = d.clone(),
+            crate::plan::ColumnChange::Nullable => col.not_null = false,
+        }
+        self.db.store().set_user_meta(table, altered.encode())?;
+        self.db.invalidate();
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
 }

@@ -482,6 +482,7 @@ impl Session {
             Plan::RenameTable { table, to } => self.rename_table(table, to),
             Plan::AlterOwner { table, owner } => self.alter_owner(table, owner),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),
+            Plan::AlterColumn { table, column, change } => self.alter_column(table, column, change),
             Plan::AlterSchemaOwner { schema, owner } => self.alter_schema_owner(schema, owner),
             Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
             Plan::CopyFrom { table, targets, defaults, format } => self.copy_from(table, targets, defaults, format),
