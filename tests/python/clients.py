@@ -225,6 +225,15 @@ def pandas_to_sql():
     pandas.DataFrame({"city": ["Lima"], "rain": [None]}).to_sql("pd_cities", engine, index=False, if_exists="replace")
     back = pandas.read_sql("SELECT * FROM pd_cities", engine)
     check("to_sql replace", (list(back.columns), list(back["city"])), (["city", "rain"], ["Lima"]))
+    # A replace that fails half way (index=True asks for CREATE INDEX) drops and creates the table in one
+    # transaction: it is rolled back whole, and the old table and its rows are still there.
+    try:
+        pandas.DataFrame({"n": [1]}).to_sql("pd_cities", engine, if_exists="replace")
+        raise AssertionError("CREATE INDEX is not built yet: the replace should fail")
+    except sa.exc.NotSupportedError:
+        pass
+    back = pandas.read_sql("SELECT * FROM pd_cities", engine)
+    check("to_sql failed replace", (list(back.columns), list(back["city"])), (["city", "rain"], ["Lima"]))
 
 
 psycopg3()

@@ -315,3 +315,50 @@ fn leftover_files_of_a_killed_bulk_load_are_removed_at_open() {
     }
     assert_eq!(store.get_row("c", &[int(1)], &all()).unwrap().unwrap().get("v"), Some(&Value::Integer(1)));
 }
+
+/// The child of the DDL crash test: one transaction's DDL committed, then another's left open, until killed.
+#[test]
+fn crash_child_ddl() {
+    let Ok(dir) = std::env::var("TABULA_CRASH_DDL_DIR") else { return };
+    let store = open_with(dir.as_ref(), StoreConfig { durability: Durability::Sync, maintenance_interval: None, ..StoreConfig::default() });
+    let pk = |n: &str| table(n, &[("k", PkType::Integer)], TableOptions::default());
+    store.create_table(pk("t")).unwrap();
+    store.create_table(pk("gone")).unwrap();
+    store.put_row("t", &[Some(int(1))], &[CellWrite::new("v", Value::Integer(10))], &Condition::ignore()).unwrap();
+    let mut done = store.begin_with_view();
+    store.ddl(Some(&mut done)).drop_table("gone").unwrap();
+    store.ddl(Some(&mut done)).create_table(pk("made")).unwrap();
+    done.commit().unwrap();
+    let mut open = store.begin_with_view();
+    store.ddl(Some(&mut open)).truncate_table("t").unwrap();
+    store.ddl(Some(&mut open)).drop_table("t").unwrap();
+    store.ddl(Some(&mut open)).create_table(table("t", &[("other", PkType::String)], TableOptions::default())).unwrap();
+    store.ddl(Some(&mut open)).rename_table("made", "renamed").unwrap();
+    store.ddl(Some(&mut open)).set_user_meta("renamed", b"x".to_vec()).unwrap();
+    println!("ready");
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+
+/// A process killed inside a transaction that changed the catalog: the next open undoes that DDL, and keeps
+/// the DDL a transaction committed before (the table it dropped stays dropped).
+#[test]
+fn ddl_of_a_transaction_killed_unended_is_undone_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child_ddl", "--nocapture", "--test-threads=1"])
+        .env("TABULA_CRASH_DDL_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = BufReader::new(child.stdout.take().unwrap()).lines().any(|l| l.is_ok_and(|l| l.trim_end().ends_with("ready")));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(ready, "the child made its DDL");
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    assert_eq!(store.table_names(), vec!["made".to_string(), "t".to_string()]);
+    assert_eq!(store.table("t").unwrap().primary_key[0].name, "k");
+    assert_eq!(store.table("made").unwrap().user_meta, b"");
+    let row = store.get_row("t", &[int(1)], &ReadSpec::default()).unwrap();
+    assert_eq!(row.and_then(|r| r.get("v").cloned()), Some(Value::Integer(10)), "the truncated and dropped table's row is back");
+}

@@ -13,6 +13,8 @@ const ENGINE: common::EngineChoice = support::ROCKS;
 
 #[path = "../../store/tests/bulk.rs"]
 mod bulk;
+#[path = "../../store/tests/ddl.rs"]
+mod ddl;
 #[path = "../../store/tests/engine.rs"]
 mod engine;
 #[path = "../../store/tests/model.rs"]

@@ -187,4 +187,19 @@ pub(crate) fn role_key(name: &str) -> Vec<u8> {
     k
 }
 
+/// The key of a transaction's DDL journal (`engine/pending.rs`).
+pub(crate) fn journal_key(id: u64) -> Vec<u8> {
+    let mut k = b"j".to_vec();
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The key a commit writes, in its own atomic write, to say that journal `id`'s DDL is committed: a new
+/// key, where deleting the journal would conflict with the journal's own writes after the snapshot.
+pub(crate) fn committed_key(id: u64) -> Vec<u8> {
+    let mut k = b"c".to_vec();
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
 pub(crate) const NEXT_TABLE_ID: &[u8] = b"n";

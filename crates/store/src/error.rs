@@ -53,6 +53,9 @@ pub enum StoreError {
     /// A write to a table that ALTER TABLE is rebuilding (`Store::rebuild`; 55006).
     #[error("{0} is being rebuilt by ALTER TABLE: write again once it is done")]
     TableBeingRebuilt(String),
+    /// DDL on a table another transaction has changed and not ended (PostgreSQL would wait on its lock).
+    #[error("could not obtain lock on relation \"{0}\": another transaction has changed it and has not ended")]
+    TableLocked(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),
 }
@@ -80,6 +83,7 @@ impl StoreError {
             InvalidRange(_) => "22023",
             NotSupported(_) => "0A000",
             TableBeingRebuilt(_) => "55006",
+            TableLocked(_) => "55P03",
             Storage(_) => "58030",
             DiskFull(_) => "53100",
             Corrupt(_) => "XX001",

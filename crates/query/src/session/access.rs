@@ -178,7 +178,7 @@ impl Session {
                     changed.push(TableSchema { acl: Some(acl), ..(*t).clone() });
                 }
                 for t in changed {
-                    self.db.store().set_user_meta(&t.name, t.encode())?;
+                    self.ddl().set_user_meta(&t.name, t.encode())?;
                 }
                 self.db.invalidate();
                 if *grant {

@@ -30,13 +30,19 @@ fn table_def(name: &str, columns: &[ColumnDef], pk: &[usize], partition_key_len:
 }
 
 impl Session {
+    /// The catalog changes of the running statement: journaled in the open transaction, if any, to be
+    /// undone unless it commits.
+    pub(super) fn ddl(&mut self) -> tabula_store::Ddl<'_> {
+        self.db.store().ddl(self.txn.as_mut())
+    }
+
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
         let meta = TableSchema::encode_meta(&c.columns, &[], self.current_user(), None);
         let def = table_def(&c.name, &c.columns, &c.pk, c.partition_key_len, c.options, meta);
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
         }
-        match self.db.store().create_table(def) {
+        match self.ddl().create_table(def) {
             Ok(()) => {
                 if let Some(column) = &c.generated_hash_prefix {
                     self.notice(
@@ -65,8 +71,14 @@ impl Session {
 
     /// `DROP TABLE`: each table, and the catalog's cache after even a failed one.
     pub(super) fn drop_tables(&mut self, names: &[String], if_exists: bool) -> Result<Output> {
+        // All or none, as in PostgreSQL: a missing table is found before anything is dropped.
+        if !if_exists {
+            for n in names {
+                self.db.store().table_id(n)?;
+            }
+        }
         for n in names {
-            match self.db.store().drop_table(n) {
+            match self.ddl().drop_table(n) {
                 Ok(()) => {}
                 Err(StoreError::UnknownTable(_)) if if_exists => {
                     self.notice("00000", format!("table \"{n}\" does not exist, skipping"), None)
@@ -81,11 +93,17 @@ impl Session {
         Ok(Output::Command { tag: "DROP TABLE".into() })
     }
 
-    /// `TRUNCATE`: every row of each table, at once.
+    /// `TRUNCATE`: every row of each table (of all or none: each is found first). In a transaction each
+    /// is a new table, so the catalog's cache is made again.
     pub(super) fn truncate(&mut self, names: &[String]) -> Result<Output> {
         for n in names {
-            self.db.store().truncate_table(n)?;
+            self.db.store().table_id(n)?;
         }
+        let r = names.iter().try_for_each(|n| self.ddl().truncate_table(n));
+        if self.txn.is_some() {
+            self.db.invalidate();
+        }
+        r?;
         Ok(Output::Command { tag: "TRUNCATE TABLE".into() })
     }
 
@@ -98,7 +116,7 @@ impl Session {
         for k in reset {
             crate::options::reset(&mut o, k)?;
         }
-        self.db.store().set_options(table, o)?;
+        self.ddl().set_options(table, o)?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
@@ -121,7 +139,7 @@ impl Session {
             // none comes back under the new column.
             altered.dropped.retain(|d| *d != column.name);
             let def = TableDef { user_meta: altered.encode(), ..self.db.store().table(table)? };
-            let result = self.db.store().rebuild(def, &[(column.name.clone(), None)]);
+            let result = self.ddl().rebuild(def, &[(column.name.clone(), None)]);
             self.db.invalidate();
             return match result {
                 Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
@@ -129,7 +147,7 @@ impl Session {
                 Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
             };
         }
-        self.db.store().set_user_meta(table, altered.encode())?;
+        self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
@@ -149,7 +167,7 @@ impl Session {
         let mut altered = (*schema).clone();
         altered.columns.remove(i);
         altered.dropped.push(column.to_string());
-        self.db.store().set_user_meta(table, altered.encode())?;
+        self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
@@ -169,7 +187,7 @@ impl Session {
         let options = schema.declared_options();
         let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.owner, schema.acl.as_ref());
         let def = table_def(table, &columns, &pk, partition_key_len.min(pk.len()), options, meta);
-        let result = self.db.store().rebuild(def, &[]);
+        let result = self.ddl().rebuild(def, &[]);
         self.db.invalidate();
         match result {
             Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
@@ -193,7 +211,7 @@ impl Session {
 
     /// `ALTER TABLE t RENAME TO u`.
     pub(super) fn rename_table(&mut self, table: &str, to: &str) -> Result<Output> {
-        let result = self.db.store().rename_table(table, to);
+        let result = self.ddl().rename_table(table, to);
         self.db.invalidate();
         result?;
         Ok(Output::Command { tag: "ALTER TABLE".into() })
@@ -221,7 +239,7 @@ impl Session {
         }
         let mut altered = (*self.db.table(table)?).clone();
         altered.owner = role;
-        self.db.store().set_user_meta(table, altered.encode())?;
+        self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
@@ -271,7 +289,7 @@ impl Session {
             c.name = to.to_string();
         }
         def.user_meta = altered.encode();
-        let result = self.db.store().rebuild(def, &changes);
+        let result = self.ddl().rebuild(def, &changes);
         self.db.invalidate();
         match result {
             Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
@@ -288,7 +306,7 @@ impl Session {
             crate::plan::ColumnChange::Default(d) => col.default = d.clone(),
             crate::plan::ColumnChange::Nullable => col.not_null = false,
         }
-        self.db.store().set_user_meta(table, altered.encode())?;
+        self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }

@@ -101,6 +101,19 @@ pub struct Session {
     sequences: crate::sequences::SessionSequences,
 }
 
+impl Drop for Session {
+    /// A session that ends inside a transaction rolls it back; DDL it undid makes the catalog's cache stale.
+    fn drop(&mut self) {
+        if let Some(t) = self.txn.take() {
+            let ddl = t.did_ddl();
+            let _ = t.rollback();
+            if ddl {
+                self.db.invalidate();
+            }
+        }
+    }
+}
+
 impl Session {
     /// A new session of `user` on `db`, connected to `database` (the name the client gave).
     pub fn new(db: &Arc<Database>, user: &str, database: &str) -> Session {
@@ -402,8 +415,13 @@ impl Session {
             Plan::RollbackToSavepoint(name) => {
                 let txn = self.txn.as_ref().ok_or(QueryError::NoTransaction("ROLLBACK TO SAVEPOINT"))?;
                 let i = self.savepoint_index(name)?;
+                let ddl = txn.did_ddl();
                 for _ in i..self.savepoints.len() {
-                    txn.rollback_to_savepoint()?;
+                    let r = txn.rollback_to_savepoint();
+                    if ddl {
+                        self.db.invalidate();
+                    }
+                    r?;
                 }
                 // The savepoint stays, as in PostgreSQL: it can be rolled back to again.
                 txn.savepoint();
@@ -430,28 +448,36 @@ impl Session {
                 let failed = std::mem::take(&mut self.failed);
                 self.savepoints.clear();
                 self.cursors.end_transaction(!failed);
-                match self.txn.take() {
-                    Some(t) if failed => {
-                        t.rollback()?;
-                        Ok(Output::Command { tag: "ROLLBACK".into() })
-                    }
+                let ddl = self.txn.as_ref().is_some_and(|t| t.did_ddl());
+                let r = match self.txn.take() {
+                    Some(t) if failed => t.rollback().map(|()| ("ROLLBACK", false)),
                     Some(t) => {
                         let wrote = t.wrote();
-                        t.commit()?;
-                        if wrote {
-                            self.commit_durably()?;
-                        }
-                        Ok(Output::Command { tag: "COMMIT".into() })
+                        t.commit().map(|()| ("COMMIT", wrote))
                     }
-                    None => Ok(Output::Command { tag: "COMMIT".into() }),
+                    None => Ok(("COMMIT", false)),
+                };
+                if ddl {
+                    // Undone, or set-aside tables dropped: schemas and plans are made again.
+                    self.db.invalidate();
                 }
+                let (tag, wrote) = r?;
+                if wrote {
+                    self.commit_durably()?;
+                }
+                Ok(Output::Command { tag: tag.into() })
             }
             Plan::Rollback => {
                 self.failed = false;
                 self.savepoints.clear();
                 self.cursors.end_transaction(false);
                 if let Some(t) = self.txn.take() {
-                    t.rollback()?;
+                    let ddl = t.did_ddl();
+                    let r = t.rollback();
+                    if ddl {
+                        self.db.invalidate();
+                    }
+                    r?;
                 }
                 Ok(Output::Command { tag: "ROLLBACK".into() })
             }

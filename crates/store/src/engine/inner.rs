@@ -95,6 +95,11 @@ impl Inner {
         validate_name(to)?;
         let _ddl = self.ddl.lock();
         let t = self.table(from)?;
+        self.rename_locked(&t, from, to)
+    }
+
+    /// `rename_table` of table `t` with the DDL lock held, to any name.
+    pub(super) fn rename_locked(&self, t: &Table, from: &str, to: &str) -> Result<()> {
         if self.tables.read().contains_key(to) {
             return Err(StoreError::TableExists(to.to_string()));
         }
@@ -197,7 +202,7 @@ impl Inner {
                     let _ = txn.rollback();
                     return Err(StoreError::Conflict);
                 }
-                if let Some(e) = retired_write(&deltas) {
+                if let Some(e) = retired_write(deltas.iter()) {
                     let _ = txn.rollback();
                     return Err(e);
                 }

@@ -31,6 +31,9 @@ pub(crate) struct Inner {
     commit_gate: RwLock<()>,
     /// Counts ingested bulk loads; a transaction that wrote and saw it change while open is refused.
     bulk_epoch: AtomicU64,
+    /// The table names transactions' DDL has touched, by journal id (see `pending`).
+    claims: Mutex<HashMap<String, u64>>,
+    next_journal: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -100,9 +103,12 @@ impl Store {
             stripes: (0..256).map(|_| Mutex::new(())).collect(),
             commit_gate: RwLock::new(()),
             bulk_epoch: AtomicU64::new(0),
+            claims: Mutex::new(HashMap::new()),
+            next_journal: AtomicU64::new(1),
             stop: AtomicBool::new(false),
         });
         inner.load_catalog()?;
+        inner.recover_journals()?;
         let mut threads = Vec::new();
         if let Some(every) = inner.config.maintenance_interval {
             let weak = Arc::downgrade(&inner);
@@ -157,7 +163,7 @@ impl Store {
     }
 
     pub fn table_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.inner.tables.read().keys().cloned().collect();
+        let mut v: Vec<String> = self.inner.tables.read().keys().filter(|n| !pending::is_internal(n)).cloned().collect();
         v.sort();
         v
     }
@@ -277,7 +283,15 @@ impl Store {
 
     fn new_txn(&self, txn: Box<dyn Transaction>, view: Option<Arc<ReadView>>) -> Txn {
         let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
-        Txn { txn: Some(txn), view, deltas: RefCell::new(Vec::new()), epoch, wrote: Default::default(), inner: self.inner.clone() }
+        Txn {
+            txn: Some(txn),
+            view,
+            deltas: RefCell::new(Vec::new()),
+            epoch,
+            wrote: Default::default(),
+            journal: Default::default(),
+            inner: self.inner.clone(),
+        }
     }
 
     /// Many row writes in one call: atomic when all rows share one partition-key value (the outer error
@@ -515,7 +529,9 @@ impl Access for Store {
 
 mod bulk;
 mod config;
+mod ddl;
 mod inner;
+mod pending;
 mod rebuild;
 mod sequence;
 mod table;
@@ -524,6 +540,7 @@ mod write;
 
 pub use bulk::{BulkError, BulkLoad};
 pub use config::{Durability, StoreConfig};
+pub use ddl::Ddl;
 pub use rebuild::RebuildError;
 use table::{add_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};

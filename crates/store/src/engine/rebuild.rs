@@ -35,6 +35,17 @@ impl Store {
     /// the table now; `columns` renames columns (key or attribute: `(old, Some(new))`) or drops their cells
     /// (`(old, None)`). `def`'s other attributes (options, metadata) replace the old ones.
     pub fn rebuild(&self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
+        self.rebuild_keeping(def, columns, false)
+    }
+
+    /// `rebuild`; with `keep_old`, the old table is set aside (retired, under its internal name) instead of
+    /// dropped, for a transaction's undo.
+    pub(super) fn rebuild_keeping(
+        &self,
+        def: TableDef,
+        columns: &[(String, Option<String>)],
+        keep_old: bool,
+    ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
         let temp = format!("tabula_rebuild_{}", old.id);
@@ -47,7 +58,7 @@ impl Store {
             let _exclusive = self.inner.commit_gate.write();
             old.retired.store(true, Ordering::SeqCst);
         }
-        let moved = self.move_rows(&old, &temp, &def, columns).and_then(|()| Ok(self.inner.replace_table(&name, &temp)?));
+        let moved = self.move_rows(&old, &temp, &def, columns).and_then(|()| Ok(self.inner.replace_table(&name, &temp, keep_old)?));
         if moved.is_err() {
             let _ = self.inner.drop_table(&temp);
             old.retired.store(false, Ordering::SeqCst);
@@ -166,12 +177,19 @@ fn new_key(def: &TableDef, old: &Kept, mut row: StoredRow) -> Result<Moved> {
 
 impl Inner {
     /// Drops table `name` and gives table `with` its name, in one atomic write.
-    pub(super) fn replace_table(&self, name: &str, with: &str) -> Result<()> {
+    pub(super) fn replace_table(&self, name: &str, with: &str, keep_old: bool) -> Result<()> {
         let _ddl = self.ddl.lock();
         let (old, new) = (self.table(name)?, self.table(with)?);
         let mut def = new.def.read().clone();
         def.name = name.to_string();
-        let mut writes = self.drop_writes(&old, name)?;
+        let aside = pending::aside_name(old.id);
+        let (mut writes, gone) = if keep_old {
+            let mut old_def = old.def.read().clone();
+            old_def.name = aside.clone();
+            (vec![(catalog::table_key(&aside), Some(old_def.encode(old.id)))], vec![])
+        } else {
+            (self.drop_writes(&old, name)?, vec![(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec())])
+        };
         // The generated keys' counters go on where the old table's were.
         let counters = catalog::autoinc_key(old.id, &[]);
         for (k, v) in self.kv.meta_scan(&counters)? {
@@ -179,12 +197,17 @@ impl Inner {
         }
         writes.push((catalog::table_key(with), None));
         writes.push((catalog::table_key(name), Some(def.encode(new.id))));
-        self.kv.meta_write(&writes, &[(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec())])?;
+        self.kv.meta_write(&writes, &gone)?;
         *new.def.write() = def;
         let mut tables = self.tables.write();
         tables.remove(with);
         tables.insert(name.to_string(), new);
-        self.rules.write().remove(&old.id);
+        if keep_old {
+            old.def.write().name = aside.clone();
+            tables.insert(aside, old);
+        } else {
+            self.rules.write().remove(&old.id);
+        }
         Ok(())
     }
 }

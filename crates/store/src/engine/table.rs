@@ -197,8 +197,8 @@ pub(super) struct Delta {
 }
 
 /// The error for a commit that wrote a table being moved under a new key, if it did.
-pub(super) fn retired_write(deltas: &[Delta]) -> Option<StoreError> {
-    deltas.iter().any(|d| d.retired.load(Ordering::SeqCst)).then(|| StoreError::TableBeingRebuilt("a table this statement wrote".into()))
+pub(super) fn retired_write<'a>(mut deltas: impl Iterator<Item = &'a Delta>) -> Option<StoreError> {
+    deltas.any(|d| d.retired.load(Ordering::SeqCst)).then(|| StoreError::TableBeingRebuilt("a table this statement wrote".into()))
 }
 
 /// Counts one new row of `bytes` against its partition, merged with the previous row's when they share it

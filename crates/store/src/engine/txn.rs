@@ -38,7 +38,16 @@ pub struct Txn {
     /// The bulk epoch at begin, and whether the transaction has written.
     pub(super) epoch: u64,
     pub(super) wrote: std::cell::Cell<bool>,
+    /// The transaction's DDL, undone unless it commits (see `pending`).
+    pub(super) journal: RefCell<pending::Journal>,
     pub(super) inner: Arc<Inner>,
+}
+
+impl Drop for Txn {
+    /// A transaction dropped unended (its connection gone) is rolled back, its DDL too.
+    fn drop(&mut self) {
+        self.end_ddl(false);
+    }
 }
 
 impl Txn {
@@ -65,16 +74,19 @@ impl Txn {
     /// Marks a point the transaction can return to (a statement's start).
     pub fn savepoint(&self) {
         self.kv().set_savepoint();
+        self.mark_savepoint();
     }
 
-    /// Undoes everything since the last savepoint (a failed statement).
+    /// Undoes everything since the last savepoint (a failed statement), DDL included.
     pub fn rollback_to_savepoint(&self) -> Result<()> {
-        Ok(self.kv().rollback_to_savepoint()?)
+        self.kv().rollback_to_savepoint()?;
+        self.undo_to_savepoint()
     }
 
-    /// Whether the transaction has written (a commit then has something to make durable).
+    /// Whether the transaction has written rows or changed the catalog (a commit then has something to
+    /// make durable).
     pub fn wrote(&self) -> bool {
-        self.wrote.get()
+        self.wrote.get() || self.did_ddl()
     }
 
     /// What the transaction reads, as a view that may outlive it: while it has not written, its reads are
@@ -92,12 +104,17 @@ impl Txn {
                 let _ = txn.rollback();
                 return Err(StoreError::Conflict);
             }
-            if let Some(e) = retired_write(&self.deltas.borrow()) {
+            let deltas = self.deltas.borrow();
+            let theirs: Vec<&Delta> = deltas.iter().filter(|d| !self.set_aside_here(d)).collect();
+            if let Some(e) = retired_write(theirs.into_iter()) {
                 let _ = txn.rollback();
                 return Err(e);
             }
+            drop(deltas);
+            self.journal_in_commit(&*txn)?;
             txn.commit()?;
         }
+        self.end_ddl(true);
         for d in self.deltas.take() {
             d.partition.add(d.bytes, d.rows);
         }
@@ -106,7 +123,9 @@ impl Txn {
 
     pub fn rollback(mut self) -> Result<()> {
         let txn = self.txn.take().expect("open transaction");
-        Ok(txn.rollback()?)
+        let r = txn.rollback();
+        self.end_ddl(false);
+        Ok(r?)
     }
 }
 

@@ -1,0 +1,132 @@
+//! Changes of the catalog as SQL makes them: at once outside a transaction, or inside one, journaled so
+//! that they are undone unless it commits (see `pending`).
+
+use super::*;
+
+/// The catalog changes of one statement: in autocommit (`txn` is `None`) or in the transaction `txn`.
+pub struct Ddl<'a> {
+    store: &'a Store,
+    txn: Option<&'a mut Txn>,
+}
+
+impl Store {
+    pub fn ddl<'a>(&'a self, txn: Option<&'a mut Txn>) -> Ddl<'a> {
+        Ddl { store: self, txn }
+    }
+}
+
+impl Ddl<'_> {
+    fn inner(&self) -> &Inner {
+        &self.store.inner
+    }
+
+    /// Refuses a change of `names` another transaction has changed and not ended.
+    fn check(&self, names: &[&str]) -> Result<()> {
+        let mine = self.txn.as_ref().map_or(0, |t| t.owner());
+        names.iter().try_for_each(|n| self.inner().check_claim(n, mine))
+    }
+
+    pub fn create_table(&mut self, def: TableDef) -> Result<()> {
+        let name = def.name.clone();
+        self.check(&[&name])?;
+        self.store.create_table(def)?;
+        match &self.txn {
+            Some(t) => t.created(&name),
+            None => Ok(()),
+        }
+    }
+
+    pub fn drop_table(&mut self, name: &str) -> Result<()> {
+        self.check(&[name])?;
+        match &self.txn {
+            Some(t) => t.set_aside(name),
+            None => self.store.drop_table(name),
+        }
+    }
+
+    pub fn rename_table(&mut self, from: &str, to: &str) -> Result<()> {
+        self.check(&[from, to])?;
+        validate_name(to)?;
+        if let Some(t) = &self.txn {
+            t.before_change(from, &[to])?;
+        }
+        self.store.rename_table(from, to)
+    }
+
+    /// TRUNCATE. In a transaction the table is set aside, and an empty one with its definition and
+    /// counters takes its name; it is retired meanwhile, so that another session's commit that wrote it
+    /// fails (55006) rather than vanish with it.
+    pub fn truncate_table(&mut self, name: &str) -> Result<()> {
+        self.check(&[name])?;
+        let Some(t) = &self.txn else { return self.store.truncate_table(name) };
+        let old = self.inner().table(name)?;
+        let temp = format!("tabula_rebuild_{}", old.id);
+        match self.inner().drop_table(&temp) {
+            Ok(()) | Err(StoreError::UnknownTable(_)) => {}
+            Err(e) => return Err(e),
+        }
+        self.store.create_table(TableDef { name: temp.clone(), ..old.def.read().clone() })?;
+        t.record_aside(name)?;
+        old.retired.store(true, Ordering::SeqCst);
+        if let Err(e) = self.inner().replace_table(name, &temp, true) {
+            let _ = self.inner().drop_table(&temp);
+            return Err(e);
+        }
+        t.created(name)
+    }
+
+    pub fn set_options(&mut self, name: &str, options: TableOptions) -> Result<()> {
+        self.check(&[name])?;
+        if let Some(t) = &self.txn {
+            t.before_change(name, &[])?;
+        }
+        self.store.set_options(name, options)
+    }
+
+    pub fn set_user_meta(&mut self, name: &str, meta: Vec<u8>) -> Result<()> {
+        self.check(&[name])?;
+        if let Some(t) = &self.txn {
+            t.before_change(name, &[])?;
+        }
+        self.store.set_user_meta(name, meta)
+    }
+
+    /// `Store::rebuild`. In a transaction the old table is set aside, and the transaction reads from then
+    /// on at a new snapshot, which holds the moved rows: so it must not have written rows before (they
+    /// would be in neither table).
+    pub fn rebuild(&mut self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
+        let name = def.name.clone();
+        self.check(&[&name])?;
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.rebuild(def, columns) };
+        if t.wrote.get() {
+            return Err(StoreError::NotSupported(
+                "an ALTER TABLE that moves a table's rows (ADD PRIMARY KEY, RENAME COLUMN, a dropped column's name added again) \
+                 after rows were written in the same transaction"
+                    .into(),
+            )
+            .into());
+        }
+        t.record_aside(&name)?;
+        self.store.rebuild_keeping(def, columns, true)?;
+        t.created(&name)?;
+        t.renew_snapshot(self.store);
+        Ok(())
+    }
+}
+
+impl Txn {
+    /// Begins the transaction again at a new snapshot, with as many savepoints as it had. Only for one that
+    /// has not written rows: the old engine transaction, empty, is dropped.
+    fn renew_snapshot(&mut self, store: &Store) {
+        let fresh = if self.view.is_some() { store.begin_with_view() } else { store.begin() };
+        let mut fresh = fresh;
+        let kv = fresh.txn.take();
+        let view = fresh.view.take();
+        for _ in 0..self.savepoints() {
+            kv.as_ref().expect("open transaction").set_savepoint();
+        }
+        self.txn = kv;
+        self.view = view;
+        self.epoch = fresh.epoch;
+    }
+}

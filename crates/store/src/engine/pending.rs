@@ -1,0 +1,337 @@
+//! DDL inside a transaction. PostgreSQL's DDL is transactional, and migration tools rely on it: a
+//! migration that fails half way must leave no half schema. Here each change is made at once, in the
+//! catalog every session reads, and the transaction keeps a journal of how to undo it. A commit marks the
+//! journal committed in the same atomic write as the transaction's rows (then deletes it); a rollback, a
+//! transaction dropped unended (its connection gone) or, after a crash, the next open undoes what an
+//! unmarked journal lists, newest first.
+//!
+//! - CREATE TABLE is undone by dropping the table.
+//! - DROP TABLE sets the table aside under a name no SQL text can hold (it starts with a NUL byte, which
+//!   the wire protocol cannot carry), so that no session finds it; a commit drops it for good, an undo
+//!   gives it its name back.
+//! - A change of definition (columns, options, name, owner, privileges) is undone by writing the
+//!   definition back.
+//! - TRUNCATE and a rebuild (`Store::rebuild`) set the old table aside, and a new one takes its name.
+//!
+//! Each entry is journaled (a durable catalog write) before its change is made, except a creation, whose
+//! table id is known only after: a crash between the two leaves the created table behind.
+//!
+//! A name the transaction has touched is claimed by it until it ends: DDL of another session on that
+//! name is refused with 55P03, where PostgreSQL's lock would make it wait, since an undo writes a whole
+//! definition back. Other sessions do see the change before the commit (PostgreSQL hides it; the README
+//! lists the difference).
+//!
+//! Journal record: catalog key `j` + journal id (u64, big-endian), value a sequence of entries (the commit's
+//! mark: key `c` + the same id, value empty):
+//! ```text
+//! ┌─────┬──────────────┬──────────────┬────────────────────────────────────────────┐
+//! │ tag │ table id u32 │ length u32   │ payload                                    │
+//! └─────┴──────────────┴──────────────┴────────────────────────────────────────────┘
+//!   1 Created    payload empty
+//!   2 SetAside   payload: the table's name
+//!   3 Defined    payload: the table's record (TableDef::encode) before the change
+//! ```
+
+use super::*;
+
+/// What one transaction's DDL did, in order.
+#[derive(Default)]
+pub(crate) struct Journal {
+    /// 0 until the first entry.
+    id: u64,
+    undo: Vec<Undo>,
+    /// The number of entries at each savepoint, oldest first.
+    marks: Vec<usize>,
+}
+
+#[derive(Clone)]
+enum Undo {
+    Created(u32),
+    SetAside { id: u32, name: String },
+    Defined { id: u32, def: TableDef },
+}
+
+/// The name a table is set aside under.
+pub(super) fn aside_name(id: u32) -> String {
+    format!("\0aside\0{id}")
+}
+
+/// Whether `name` is one the engine gives tables set aside: never a user's table.
+pub(crate) fn is_internal(name: &str) -> bool {
+    name.starts_with('\0')
+}
+
+fn encode(undo: &[Undo]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for u in undo {
+        let (tag, id, payload) = match u {
+            Undo::Created(id) => (1u8, *id, Vec::new()),
+            Undo::SetAside { id, name } => (2, *id, name.as_bytes().to_vec()),
+            Undo::Defined { id, def } => (3, *id, def.encode(*id)),
+        };
+        out.push(tag);
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(&payload);
+    }
+    out
+}
+
+fn decode(mut buf: &[u8]) -> Result<Vec<Undo>> {
+    let corrupt = || StoreError::Corrupt("DDL journal".into());
+    let mut undo = Vec::new();
+    while !buf.is_empty() {
+        if buf.len() < 9 {
+            return Err(corrupt());
+        }
+        let (tag, id) = (buf[0], u32::from_be_bytes(buf[1..5].try_into().unwrap()));
+        let len = u32::from_be_bytes(buf[5..9].try_into().unwrap()) as usize;
+        let payload = buf.get(9..9 + len).ok_or_else(corrupt)?;
+        undo.push(match tag {
+            1 => Undo::Created(id),
+            2 => Undo::SetAside { id, name: String::from_utf8(payload.to_vec()).map_err(|_| corrupt())? },
+            3 => Undo::Defined { id, def: TableDef::decode(payload)?.1 },
+            _ => return Err(corrupt()),
+        });
+        buf = &buf[9 + len..];
+    }
+    Ok(undo)
+}
+
+impl Inner {
+    /// The name of the table with id `id`, if it exists.
+    fn name_of(&self, id: u32) -> Option<String> {
+        self.tables.read().iter().find(|(_, t)| t.id == id).map(|(n, _)| n.clone())
+    }
+
+    /// Refuses DDL on `name` while another transaction (`mine`: this one's journal, 0 for none) has
+    /// changed it and not ended.
+    pub(super) fn check_claim(&self, name: &str, mine: u64) -> Result<()> {
+        match self.claims.lock().get(name) {
+            Some(&owner) if owner != mine => Err(StoreError::TableLocked(name.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Undoes one entry. Each step checks what is there, so that it can run again after a crash.
+    fn undo(&self, u: &Undo) -> Result<()> {
+        match u {
+            Undo::Created(id) => match self.name_of(*id) {
+                Some(name) => self.drop_table(&name),
+                None => Ok(()),
+            },
+            Undo::SetAside { id, name } => {
+                let aside = aside_name(*id);
+                let Ok(t) = self.table(&aside) else { return Ok(()) };
+                // Only a table this transaction made can hold the name now (the name was claimed).
+                if self.table(name).is_ok() {
+                    self.drop_table(name)?;
+                }
+                let _ddl = self.ddl.lock();
+                self.rename_locked(&t, &aside, name)?;
+                t.retired.store(false, Ordering::SeqCst);
+                Ok(())
+            }
+            Undo::Defined { id, def } => {
+                let Some(current) = self.name_of(*id) else { return Ok(()) };
+                let _ddl = self.ddl.lock();
+                let t = self.table(&current)?;
+                let mut def = def.clone();
+                // What reads could not see stays unseen (see `Store::set_options`).
+                let now = t.def.read().options;
+                def.options.hidden_before = def.options.hidden_before.max(now.hidden_before);
+                def.options.stored_versions = now.stored_versions;
+                if def.name != current {
+                    self.rename_locked(&t, &current, &def.name)?;
+                }
+                self.alter_locked(&t, |d| {
+                    *d = def;
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// At open: finishes what transactions the last run left unended (undone, newest entry first), then
+    /// drops the tables committed transactions set aside.
+    pub(super) fn recover_journals(&self) -> Result<()> {
+        for (key, value) in self.kv.meta_scan(b"j")? {
+            let id = u64::from_be_bytes(key[1..].try_into().map_err(|_| StoreError::Corrupt("DDL journal key".into()))?);
+            if self.kv.meta_get(&catalog::committed_key(id))?.is_none() {
+                for u in decode(&value)?.iter().rev() {
+                    self.undo(u)?;
+                }
+            }
+            self.kv.meta_write(&[(key, None), (catalog::committed_key(id), None)], &[])?;
+        }
+        let aside: Vec<String> = self.tables.read().keys().filter(|n| is_internal(n)).cloned().collect();
+        for name in aside {
+            self.drop_table(&name)?;
+        }
+        Ok(())
+    }
+
+    /// Sets table `name` aside (it keeps its rows; no name finds it).
+    fn set_aside(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self.table(name)?;
+        self.rename_locked(&t, name, &aside_name(t.id))
+    }
+}
+
+impl Txn {
+    /// This transaction's journal id, made at its first entry.
+    pub(super) fn journal_id(&self) -> u64 {
+        let mut j = self.journal.borrow_mut();
+        if j.id == 0 {
+            j.id = self.inner.next_journal.fetch_add(1, Ordering::SeqCst);
+        }
+        j.id
+    }
+
+    /// Whether this transaction changed the catalog.
+    pub fn did_ddl(&self) -> bool {
+        !self.journal.borrow().undo.is_empty()
+    }
+
+    /// Adds an entry, claims the names it touches and writes the journal durably.
+    fn record(&self, u: Undo, names: &[&str]) -> Result<()> {
+        let id = self.journal_id();
+        {
+            let mut claims = self.inner.claims.lock();
+            for n in names {
+                claims.insert(n.to_string(), id);
+            }
+        }
+        let mut j = self.journal.borrow_mut();
+        j.undo.push(u);
+        self.inner.kv.meta_write(&[(catalog::journal_key(id), Some(encode(&j.undo)))], &[])?;
+        Ok(())
+    }
+
+    /// Journals table `name`'s definition before a change to it (each time: a savepoint may undo the later
+    /// changes only).
+    pub(super) fn before_change(&self, name: &str, also: &[&str]) -> Result<()> {
+        let t = self.inner.table(name)?;
+        let def = t.def.read().clone();
+        let names: Vec<&str> = std::iter::once(name).chain(also.iter().copied()).collect();
+        self.record(Undo::Defined { id: t.id, def }, &names)
+    }
+
+    pub(super) fn created(&self, name: &str) -> Result<()> {
+        let t = self.inner.table(name)?;
+        self.record(Undo::Created(t.id), &[name])
+    }
+
+    /// Journals that table `name` is about to be set aside.
+    pub(super) fn record_aside(&self, name: &str) -> Result<()> {
+        let t = self.inner.table(name)?;
+        self.record(Undo::SetAside { id: t.id, name: name.to_string() }, &[name])
+    }
+
+    /// Journals that table `name` is set aside, then sets it aside.
+    pub(super) fn set_aside(&self, name: &str) -> Result<()> {
+        self.record_aside(name)?;
+        self.inner.set_aside(name)
+    }
+
+    /// The journal id DDL checks claims against (0: none yet).
+    pub(super) fn owner(&self) -> u64 {
+        self.journal.borrow().id
+    }
+
+    /// How many savepoints the transaction holds.
+    pub(super) fn savepoints(&self) -> usize {
+        self.journal.borrow().marks.len()
+    }
+
+    /// Whether a delta is of a table this transaction set aside, whose retirement guards it from other
+    /// transactions, not from this one.
+    pub(super) fn set_aside_here(&self, d: &Delta) -> bool {
+        self.journal.borrow().undo.iter().any(|u| match u {
+            Undo::SetAside { id, .. } => self.inner.table(&aside_name(*id)).is_ok_and(|t| Arc::ptr_eq(&t.retired, &d.retired)),
+            _ => false,
+        })
+    }
+
+    pub(super) fn mark_savepoint(&self) {
+        let mut j = self.journal.borrow_mut();
+        let n = j.undo.len();
+        j.marks.push(n);
+    }
+
+    /// Undoes the DDL since the last savepoint, which stays (as the engine's does).
+    pub(super) fn undo_to_savepoint(&self) -> Result<()> {
+        let (tail, id) = {
+            let mut j = self.journal.borrow_mut();
+            let mark = j.marks.pop().unwrap_or(0).min(j.undo.len());
+            (j.undo.split_off(mark), j.id)
+        };
+        for u in tail.iter().rev() {
+            self.inner.undo(u)?;
+        }
+        if !tail.is_empty() {
+            let j = self.journal.borrow();
+            self.inner.kv.meta_write(&[(catalog::journal_key(id), Some(encode(&j.undo)))], &[])?;
+        }
+        Ok(())
+    }
+
+    /// Marks the journal committed within the commit's own write, so that the DDL commits with the rows.
+    pub(super) fn journal_in_commit(&self, txn: &dyn Transaction) -> Result<()> {
+        let id = self.journal.borrow().id;
+        if id != 0 {
+            txn.put(Space::Meta, &catalog::committed_key(id), &[])?;
+        }
+        Ok(())
+    }
+
+    /// Ends the transaction's DDL: after a commit, the tables it set aside are dropped; otherwise all of it
+    /// is undone, newest first. Either way its names are free again.
+    pub(super) fn end_ddl(&self, committed: bool) {
+        let j = std::mem::take(&mut *self.journal.borrow_mut());
+        if j.id == 0 {
+            return;
+        }
+        // Errors leave the journal (or a set-aside table) for the next open to finish.
+        let mut done = true;
+        if committed {
+            for u in &j.undo {
+                if let Undo::SetAside { id, .. } = u {
+                    done &= matches!(self.inner.drop_table(&aside_name(*id)), Ok(()) | Err(StoreError::UnknownTable(_)));
+                }
+            }
+        } else {
+            for u in j.undo.iter().rev() {
+                done &= self.inner.undo(u).is_ok();
+            }
+        }
+        if done {
+            let _ = self.inner.kv.meta_write(&[(catalog::journal_key(j.id), None), (catalog::committed_key(j.id), None)], &[]);
+        }
+        self.inner.claims.lock().retain(|_, owner| *owner != j.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_round_trip() {
+        let def = TableDef {
+            name: "t".into(),
+            primary_key: vec![crate::catalog::PkColumn { name: "k".into(), ty: PkType::Integer, auto_increment: false }],
+            partition_key_len: 1,
+            options: TableOptions::default(),
+            user_meta: vec![1, 2, 3],
+        };
+        let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];
+        let back = decode(&encode(&undo)).unwrap();
+        assert_eq!(back.len(), 3);
+        assert!(matches!(&back[0], Undo::Created(7)));
+        assert!(matches!(&back[1], Undo::SetAside { id: 3, name } if name == "old"));
+        assert!(matches!(&back[2], Undo::Defined { id: 3, def: d } if d.name == "t" && d.user_meta == vec![1, 2, 3]));
+        assert!(decode(&[2, 0, 0, 0, 1, 0, 0, 0, 9, b'x']).is_err());
+    }
+}
