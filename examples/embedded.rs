@@ -19,6 +19,7 @@ fn main() -> Result<()> {
         partition_key_len: 1,
         options: TableOptions::default(),
         user_meta: vec![],
+        indexes: vec![],
     })?;
     for (device, order, amount) in [(16, 200001, 1.5), (54, 200003, 2.5), (54, 200004, 3.5), (167, 200002, 4.5)] {
         let pk = [Some(PkValue::Integer(device)), Some(PkValue::Integer(order))];

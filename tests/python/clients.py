@@ -211,8 +211,8 @@ def sqlalchemy_orm_serial_key(driver):
 
 
 def pandas_to_sql():
-    """DataFrame.to_sql makes a table without a primary key, then replaces and appends to it. (Its default
-    index=True also creates an index on the index column: CREATE INDEX is not built yet.)"""
+    """DataFrame.to_sql makes a table without a primary key, then replaces and appends to it; with its default
+    index=True it also creates an index on the index column, which lookups then use."""
     import pandas
     import sqlalchemy as sa
 
@@ -222,18 +222,37 @@ def pandas_to_sql():
     df.to_sql("pd_cities", engine, index=False, if_exists="append")
     back = pandas.read_sql("SELECT city, temp FROM pd_cities ORDER BY city", engine)
     check("to_sql append", (list(back["city"]), list(back["temp"])), (["Oslo", "Oslo", "Rome", "Rome"], [-3.5, -3.5, 18.25, 18.25]))
-    pandas.DataFrame({"city": ["Lima"], "rain": [None]}).to_sql("pd_cities", engine, index=False, if_exists="replace")
-    back = pandas.read_sql("SELECT * FROM pd_cities", engine)
-    check("to_sql replace", (list(back.columns), list(back["city"])), (["city", "rain"], ["Lima"]))
-    # A replace that fails half way (index=True asks for CREATE INDEX) drops and creates the table in one
+    pandas.DataFrame({"city": ["Lima", "Quito"], "rain": [None, 2.5]}).to_sql("pd_cities", engine, if_exists="replace")
+    back = pandas.read_sql("SELECT * FROM pd_cities WHERE index = 1", engine)
+    check("to_sql replace with its index", (list(back.columns), list(back["city"])), (["index", "city", "rain"], ["Quito"]))
+    indexes = pandas.read_sql("SELECT indexname FROM pg_indexes WHERE tablename = 'pd_cities'", engine)
+    check("to_sql index", list(indexes["indexname"]), ["ix_pd_cities_index"])
+    # A replace that fails half way (array columns are not built) drops and creates the table in one
     # transaction: it is rolled back whole, and the old table and its rows are still there.
     try:
-        pandas.DataFrame({"n": [1]}).to_sql("pd_cities", engine, if_exists="replace")
-        raise AssertionError("CREATE INDEX is not built yet: the replace should fail")
+        pandas.DataFrame({"n": [[1, 2]]}).to_sql("pd_cities", engine, if_exists="replace", dtype={"n": sa.ARRAY(sa.Integer)})
+        raise AssertionError("array columns are not built: the replace should fail")
     except sa.exc.NotSupportedError:
         pass
-    back = pandas.read_sql("SELECT * FROM pd_cities", engine)
-    check("to_sql failed replace", (list(back.columns), list(back["city"])), (["city", "rain"], ["Lima"]))
+    back = pandas.read_sql("SELECT * FROM pd_cities ORDER BY index", engine)
+    check("to_sql failed replace", (list(back.columns), list(back["city"])), (["index", "city", "rain"], ["Lima", "Quito"]))
+
+
+def copy_into_an_indexed_table():
+    """COPY into a table with a secondary index: its rows are found through the index at once."""
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS py_ix")
+        conn.execute("CREATE TABLE py_ix (k bigint PRIMARY KEY, tag text)")
+        conn.execute("CREATE INDEX ON py_ix (tag)")
+        with conn.cursor().copy("COPY py_ix (k, tag) FROM STDIN") as copy:
+            for k in range(500):
+                copy.write_row((k, f"t{k % 5}"))
+        got = conn.execute("SELECT count(*), min(k) FROM py_ix WHERE tag = 't3'").fetchone()
+        check("copy then index lookup", got, (100, 3))
+        plan = [r[0] for r in conn.execute("EXPLAIN SELECT k FROM py_ix WHERE tag = 't3'")]
+        check("index scan", any("IndexScan" in line for line in plan), True)
 
 
 psycopg3()
@@ -246,4 +265,5 @@ asyncio.run(asyncpg_binary())
 sqlalchemy_orm_serial_key("psycopg")
 sqlalchemy_orm_serial_key("psycopg2")
 pandas_to_sql()
+copy_into_an_indexed_table()
 print("python clients ok")

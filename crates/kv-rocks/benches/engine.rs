@@ -47,6 +47,7 @@ fn main() {
         partition_key_len: 1,
         options: TableOptions { max_versions: 3, ..TableOptions::default() },
         user_meta: vec![],
+        indexes: vec![],
     };
     store.create_table(def).unwrap();
     let cells = |i: i64| {

@@ -362,3 +362,51 @@ fn ddl_of_a_transaction_killed_unended_is_undone_at_open() {
     let row = store.get_row("t", &[int(1)], &ReadSpec::default()).unwrap();
     assert_eq!(row.and_then(|r| r.get("v").cloned()), Some(Value::Integer(10)), "the truncated and dropped table's row is back");
 }
+
+/// The child of the index-build crash test: 60,000 rows, then an index built over them until killed.
+#[test]
+fn crash_child_index_build() {
+    let Ok(dir) = std::env::var("TABULA_CRASH_INDEX_DIR") else { return };
+    let store = open_with(dir.as_ref(), StoreConfig { durability: Durability::Sync, maintenance_interval: None, ..StoreConfig::default() });
+    if store.table("t").is_err() {
+        store.create_table(table("t", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+        let mut load = store.bulk_load("t").unwrap();
+        for k in 0..60_000 {
+            load.add_row(&[int(k)], &[CellWrite::new("card", Value::Integer(k % 7))]).unwrap();
+        }
+        load.commit().unwrap();
+    }
+    println!("building");
+    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    println!("built");
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+
+/// Killed while it builds an index (at a time that varies from run to run): after reopening, the index is
+/// either gone or complete, never a part of it that reads would trust.
+#[test]
+fn an_index_build_killed_part_way_leaves_no_partial_index() {
+    let dir = tempfile::tempdir().unwrap();
+    for delay_ms in [0u64, 30, 400] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "crash_child_index_build", "--nocapture", "--test-threads=1"])
+            .env("TABULA_CRASH_INDEX_DIR", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let building = BufReader::new(child.stdout.take().unwrap()).lines().any(|l| l.is_ok_and(|l| l.trim_end().ends_with("building")));
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(building, "the child started the build");
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let indexes = store.table("t").unwrap().indexes;
+        assert!(indexes.iter().all(|i| i.ready), "an index left is a complete one: {indexes:?}");
+        if !indexes.is_empty() {
+            let (pks, _) = store.index_pks("t", "by_card", &[Some(Value::Integer(3))], None, 100_000).unwrap();
+            assert_eq!(pks.len(), (0..60_000).filter(|k| k % 7 == 3).count(), "every row with card 3 has its entry");
+            store.drop_index("t", "by_card").unwrap();
+        }
+    }
+}

@@ -17,6 +17,8 @@ mod bulk;
 mod ddl;
 #[path = "../../store/tests/engine.rs"]
 mod engine;
+#[path = "../../store/tests/index.rs"]
+mod index;
 #[path = "../../store/tests/model.rs"]
 mod model;
 #[path = "../../store/tests/partitions.rs"]

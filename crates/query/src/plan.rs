@@ -27,6 +27,9 @@ pub enum AccessPath {
     BatchGet { keys: Vec<Vec<Expr>> },
     /// Equality on a key prefix plus a range on the next column (or a keyset bound).
     RangeScan { start: Vec<KeyBound>, end: Vec<KeyBound>, direction: Direction },
+    /// Equality on the first columns of a secondary index: its entries name the rows, which are read by
+    /// key and checked against the whole condition (an entry may be older than its row).
+    IndexScan { index: String, values: Vec<Expr> },
     /// Everything else: every partition is scanned.
     FullScan { direction: Direction },
     /// One of Tabula's own views, generated from the live catalog.
@@ -233,6 +236,22 @@ pub enum Plan {
         column: String,
         change: ColumnChange,
     },
+    /// `CREATE INDEX [name] ON table (columns)`: a global secondary index.
+    CreateIndex {
+        table: String,
+        /// `None`: PostgreSQL's generated name, `<table>_<columns>_idx`.
+        name: Option<String>,
+        columns: Vec<String>,
+        if_not_exists: bool,
+    },
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    RenameIndex {
+        name: String,
+        to: String,
+    },
     /// `ALTER TABLE t OWNER TO role`.
     AlterOwner {
         table: String,
@@ -423,6 +442,11 @@ impl fmt::Display for AccessPath {
                 write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
             }
             AccessPath::System(_) => write!(f, "SystemView"),
+            AccessPath::IndexScan { index, values } => {
+                write!(f, "IndexScan index={index} values=(")?;
+                list(f, values)?;
+                write!(f, ")")
+            }
         }
     }
 }
@@ -535,6 +559,9 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddPrimaryKey { .. } => "AddPrimaryKey",
         Plan::RenameTable { .. } => "RenameTable",
         Plan::AlterOwner { .. } => "AlterOwner",
+        Plan::CreateIndex { .. } => "CreateIndex",
+        Plan::DropIndex { .. } => "DropIndex",
+        Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",
         Plan::AlterSchemaOwner { .. } => "AlterSchemaOwner",

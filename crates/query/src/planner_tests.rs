@@ -35,6 +35,7 @@ fn catalog() -> Tables {
         dropped: vec![],
         owner: "tabula".into(),
         acl: None,
+        indexes: vec![],
     })])
 }
 

@@ -95,6 +95,20 @@ pub struct TableSchema {
     pub owner: String,
     /// Who holds which privileges; `None` until some were granted or revoked: the owner holds them all.
     pub acl: Option<Acl>,
+    /// Secondary indexes, the ones being built too.
+    pub indexes: Vec<Index>,
+}
+
+/// A secondary index as the planner sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Index {
+    pub name: String,
+    /// Positions in the table's columns, in the index's order.
+    pub columns: Vec<usize>,
+    /// Every row has its entry: reads may use it.
+    pub ready: bool,
+    /// The engine's key space of its entries (the catalog derives its OID from it).
+    pub id: u32,
 }
 
 impl TableSchema {
@@ -153,6 +167,15 @@ impl TableSchema {
                     .ok_or_else(|| QueryError::Internal(format!("primary key column {} is not declared", k.name)))
             })
             .collect::<Result<Vec<_>>>()?;
+        let indexes = def
+            .indexes
+            .iter()
+            .map(|i| {
+                let columns = i.columns.iter().map(|n| columns.iter().position(|c| c.name == *n)).collect::<Option<Vec<_>>>();
+                let columns = columns.ok_or_else(|| QueryError::Internal(format!("a column of index {} is not declared", i.name)))?;
+                Ok(Index { name: i.name.clone(), columns, ready: i.ready, id: i.id })
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(TableSchema {
             name: def.name.clone(),
             columns,
@@ -162,6 +185,7 @@ impl TableSchema {
             dropped,
             owner,
             acl,
+            indexes,
         })
     }
 

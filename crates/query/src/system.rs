@@ -62,6 +62,7 @@ impl SystemView {
             owner: crate::roles::BOOTSTRAP.into(),
             // Everybody reads them, as PostgreSQL's statistics views.
             acl: Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))])),
+            indexes: vec![],
         })
     }
 

@@ -3,11 +3,13 @@
 //! ```text
 //! meta key                          value
 //! "n"                               next table id: u32
-//! "t" name                          table record (id, primary key, options, user metadata)
+//! "t" name                          table record (id, primary key, options, user metadata, indexes)
 //! "p" table_id:u32                  partitions of the table with their statistics
 //! "a" table_id:u32 partition-key    auto-increment counter of a generated column after the partition key: i64
 //! "a" table_id:u32                  sequence of a generated partition-key column: highest value reserved, i64
 //! "r" role name                     role record: opaque to the engine (the SQL layer's roles)
+//! "j" journal id:u64                DDL journal of an open transaction (engine/pending.rs)
+//! "c" journal id:u64                the mark that the journal's transaction committed
 //! ```
 
 use crate::codec::{Reader, Writer};
@@ -77,6 +79,19 @@ impl TableOptions {
     }
 }
 
+/// A secondary index of a table (engine/index.rs): its entries live under a key-space id of their own,
+/// drawn from the table ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexDef {
+    pub name: String,
+    /// Key columns or attribute columns, in the index's order.
+    pub columns: Vec<String>,
+    /// Given by the engine when the index is created.
+    pub id: u32,
+    /// Set once every row has its entry: until then writes maintain the index and reads do not use it.
+    pub ready: bool,
+}
+
 /// What `create_table` takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableDef {
@@ -87,6 +102,8 @@ pub struct TableDef {
     pub options: TableOptions,
     /// Opaque to the engine: the SQL layer keeps its declared columns here.
     pub user_meta: Vec<u8>,
+    /// Secondary indexes, made by `Store::create_index` (ignored by `create_table`).
+    pub indexes: Vec<IndexDef>,
 }
 
 impl TableDef {
@@ -134,6 +151,17 @@ impl TableDef {
         // Added after the first release: a record without them has hidden nothing.
         w.i64(self.options.hidden_before);
         w.u32(self.options.stored_versions);
+        // Added with secondary indexes.
+        w.u32(self.indexes.len() as u32);
+        for i in &self.indexes {
+            w.str(&i.name);
+            w.u32(i.id);
+            w.u8(i.ready as u8);
+            w.u8(i.columns.len() as u8);
+            for c in &i.columns {
+                w.str(c);
+            }
+        }
         w.buf
     }
 
@@ -158,7 +186,15 @@ impl TableDef {
         let user_meta = r.bytes()?.to_vec();
         let (hidden_before, stored_versions) = if r.remaining() > 0 { (r.i64()?, r.u32()?) } else { (i64::MIN, max_versions) };
         let options = TableOptions { ttl, max_versions, max_version_offset, hash_prefix, hidden_before, stored_versions };
-        Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta }))
+        let mut indexes = Vec::new();
+        if r.remaining() > 0 {
+            for _ in 0..r.u32()? {
+                let (name, id, ready) = (r.string()?, r.u32()?, r.u8()? != 0);
+                let columns = (0..r.u8()?).map(|_| r.string()).collect::<Result<Vec<_>>>()?;
+                indexes.push(IndexDef { name, columns, id, ready });
+            }
+        }
+        Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))
     }
 }
 

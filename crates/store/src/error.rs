@@ -56,6 +56,10 @@ pub enum StoreError {
     /// DDL on a table another transaction has changed and not ended (PostgreSQL would wait on its lock).
     #[error("could not obtain lock on relation \"{0}\": another transaction has changed it and has not ended")]
     TableLocked(String),
+    #[error("index \"{0}\" does not exist")]
+    UnknownIndex(String),
+    #[error("relation \"{0}\" already exists")]
+    IndexExists(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),
 }
@@ -84,6 +88,8 @@ impl StoreError {
             NotSupported(_) => "0A000",
             TableBeingRebuilt(_) => "55006",
             TableLocked(_) => "55P03",
+            UnknownIndex(_) => "42704",
+            IndexExists(_) => "42P07",
             Storage(_) => "58030",
             DiskFull(_) => "53100",
             Corrupt(_) => "XX001",

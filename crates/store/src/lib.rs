@@ -45,7 +45,7 @@ pub mod row;
 mod runs;
 pub mod value;
 
-pub use catalog::{PkColumn, TableDef, TableOptions};
+pub use catalog::{IndexDef, PkColumn, TableDef, TableOptions};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Access, BulkError, BulkLoad, Ddl, Durability, ReadView, RebuildError, Store, StoreConfig, Txn};
 pub use error::{Result, StoreError};

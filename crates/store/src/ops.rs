@@ -116,6 +116,9 @@ impl<'a> LatestRow<'a> {
     }
 }
 
+/// A page of row keys read from a secondary index, and the entry to resume after (`None`: the last page).
+pub type IndexPage = (Vec<Vec<PkValue>>, Option<Vec<u8>>);
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RangeResult {
     pub rows: Vec<Row>,

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use tabula_store::{
     Access, CellWrite, Condition, Direction, LatestRows, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
+    Value,
 };
 
 use crate::error::{QueryError, Result};
@@ -183,6 +184,26 @@ pub fn key(t: &TableSchema, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<
             Some(v) => out.push(v),
             None => return Ok(None),
         }
+    }
+    Ok(Some(out))
+}
+
+/// The engine values an index scan looks up: the constants of the index's leading columns as the columns
+/// store them, or `None` when one is NULL (matching nothing).
+pub fn index_values(t: &TableSchema, index: &str, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<Option<Value>>>> {
+    let ix = t.indexes.iter().find(|i| i.name == index).ok_or_else(|| QueryError::Internal(format!("index {index} is gone")))?;
+    let mut out = Vec::with_capacity(exprs.len());
+    for (e, &col) in exprs.iter().zip(&ix.columns) {
+        let d = e.eval(&[], ctx)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        // An integer is stored as an i64 whatever the column's width, and text as it is: no cast, which
+        // could fail where a comparison only answers false.
+        let ty = t.column_type(col);
+        let d =
+            if (ty.is_integer() && matches!(d, Datum::Int(_))) || (ty.is_text() && matches!(d, Datum::Text(_))) { d } else { d.cast(ty)? };
+        out.push(d.to_value());
     }
     Ok(Some(out))
 }

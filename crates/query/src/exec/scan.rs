@@ -4,6 +4,9 @@
 use super::pages::{all_versions, page_rows, FanOut, Pages};
 use super::*;
 
+/// Row keys read from an index at a time, then read as one multi-get.
+const INDEX_PAGE: usize = 256;
+
 /// The rows of a latest-value page as SQL rows, each handed to `f` (what `sql_rows` makes of a one-version
 /// read): `slots[i]` is the column index of a row's `i`th cell; the `_version` pseudo-column is the newest of
 /// the cells' versions.
@@ -131,6 +134,27 @@ impl Executor<'_> {
                     stats.engine_calls += 1;
                     let rows: Vec<Row> = self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
                     feed(rows, &mut stats)?;
+                }
+            }
+            AccessPath::IndexScan { index, values } => {
+                let Some(values) = super::index_values(t, index, values, &self.ctx)? else { return Ok(()) };
+                let mut after = None;
+                loop {
+                    self.interrupt.check()?;
+                    stats.engine_calls += 1;
+                    let (pks, next) = self.access.index_pks(&t.name, index, &values, after.as_deref(), INDEX_PAGE).map_err(store_err)?;
+                    if !pks.is_empty() {
+                        stats.engine_calls += 1;
+                        let rows: Vec<Row> =
+                            self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
+                        if !feed(rows, &mut stats)? {
+                            break;
+                        }
+                    }
+                    match next {
+                        Some(n) => after = Some(n),
+                        None => break,
+                    }
                 }
             }
             AccessPath::RangeScan { start, end, direction } => {

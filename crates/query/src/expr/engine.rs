@@ -158,6 +158,7 @@ mod tests {
             dropped: vec![],
             owner: "tabula".into(),
             acl: None,
+            indexes: vec![],
         }
     }
 

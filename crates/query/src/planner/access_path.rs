@@ -158,6 +158,42 @@ pub(super) fn or_of_keys(t: &TableSchema, e: &Expr) -> Option<Vec<Vec<Expr>>> {
         .collect()
 }
 
+/// Whether a column of type `ty` stores exactly one value for each value equal to it, so that an index
+/// lookup of a constant finds every equal row: not numeric (`1.5` is stored apart from `1.50`), floats
+/// (`-0` and `0`) or json.
+fn index_lookup_type(ty: SqlType) -> bool {
+    ty.is_integer()
+        || ty.is_text()
+        || matches!(ty, SqlType::Bool | SqlType::Bytea | SqlType::Date | SqlType::Timestamp | SqlType::Timestamptz | SqlType::Uuid)
+}
+
+/// `col = constant` for an index column of type `ty`, where the constant is of the column's type (any
+/// integer for an integer column, any text for a text one).
+fn index_eq(t: &TableSchema, e: &Expr, col: usize) -> Option<Expr> {
+    let ty = t.column_type(col);
+    let c = eq_column_const(e, col)?;
+    let ct = c.ty();
+    (index_lookup_type(ty) && (ct == ty || (ty.is_integer() && ct.is_integer()) || (ty.is_text() && ct.is_text()))).then_some(c)
+}
+
+/// The ready index with the most leading columns fixed by equalities, if any.
+fn index_access(t: &TableSchema, conjuncts: &[Expr]) -> Option<AccessPath> {
+    let mut best: Option<(&str, Vec<Expr>)> = None;
+    for ix in t.indexes.iter().filter(|i| i.ready) {
+        let mut values = Vec::new();
+        for &col in &ix.columns {
+            match conjuncts.iter().find_map(|c| index_eq(t, c, col)) {
+                Some(v) => values.push(v),
+                None => break,
+            }
+        }
+        if !values.is_empty() && best.as_ref().is_none_or(|(_, b)| values.len() > b.len()) {
+            best = Some((&ix.name, values));
+        }
+    }
+    best.map(|(index, values)| AccessPath::IndexScan { index: index.to_string(), values })
+}
+
 /// Chooses the access path for a conjunctive WHERE clause; returns it and what it does not capture.
 pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<Expr>) {
     let n = t.pk.len();
@@ -267,6 +303,10 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
         }
     }
     if k == 0 && lower.is_none() && upper.is_none() {
+        if let Some(access) = index_access(t, &conjuncts) {
+            // Every conjunct stays: the rows an index names are checked again.
+            return (access, conjuncts);
+        }
         return (AccessPath::FullScan { direction: Direction::Forward }, conjuncts);
     }
     let mut start = prefix.clone();
@@ -296,7 +336,7 @@ pub(super) fn key_order(t: &TableSchema, access: &AccessPath, order: &[(Expr, bo
     if matches!(access, AccessPath::PointGet { .. }) {
         return Some(Direction::Forward);
     }
-    if matches!(access, AccessPath::BatchGet { .. }) {
+    if matches!(access, AccessPath::BatchGet { .. } | AccessPath::IndexScan { .. }) {
         return None;
     }
     // Key columns fixed by equality may appear anywhere; the rest must follow key order.

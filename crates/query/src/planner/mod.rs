@@ -21,6 +21,7 @@ use crate::types::{Datum, SqlType};
 mod access_path;
 mod ddl;
 mod dml;
+mod index;
 mod routes;
 mod select;
 mod utility;
@@ -28,6 +29,7 @@ mod utility;
 pub use access_path::choose_access;
 pub(crate) use access_path::needed_columns;
 use access_path::*;
+use ddl::created_name;
 pub(crate) use ddl::key_columns;
 pub(crate) use dml::default_name;
 use routes::*;
@@ -79,6 +81,16 @@ impl<'a> Planner<'a> {
             Statement::CreateTable(c) => self.create_table(c),
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
                 Ok(Plan::DropTable { names: names.iter().map(object_name).collect(), if_exists: *if_exists })
+            }
+            Statement::CreateIndex(c) => self.create_index(c),
+            Statement::Drop { object_type: ast::ObjectType::Index, if_exists, names, cascade, .. } => {
+                if *cascade {
+                    return Err(QueryError::NotSupported("DROP INDEX ... CASCADE: nothing depends on an index".into()));
+                }
+                Ok(Plan::DropIndex { names: names.iter().map(created_name).collect::<Result<_>>()?, if_exists: *if_exists })
+            }
+            Statement::AlterIndex { name, operation: ast::AlterIndexOperation::RenameIndex { index_name } } => {
+                Ok(Plan::RenameIndex { name: created_name(name)?, to: created_name(index_name)? })
             }
             Statement::Truncate(t) => Ok(Plan::Truncate { names: t.table_names.iter().map(|n| object_name(&n.name)).collect() }),
             Statement::AlterTable(a) => self.alter_table(a),

@@ -188,6 +188,10 @@ impl Planner<'_> {
             Some(view) => (AccessPath::System(view), conjuncts),
             None => choose_access(&table, conjuncts),
         };
+        // An index holds each row's newest values: a read of older versions finds its rows by key.
+        if !matches!(versions, Versions::Latest) && matches!(access, AccessPath::IndexScan { .. }) {
+            access = AccessPath::FullScan { direction: Direction::Forward };
+        }
         // ORDER BY the key (after the equality prefix) is the scan direction; anything else sorts.
         let mut sort = order.clone();
         if let Some(dir) = key_order(&table, &access, &order) {

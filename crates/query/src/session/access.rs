@@ -52,7 +52,7 @@ impl Session {
         }
     }
 
-    fn need_owner(&self, name: &str) -> Result<()> {
+    pub(super) fn need_owner(&self, name: &str) -> Result<()> {
         match self.db.table(name) {
             Ok(t) if t.owner != self.current_user() => Err(not_owner(name)),
             // A table that does not exist fails as it would for anyone.

@@ -202,7 +202,8 @@ impl Session {
     ) -> Result<Output> {
         // A generated column after the partition key counts per partition-key value, inside a transaction;
         // a generated partition key draws from its sequence, which a bulk load does too.
-        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity);
+        // So does a table with secondary indexes, whose entries a bulk load's table files do not hold.
+        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity) || !table.indexes.is_empty();
         let (txn, bulk) = match (&self.txn, generated) {
             (Some(_), _) => (None, None),
             (None, true) => (Some(self.db.store().begin()), None),

@@ -26,6 +26,7 @@ fn table_def(name: &str, columns: &[ColumnDef], pk: &[usize], partition_key_len:
         partition_key_len,
         options,
         user_meta: meta,
+        indexes: vec![],
     }
 }
 
@@ -163,6 +164,10 @@ impl Session {
         };
         if schema.is_pk(i) {
             return Err(QueryError::NotSupported(format!("cannot drop primary key column \"{column}\"")));
+        }
+        // Its indexes go with it, as in PostgreSQL.
+        for ix in schema.indexes.iter().filter(|ix| ix.columns.contains(&i)) {
+            self.ddl().drop_index(table, &ix.name)?;
         }
         let mut altered = (*schema).clone();
         altered.columns.remove(i);

@@ -28,6 +28,7 @@ mod copy;
 mod ddl;
 mod dml;
 mod explain;
+mod index;
 mod settings;
 mod statements;
 
@@ -507,6 +508,9 @@ impl Session {
             Plan::AddPrimaryKey { table, columns, partition_key_len } => self.add_primary_key(table, columns, *partition_key_len),
             Plan::RenameTable { table, to } => self.rename_table(table, to),
             Plan::AlterOwner { table, owner } => self.alter_owner(table, owner),
+            Plan::CreateIndex { table, name, columns, if_not_exists } => self.create_index(table, name.as_deref(), columns, *if_not_exists),
+            Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
+            Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),
             Plan::AlterColumn { table, column, change } => self.alter_column(table, column, change),
             Plan::AlterSchemaOwner { schema, owner } => self.alter_schema_owner(schema, owner),

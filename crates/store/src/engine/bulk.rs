@@ -66,8 +66,13 @@ impl Streamed {
 impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
+        let table = self.inner.table(table)?;
+        if !table.def.read().indexes.is_empty() {
+            // Table files hold rows only: a table with indexes takes its rows in a transaction.
+            return Err(StoreError::NotSupported("a bulk load into a table with secondary indexes".into()));
+        }
         Ok(BulkLoad {
-            table: self.inner.table(table)?,
+            table,
             rows: Vec::new(),
             rows_ascending: true,
             held: 0,
@@ -206,6 +211,10 @@ impl BulkLoad {
         let _exclusive = self.inner.commit_gate.write();
         if self.table.retired.load(Ordering::SeqCst) {
             return Err(StoreError::TableBeingRebuilt(format!("table \"{}\"", self.table.def.read().name)).into());
+        }
+        // An index made since the load began: its rows would have no entries.
+        if !self.table.def.read().indexes.is_empty() {
+            return Err(StoreError::Conflict.into());
         }
         let src = self.inner.reader();
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.

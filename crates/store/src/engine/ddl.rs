@@ -114,6 +114,57 @@ impl Ddl<'_> {
     }
 }
 
+impl Ddl<'_> {
+    /// CREATE INDEX (`Store::create_index`). In a transaction, as a rebuild: not after rows were written
+    /// in it (their entries would be missing), and it reads from then on at a snapshot holding the entries.
+    pub fn create_index(&mut self, table: &str, name: &str, columns: &[String]) -> Result<()> {
+        self.check(&[table])?;
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index(table, name, columns) };
+        if t.wrote.get() {
+            return Err(StoreError::NotSupported("CREATE INDEX after rows were written in the same transaction".into()));
+        }
+        t.before_change(table, &[])?;
+        self.store.create_index(table, name, columns)?;
+        let id = index_id(self.store, table, name)?;
+        t.index_entries(table, id, true)?;
+        t.renew_snapshot(self.store);
+        Ok(())
+    }
+
+    /// DROP INDEX. In a transaction its entries stay until the commit, for an undo.
+    pub fn drop_index(&mut self, table: &str, name: &str) -> Result<()> {
+        self.check(&[table])?;
+        let Some(t) = &self.txn else { return self.store.drop_index(table, name) };
+        let id = self.index_id(table, name)?;
+        t.before_change(table, &[])?;
+        self.inner().remove_index(&*self.inner().table(table)?, name, false)?;
+        t.index_entries(table, id, false)
+    }
+
+    /// ALTER INDEX ... RENAME TO.
+    pub fn rename_index(&mut self, table: &str, name: &str, to: &str) -> Result<()> {
+        self.check(&[table])?;
+        self.index_id(table, name)?;
+        if let Some(t) = &self.txn {
+            t.before_change(table, &[])?;
+        }
+        self.inner().alter(table, |d| {
+            d.indexes.iter_mut().filter(|i| i.name == name).for_each(|i| i.name = to.to_string());
+            Ok(())
+        })
+    }
+
+    fn index_id(&self, table: &str, name: &str) -> Result<u32> {
+        index_id(self.store, table, name)
+    }
+}
+
+fn index_id(store: &Store, table: &str, name: &str) -> Result<u32> {
+    let t = store.inner.table(table)?;
+    let id = t.def.read().indexes.iter().find(|i| i.name == name).map(|i| i.id);
+    id.ok_or_else(|| StoreError::UnknownIndex(name.into()))
+}
+
 impl Txn {
     /// Begins the transaction again at a new snapshot, with as many savepoints as it had. Only for one that
     /// has not written rows: the old engine transaction, empty, is dropped.

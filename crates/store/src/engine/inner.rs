@@ -66,9 +66,15 @@ impl Inner {
             None => 1,
         };
         let part = Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0);
+        // An empty table's indexes (a TRUNCATE's new table) are complete, each in a key space of its own.
+        for (i, ix) in def.indexes.iter_mut().enumerate() {
+            ix.id = id + 1 + i as u32;
+            ix.ready = true;
+        }
+        let next = id + 1 + def.indexes.len() as u32;
         self.kv.meta_write(
             &[
-                (catalog::NEXT_TABLE_ID.to_vec(), Some((id + 1).to_be_bytes().to_vec())),
+                (catalog::NEXT_TABLE_ID.to_vec(), Some(next.to_be_bytes().to_vec())),
                 (catalog::table_key(&def.name), Some(def.encode(id))),
                 (catalog::partitions_key(id), Some(partition::encode_all(2, &[&part]))),
             ],
@@ -83,7 +89,9 @@ impl Inner {
         let t = self.table(name)?;
         // The definition, partitions, auto-increment counters and rows go in one atomic write.
         let gone = self.drop_writes(&t, name)?;
-        self.kv.meta_write(&gone, &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())])?;
+        let mut ranges = Inner::index_ranges(&t);
+        ranges.push((keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec()));
+        self.kv.meta_write(&gone, &ranges)?;
         self.tables.write().remove(name);
         self.rules.write().remove(&t.id);
         Ok(())
@@ -128,10 +136,9 @@ impl Inner {
         let t = self.table(name)?;
         let pid = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
         let part = Partition::new(pid, keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), 0, 0);
-        self.kv.meta_write(
-            &[(catalog::partitions_key(t.id), Some(partition::encode_all(pid + 1, &[&part])))],
-            &[(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())],
-        )?;
+        let mut ranges = Inner::index_ranges(&t);
+        ranges.push((keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec()));
+        self.kv.meta_write(&[(catalog::partitions_key(t.id), Some(partition::encode_all(pid + 1, &[&part])))], &ranges)?;
         *t.partitions.write() = vec![Arc::new(part)];
         Ok(())
     }

@@ -12,6 +12,8 @@
 //! - A change of definition (columns, options, name, owner, privileges) is undone by writing the
 //!   definition back.
 //! - TRUNCATE and a rebuild (`Store::rebuild`) set the old table aside, and a new one takes its name.
+//! - CREATE INDEX is undone by removing its entries (the table's definition is written back); DROP INDEX
+//!   removes its entries at the commit.
 //!
 //! Each entry is journaled (a durable catalog write) before its change is made, except a creation, whose
 //! table id is known only after: a crash between the two leaves the created table behind.
@@ -30,6 +32,7 @@
 //!   1 Created    payload empty
 //!   2 SetAside   payload: the table's name
 //!   3 Defined    payload: the table's record (TableDef::encode) before the change
+//!   4 IndexCreated, 5 IndexDropped   table id: the index's key space; payload empty
 //! ```
 
 use super::*;
@@ -47,13 +50,28 @@ pub(crate) struct Journal {
 #[derive(Clone)]
 enum Undo {
     Created(u32),
-    SetAside { id: u32, name: String },
-    Defined { id: u32, def: TableDef },
+    SetAside {
+        id: u32,
+        name: String,
+    },
+    Defined {
+        id: u32,
+        def: TableDef,
+    },
+    /// An index's entries (key space `id`): removed by an undo (the index was created) or by the commit
+    /// (it was dropped; the table's `Defined` entry brings its definition back on an undo).
+    IndexCreated(u32),
+    IndexDropped(u32),
 }
 
 /// The name a table is set aside under.
 pub(super) fn aside_name(id: u32) -> String {
     format!("\0aside\0{id}")
+}
+
+/// The keys of key space `id` (a table's rows or an index's entries).
+fn space_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+    (keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec())
 }
 
 /// Whether `name` is one the engine gives tables set aside: never a user's table.
@@ -68,6 +86,8 @@ fn encode(undo: &[Undo]) -> Vec<u8> {
             Undo::Created(id) => (1u8, *id, Vec::new()),
             Undo::SetAside { id, name } => (2, *id, name.as_bytes().to_vec()),
             Undo::Defined { id, def } => (3, *id, def.encode(*id)),
+            Undo::IndexCreated(id) => (4, *id, Vec::new()),
+            Undo::IndexDropped(id) => (5, *id, Vec::new()),
         };
         out.push(tag);
         out.extend_from_slice(&id.to_be_bytes());
@@ -91,6 +111,8 @@ fn decode(mut buf: &[u8]) -> Result<Vec<Undo>> {
             1 => Undo::Created(id),
             2 => Undo::SetAside { id, name: String::from_utf8(payload.to_vec()).map_err(|_| corrupt())? },
             3 => Undo::Defined { id, def: TableDef::decode(payload)?.1 },
+            4 => Undo::IndexCreated(id),
+            5 => Undo::IndexDropped(id),
             _ => return Err(corrupt()),
         });
         buf = &buf[9 + len..];
@@ -116,6 +138,8 @@ impl Inner {
     /// Undoes one entry. Each step checks what is there, so that it can run again after a crash.
     fn undo(&self, u: &Undo) -> Result<()> {
         match u {
+            Undo::IndexCreated(id) => Ok(self.kv.meta_write(&[], &[space_range(*id)])?),
+            Undo::IndexDropped(_) => Ok(()),
             Undo::Created(id) => match self.name_of(*id) {
                 Some(name) => self.drop_table(&name),
                 None => Ok(()),
@@ -157,9 +181,16 @@ impl Inner {
     pub(super) fn recover_journals(&self) -> Result<()> {
         for (key, value) in self.kv.meta_scan(b"j")? {
             let id = u64::from_be_bytes(key[1..].try_into().map_err(|_| StoreError::Corrupt("DDL journal key".into()))?);
+            let undo = decode(&value)?;
             if self.kv.meta_get(&catalog::committed_key(id))?.is_none() {
-                for u in decode(&value)?.iter().rev() {
+                for u in undo.iter().rev() {
                     self.undo(u)?;
+                }
+            } else {
+                for u in &undo {
+                    if let Undo::IndexDropped(id) = u {
+                        self.kv.meta_write(&[], &[space_range(*id)])?;
+                    }
                 }
             }
             self.kv.meta_write(&[(key, None), (catalog::committed_key(id), None)], &[])?;
@@ -216,6 +247,11 @@ impl Txn {
         let def = t.def.read().clone();
         let names: Vec<&str> = std::iter::once(name).chain(also.iter().copied()).collect();
         self.record(Undo::Defined { id: t.id, def }, &names)
+    }
+
+    /// Journals an index's entries: `created` (removed by an undo) or dropped (removed by the commit).
+    pub(super) fn index_entries(&self, table: &str, id: u32, created: bool) -> Result<()> {
+        self.record(if created { Undo::IndexCreated(id) } else { Undo::IndexDropped(id) }, &[table])
     }
 
     pub(super) fn created(&self, name: &str) -> Result<()> {
@@ -297,8 +333,12 @@ impl Txn {
         let mut done = true;
         if committed {
             for u in &j.undo {
-                if let Undo::SetAside { id, .. } = u {
-                    done &= matches!(self.inner.drop_table(&aside_name(*id)), Ok(()) | Err(StoreError::UnknownTable(_)));
+                match u {
+                    Undo::SetAside { id, .. } => {
+                        done &= matches!(self.inner.drop_table(&aside_name(*id)), Ok(()) | Err(StoreError::UnknownTable(_)))
+                    }
+                    Undo::IndexDropped(id) => done &= self.inner.kv.meta_write(&[], &[space_range(*id)]).is_ok(),
+                    _ => {}
                 }
             }
         } else {
@@ -325,13 +365,14 @@ mod tests {
             partition_key_len: 1,
             options: TableOptions::default(),
             user_meta: vec![1, 2, 3],
+            indexes: vec![crate::catalog::IndexDef { name: "i".into(), columns: vec!["a".into(), "b".into()], id: 9, ready: true }],
         };
         let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];
         let back = decode(&encode(&undo)).unwrap();
         assert_eq!(back.len(), 3);
         assert!(matches!(&back[0], Undo::Created(7)));
         assert!(matches!(&back[1], Undo::SetAside { id: 3, name } if name == "old"));
-        assert!(matches!(&back[2], Undo::Defined { id: 3, def: d } if d.name == "t" && d.user_meta == vec![1, 2, 3]));
+        assert!(matches!(&back[2], Undo::Defined { id: 3, def: d } if *d == def));
         assert!(decode(&[2, 0, 0, 0, 1, 0, 0, 0, 9, b'x']).is_err());
     }
 }

@@ -48,6 +48,9 @@ impl Store {
     ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
+        if !old.def.read().indexes.is_empty() {
+            return Err(StoreError::NotSupported("moving the rows of a table with secondary indexes: drop its indexes first".into()).into());
+        }
         let temp = format!("tabula_rebuild_{}", old.id);
         match self.inner.drop_table(&temp) {
             Ok(()) | Err(StoreError::UnknownTable(_)) => {}

@@ -36,6 +36,7 @@ impl WriteCtx<'_> {
     }
 
     pub(super) fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow>) -> Result<()> {
+        self.index_row(t, &key, old.as_deref(), new.as_ref())?;
         let old_len = old.as_ref().map(|v| v.len() + key.len()).unwrap_or(0) as i64;
         let (new_len, rows) = match &new {
             Some(row) => {
@@ -165,7 +166,7 @@ impl WriteCtx<'_> {
         let existing = self.src().multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let rules = t.rules();
         let mut batch_keys = std::collections::HashSet::with_capacity(keys.len());
-        for (i, old) in existing.into_iter().enumerate() {
+        for (i, old) in existing.iter().enumerate() {
             let visible = match &old {
                 Some(v) => StoredRow::decode(v)?.visible(rules, self.now).is_some(),
                 None => false,
@@ -175,7 +176,8 @@ impl WriteCtx<'_> {
                 return Err(StoreError::RowExists);
             }
         }
-        for (key, row) in keys.into_iter().zip(values) {
+        for ((key, row), old) in keys.into_iter().zip(values).zip(&existing) {
+            self.index_row(t, &key, old.as_deref(), Some(&row))?;
             let v = row.encode();
             let size = (key.len() + v.len()) as i64;
             self.txn.put(Space::Data, &key, &v)?;

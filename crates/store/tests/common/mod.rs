@@ -45,6 +45,7 @@ pub fn table(name: &str, pk: &[(&str, PkType)], options: TableOptions) -> TableD
         partition_key_len: 1,
         options,
         user_meta: vec![],
+        indexes: vec![],
     }
 }
 

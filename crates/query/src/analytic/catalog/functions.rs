@@ -13,6 +13,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
         (_, OidPart::PrimaryKeyConstraint) => None,
+        (name, OidPart::Index(i)) => Some(quote_ident(&db.table(&name).ok()?.indexes.get(i)?.name)),
     }
 }
 
@@ -22,12 +23,21 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
     match (what, part) {
-        (OidText::IndexDef, OidPart::PrimaryKeyIndex) => {
-            Some(format!("CREATE UNIQUE INDEX {}_pkey ON public.{} USING btree ({})", t.name, quote_ident(&t.name), cols.join(", ")))
-        }
+        (OidText::IndexDef, OidPart::PrimaryKeyIndex) => Some(index_def(&t, None)),
         (OidText::ConstraintDef, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
+        (OidText::IndexDef, OidPart::Index(i)) => Some(index_def(&t, Some(t.indexes.get(i)?))),
         _ => None,
     }
+}
+
+/// `pg_get_indexdef` of table `t`'s primary key (`None`) or of one of its secondary indexes.
+pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -> String {
+    let (unique, name, columns) = match index {
+        None => ("UNIQUE ", format!("{}_pkey", t.name), &t.pk),
+        Some(ix) => ("", ix.name.clone(), &ix.columns),
+    };
+    let cols: Vec<String> = columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+    format!("CREATE {unique}INDEX {} ON public.{} USING btree ({})", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
 }
 
 fn quote_ident(s: &str) -> String {

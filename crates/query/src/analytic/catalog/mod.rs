@@ -86,6 +86,9 @@ enum OidPart {
     Table,
     PrimaryKeyIndex,
     PrimaryKeyConstraint,
+    /// A secondary index, by its position in the table's indexes. Its OID is [`table_oid`] of its key
+    /// space, which no table has.
+    Index(usize),
 }
 
 /// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
@@ -93,8 +96,17 @@ fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
     let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
     let id = u32::try_from(rel / 3).ok()?;
     let part = [OidPart::Table, OidPart::PrimaryKeyIndex, OidPart::PrimaryKeyConstraint][(rel % 3) as usize];
-    let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
-    Some((name, part))
+    let names = db.store().table_names();
+    if let Some(name) = names.iter().find(|n| db.store().table_id(n).ok() == Some(id)) {
+        return Some((name.clone(), part));
+    }
+    if part != OidPart::Table {
+        return None;
+    }
+    names.into_iter().find_map(|n| {
+        let i = db.table(&n).ok()?.indexes.iter().position(|i| i.id == id)?;
+        Some((n, OidPart::Index(i)))
+    })
 }
 
 /// A relation as the catalog describes it.
@@ -449,6 +461,7 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_attribute" => &PgAttribute,
         "pg_namespace" => &PgNamespace,
         "pg_index" => &PgIndex,
+        "pg_indexes" => &PgIndexes,
         "pg_constraint" => &PgConstraint,
         "pg_attrdef" => &PgAttrdef,
         "pg_database" => &PgDatabase,

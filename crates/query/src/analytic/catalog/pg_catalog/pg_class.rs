@@ -1,4 +1,4 @@
-//! `pg_class`: every relation, Tabula's tables and their primary-key indexes among them.
+//! `pg_class`: every relation, Tabula's tables and their indexes (primary keys' and secondary) among them.
 
 use crate::analytic::catalog::*;
 
@@ -60,7 +60,7 @@ impl Relation for PgClass {
                 None => (-1.0, Cell::Null),
             };
             let keyed = r.tabula.as_ref().filter(|(t, _)| !t.keyless());
-            let has_index = keyed.is_some();
+            let has_index = keyed.is_some() || r.tabula.as_ref().is_some_and(|(t, _)| !t.indexes.is_empty());
             let owned = || match &r.tabula {
                 Some((t, _)) => {
                     let owner = s.db.roles().get(&t.owner).map_or(OWNER, |o| o.oid as i32);
@@ -82,6 +82,10 @@ impl Relation for PgClass {
                     Cell::Null,
                     (owned().0, Cell::Null),
                 ));
+            }
+            for ix in r.tabula.iter().flat_map(|(t, _)| &t.indexes) {
+                let n = ix.columns.len() as i64;
+                out.push(pg_class_row(table_oid(ix.id), &ix.name, nsp, BTREE_AM, rows, false, "i", n, Cell::Null, (owned().0, Cell::Null)));
             }
         }
         Ok(out)

@@ -1,4 +1,4 @@
-//! `pg_index`: each table's primary key, its one index.
+//! `pg_index`: each table's primary key and secondary indexes.
 
 use crate::analytic::catalog::*;
 
@@ -61,6 +61,35 @@ impl Relation for PgIndex {
                 Cell::Null,
                 Cell::Null,
             ]);
+        }
+        for (r, t, _) in s.tabula() {
+            for ix in &t.indexes {
+                let n = ix.columns.len() as i64;
+                let flag = |b: bool| -> Cell { b.into() };
+                out.push(vec![
+                    table_oid(ix.id).into(),
+                    r.oid.into(),
+                    n.into(),
+                    n.into(),
+                    flag(false),
+                    flag(false),
+                    flag(false),
+                    flag(false),
+                    flag(true),
+                    flag(false),
+                    flag(ix.ready),
+                    flag(false),
+                    flag(ix.ready),
+                    flag(true),
+                    flag(false),
+                    Cell::Ints(ix.columns.iter().map(|&c| c as i64 + 1).collect()),
+                    Cell::Ints(ix.columns.iter().map(|&c| collation(t.columns[c].ty) as i64).collect()),
+                    Cell::Ints(vec![0; n as usize]),
+                    Cell::Ints(vec![0; n as usize]),
+                    Cell::Null,
+                    Cell::Null,
+                ]);
+            }
         }
         Ok(out)
     }

@@ -1,0 +1,48 @@
+//! CREATE INDEX: what Tabula builds of it (a global index on plain columns, ascending), and 0A000 for the
+//! rest.
+
+use super::*;
+
+impl Planner<'_> {
+    pub(super) fn create_index(&mut self, c: &ast::CreateIndex) -> Result<Plan> {
+        let refuse = |what: &str| Err(QueryError::NotSupported(format!("CREATE INDEX {what} is not built yet")));
+        if c.unique {
+            return refuse("UNIQUE");
+        }
+        if c.predicate.is_some() {
+            return refuse("... WHERE (a partial index)");
+        }
+        if !c.include.is_empty() {
+            return refuse("... INCLUDE");
+        }
+        if !c.with.is_empty() || !c.index_options.is_empty() || !c.alter_options.is_empty() {
+            return refuse("... WITH (...) (local indexes and index options)");
+        }
+        if c.using.as_ref().is_some_and(|u| !matches!(u, ast::IndexType::BTree)) {
+            return refuse("USING other than btree");
+        }
+        let table = created_name(&c.table_name)?;
+        let schema = self.catalog.table(&table)?;
+        let mut columns = Vec::new();
+        for ic in &c.columns {
+            let o = &ic.column.options;
+            if o.asc == Some(false) || o.nulls_first == Some(true) || ic.operator_class.is_some() {
+                return refuse("with DESC, NULLS FIRST or an operator class");
+            }
+            let name = match &ic.column.expr {
+                ast::Expr::Identifier(i) => ident_name(i),
+                _ => return refuse("on an expression"),
+            };
+            // Not `_version`, which no row stores as a column.
+            if schema.column_index(&name).filter(|&i| i < schema.visible().len()).is_none() {
+                return Err(QueryError::UndefinedColumn(name));
+            }
+            columns.push(name);
+        }
+        if columns.is_empty() || columns.len() > 32 {
+            return Err(QueryError::Syntax("an index has 1 to 32 columns".into()));
+        }
+        let name = c.name.as_ref().map(created_name).transpose()?;
+        Ok(Plan::CreateIndex { table, name, columns, if_not_exists: c.if_not_exists })
+    }
+}

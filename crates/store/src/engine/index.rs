@@ -1,0 +1,282 @@
+//! Secondary indexes (global: each has a key space of its own, ordered by the index's columns). An entry
+//! is written in the same engine transaction as its row, so a read through an index sees exactly what the
+//! table holds, inside transactions too.
+//!
+//! ```text
+//! key   = index_id:u32-BE  column+  row-key
+//! value = row-key                               (the row's key columns, as keys::encode_pk writes them)
+//! column = 0x02 tag value  |  0x03 (NULL: after every value, as PostgreSQL's ascending indexes put them)
+//!   tag 0x01 Boolean  1 byte
+//!       0x02 Integer  8 bytes big-endian of (v XOR 1<<63)
+//!       0x03 Double   8 bytes big-endian: the bits, all flipped when negative, else the sign bit set
+//!       0x04 String / 0x05 Binary  bytes with 0x00 escaped as 0x00 0xFF, then 0x00 0x01
+//! ```
+//! An entry holds the row's newest stored value of each column. Versions only ever hide from the newest
+//! down (a ttl hides a cell's oldest versions first, `max_versions` its oldest), so the newest stored
+//! value is the visible one unless nothing of the column is visible. Entries therefore cover every row a
+//! read could find, and may also name rows whose values have since expired, whose entries stay until
+//! the row is written again: a read through an index checks each row it finds against its condition.
+
+use super::*;
+use crate::catalog::IndexDef;
+
+const NOT_NULL: u8 = 0x02;
+const NULL: u8 = 0x03;
+
+fn encode_value(out: &mut Vec<u8>, v: Option<&Value>) {
+    let Some(v) = v else {
+        out.push(NULL);
+        return;
+    };
+    out.push(NOT_NULL);
+    match v {
+        Value::Boolean(b) => out.extend_from_slice(&[0x01, *b as u8]),
+        Value::Integer(i) => {
+            out.push(0x02);
+            out.extend_from_slice(&((*i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        Value::Double(d) => {
+            out.push(0x03);
+            let bits = d.to_bits();
+            let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        Value::String(s) => {
+            out.push(0x04);
+            escape(out, s.as_bytes());
+        }
+        Value::Binary(b) => {
+            out.push(0x05);
+            escape(out, b);
+        }
+    }
+}
+
+fn escape(out: &mut Vec<u8>, b: &[u8]) {
+    for &byte in b {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+/// The key prefix of the entries whose first columns hold `values` (the whole index for none).
+pub(crate) fn prefix(ix: &IndexDef, values: &[Option<Value>]) -> Vec<u8> {
+    let mut k = keys::table_prefix(ix.id).to_vec();
+    for v in values {
+        encode_value(&mut k, v.as_ref());
+    }
+    k
+}
+
+fn pk_as_value(v: &PkValue) -> Value {
+    match v {
+        PkValue::String(s) => Value::String(s.clone()),
+        PkValue::Integer(i) => Value::Integer(*i),
+        PkValue::Binary(b) => Value::Binary(b.clone()),
+    }
+}
+
+/// The entry key of a row: its key columns `pk` (encoded: `row_key`) and its stored cells.
+fn entry_key(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row_key: &[u8], row: &StoredRow) -> Vec<u8> {
+    let values: Vec<Option<Value>> = ix
+        .columns
+        .iter()
+        .map(|c| match def.primary_key.iter().position(|k| k.name == *c) {
+            Some(i) => Some(pk_as_value(&pk[i])),
+            None => row
+                .columns
+                .binary_search_by(|(n, _)| n.as_str().cmp(c))
+                .ok()
+                .and_then(|i| row.columns[i].1.first().map(|cell| cell.value.clone())),
+        })
+        .collect();
+    let mut k = prefix(ix, &values);
+    k.extend_from_slice(row_key);
+    k
+}
+
+impl WriteCtx<'_> {
+    /// Keeps the table's indexes in step with one row's write: `old` the row's stored bytes before,
+    /// `new` what it holds after (`None`: deleted).
+    pub(super) fn index_row(&mut self, t: &Table, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow>) -> Result<()> {
+        let def = t.def.read();
+        if def.indexes.is_empty() {
+            return Ok(());
+        }
+        let row_key = &key[t.prefix_len()..];
+        let pk = t.decode_pk(key)?;
+        let old = old.map(StoredRow::decode).transpose()?;
+        for ix in &def.indexes {
+            let before = old.as_ref().map(|r| entry_key(&def, ix, &pk, row_key, r));
+            let after = new.map(|r| entry_key(&def, ix, &pk, row_key, r));
+            if before == after {
+                continue;
+            }
+            if let Some(k) = before {
+                self.txn.delete(Space::Data, &k)?;
+            }
+            if let Some(k) = after {
+                self.txn.put(Space::Data, &k, row_key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Row keys from index `index` of table `t` whose first columns equal `values`, in index order, from
+    /// after entry `after` on, at most `limit`; and the entry to resume after, if the limit cut the read.
+    pub(super) fn index_pks(
+        &self,
+        src: &dyn Read,
+        t: &Table,
+        index: &str,
+        values: &[Option<Value>],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<IndexPage> {
+        let ix = t.def.read().indexes.iter().find(|i| i.name == index).cloned().ok_or_else(|| StoreError::UnknownIndex(index.into()))?;
+        let start = prefix(&ix, values);
+        let end = keys::prefix_successor(&start).unwrap_or_else(|| keys::table_end(ix.id).to_vec());
+        let lower = match after {
+            Some(a) => {
+                let mut k = a.to_vec();
+                k.push(0);
+                k
+            }
+            None => start,
+        };
+        let mut cursor = src.scan(lower, end, true);
+        cursor.seek_to_first();
+        let mut pks = Vec::new();
+        let mut last = Vec::new();
+        while cursor.valid() {
+            if pks.len() == limit {
+                return Ok((pks, Some(last)));
+            }
+            pks.push(keys::decode_pk(cursor.value(), &t.pk_types)?);
+            last = cursor.key().to_vec();
+            cursor.advance(false);
+        }
+        cursor.status()?;
+        Ok((pks, None))
+    }
+
+    /// The range deletions that remove every entry of `t`'s indexes.
+    pub(super) fn index_ranges(t: &Table) -> Vec<(Vec<u8>, Vec<u8>)> {
+        t.def.read().indexes.iter().map(|i| (keys::table_prefix(i.id).to_vec(), keys::table_end(i.id).to_vec())).collect()
+    }
+
+    /// Draws a new key-space id (for an index) from the table ids.
+    pub(super) fn new_space_id(&self) -> Result<u32> {
+        let id = match self.kv.meta_get(catalog::NEXT_TABLE_ID)? {
+            Some(v) => u32::from_be_bytes(v.as_slice().try_into().map_err(|_| StoreError::Corrupt("next table id".into()))?),
+            None => 1,
+        };
+        self.kv.meta_write(&[(catalog::NEXT_TABLE_ID.to_vec(), Some((id + 1).to_be_bytes().to_vec()))], &[])?;
+        Ok(id)
+    }
+
+    /// At open: an index whose build a crash cut short is dropped, with what entries it had.
+    pub(super) fn drop_unready_indexes(&self) -> Result<()> {
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        for t in tables {
+            let unready: Vec<IndexDef> = t.def.read().indexes.iter().filter(|i| !i.ready).cloned().collect();
+            for ix in unready {
+                self.remove_index(&t, &ix.name, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes index `name` from `t`'s definition, and its entries unless they are kept for an undo.
+    pub(super) fn remove_index(&self, t: &Table, name: &str, entries: bool) -> Result<IndexDef> {
+        let _ddl = self.ddl.lock();
+        let ix = t.def.read().indexes.iter().find(|i| i.name == name).cloned().ok_or_else(|| StoreError::UnknownIndex(name.into()))?;
+        self.alter_locked(t, |d| {
+            d.indexes.retain(|i| i.name != name);
+            Ok(())
+        })?;
+        if entries {
+            self.kv.meta_write(&[], &[(keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec())])?;
+        }
+        Ok(ix)
+    }
+}
+
+/// Entries are written in batches of this many while an index is built.
+const BUILD_BATCH: usize = 10_000;
+
+impl Store {
+    /// Builds index `name` of `table` on `columns` (key or attribute columns), online: writes go on while
+    /// it is built, and reads use it once every row has its entry.
+    ///
+    /// 1. Its definition, marked not ready, is added under the commit gate held alone: every commit from
+    ///    then on writes entries for the rows it writes. A transaction that wrote before is refused at its
+    ///    commit (40001, as a bulk load makes it: the bulk epoch moves), since its writes had none.
+    /// 2. The rows are read at a snapshot taken after, and their entries written in batches (bounded
+    ///    memory). An entry for a row changed since is one a read checks and passes over.
+    /// 3. The index is marked ready. On any failure it is removed with its entries; after a crash the next
+    ///    open removes it.
+    pub fn create_index(&self, table: &str, name: &str, columns: &[String]) -> Result<()> {
+        let t = self.inner.table(table)?;
+        {
+            let def = t.def.read();
+            if def.indexes.iter().any(|i| i.name == name) {
+                return Err(StoreError::IndexExists(name.into()));
+            }
+        }
+        let ix = IndexDef { name: name.to_string(), columns: columns.to_vec(), id: self.inner.new_space_id()?, ready: false };
+        {
+            let _ddl = self.inner.ddl.lock();
+            let _exclusive = self.inner.commit_gate.write();
+            self.inner.alter_locked(&t, |d| {
+                d.indexes.push(ix.clone());
+                Ok(())
+            })?;
+            self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        let built = self.fill_index(&t, &ix).and_then(|()| {
+            let _ddl = self.inner.ddl.lock();
+            self.inner.alter_locked(&t, |d| {
+                d.indexes.iter_mut().filter(|i| i.id == ix.id).for_each(|i| i.ready = true);
+                Ok(())
+            })
+        });
+        if built.is_err() {
+            let _ = self.inner.remove_index(&t, name, true);
+        }
+        built
+    }
+
+    fn fill_index(&self, t: &Table, ix: &IndexDef) -> Result<()> {
+        let def = t.def.read().clone();
+        let mut cursor = self.inner.reader().scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
+        cursor.seek_to_first();
+        let mut batch = Batch::default();
+        while cursor.valid() {
+            let row = StoredRow::decode(cursor.value())?;
+            let pk = t.decode_pk(cursor.key())?;
+            let row_key = &cursor.key()[t.prefix_len()..];
+            batch.put(&entry_key(&def, ix, &pk, row_key, &row), row_key);
+            if batch.puts.len() == BUILD_BATCH {
+                self.inner.kv.write(std::mem::take(&mut batch))?;
+            }
+            cursor.advance(false);
+        }
+        cursor.status()?;
+        if !batch.puts.is_empty() {
+            self.inner.kv.write(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Drops index `name` of `table` and its entries.
+    pub fn drop_index(&self, table: &str, name: &str) -> Result<()> {
+        let t = self.inner.table(table)?;
+        self.inner.remove_index(&t, name, true).map(|_| ())
+    }
+}

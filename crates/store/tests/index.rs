@@ -1,0 +1,158 @@
+//! Secondary indexes: entries written with their rows on every write path, built for rows already there,
+//! read a page at a time, gone with the table's rows, and never missing a row a read could find.
+
+mod common;
+
+/// In memory here; `tabula-kv-rocks` runs this suite again on RocksDB (its `tests/store.rs`).
+#[allow(dead_code)]
+const ENGINE: common::EngineChoice = common::MEMORY;
+
+use std::sync::Arc;
+
+use common::*;
+use tabula_store::*;
+
+fn put(a: &dyn Access, k: i64, card: Option<i64>) {
+    let mut cells = vec![CellWrite::new("v", Value::Integer(k))];
+    if let Some(c) = card {
+        cells.push(CellWrite::new("card", Value::Integer(c)));
+    }
+    a.put_row("t", &[Some(int(k))], &cells, &Condition::ignore()).unwrap();
+}
+
+fn by_card(a: &dyn Access, card: Option<i64>) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let (pks, next) = a.index_pks("t", "by_card", &[card.map(Value::Integer)], after.as_deref(), 2).unwrap();
+        out.extend(pks.iter().map(|pk| match pk[0] {
+            PkValue::Integer(i) => i,
+            _ => unreachable!(),
+        }));
+        match next {
+            Some(n) => after = Some(n),
+            None => return out,
+        }
+    }
+}
+
+fn store(dir: &std::path::Path, clock: Arc<ManualClock>, options: TableOptions) -> Store {
+    let store = open(dir, clock);
+    store.create_table(table("t", &[("k", PkType::Integer)], options)).unwrap();
+    store
+}
+
+#[test]
+fn every_write_path_keeps_the_entries_in_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    put(&store, 1, Some(10));
+    put(&store, 2, Some(20));
+    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![1], "rows there before are indexed");
+
+    put(&store, 3, Some(10));
+    store.insert_rows("t", &[(vec![Some(int(4))], vec![CellWrite::new("card", Value::Integer(10))])]).unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![1, 3, 4], "in index order: the row keys after the value");
+    store
+        .update_row("t", &[int(1)], &[("card".into(), UpdateOp::Put { value: Value::Integer(20), version: None })], &Condition::ignore())
+        .unwrap();
+    store.update_row("t", &[int(2)], &[("card".into(), UpdateOp::Increment(5))], &Condition::ignore()).unwrap();
+    store.delete_row("t", &[int(3)], &Condition::ignore()).unwrap();
+    store.update_row("t", &[int(4)], &[("card".into(), UpdateOp::DeleteAll)], &Condition::ignore()).unwrap();
+    assert_eq!(by_card(&store, Some(10)), Vec::<i64>::new());
+    assert_eq!(by_card(&store, Some(20)), vec![1]);
+    assert_eq!(by_card(&store, Some(25)), vec![2]);
+    assert_eq!(by_card(&store, None), vec![4], "a row without the column is under NULL");
+
+    // In a transaction: its own entries are read, and a rollback takes them away with the rows.
+    let txn = store.begin_with_view();
+    put(&txn, 5, Some(30));
+    assert_eq!(by_card(&txn, Some(30)), vec![5]);
+    txn.rollback().unwrap();
+    assert_eq!(by_card(&store, Some(30)), Vec::<i64>::new());
+
+    // TRUNCATE and DROP take the entries along.
+    store.truncate_table("t").unwrap();
+    assert_eq!(by_card(&store, Some(20)), Vec::<i64>::new());
+    put(&store, 6, Some(20));
+    assert_eq!(by_card(&store, Some(20)), vec![6]);
+    store.drop_index("t", "by_card").unwrap();
+    assert_eq!(store.index_pks("t", "by_card", &[], None, 10).unwrap_err().sqlstate(), "42704");
+    assert!(store.table("t").unwrap().indexes.is_empty());
+}
+
+#[test]
+fn entries_cover_rows_whose_newest_versions_expire() {
+    // Versions expire from the oldest up, so the newest stored value is the one a read sees while any is:
+    // an entry may outlive its value, never the other way round.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let store = store(dir.path(), clock.clone(), TableOptions { ttl: 60, max_versions: 3, ..TableOptions::default() });
+    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    let at = |k: i64, card: i64, version: i64| {
+        let put = UpdateOp::Put { value: Value::Integer(card), version: Some(version) };
+        store.update_row("t", &[int(k)], &[("card".into(), put)], &Condition::ignore()).unwrap();
+    };
+    at(1, 10, NOW - 30_000);
+    at(1, 11, NOW - 10_000);
+    // An older version written after a newer one does not become the newest.
+    at(1, 9, NOW - 50_000);
+    assert_eq!(by_card(&store, Some(11)), vec![1]);
+    assert_eq!(by_card(&store, Some(10)), Vec::<i64>::new());
+    // Deleting the newest version shows the one before it, and the entry follows.
+    at(2, 20, NOW - 20_000);
+    at(2, 21, NOW - 5_000);
+    store.update_row("t", &[int(2)], &[("card".into(), UpdateOp::DeleteVersion(NOW - 5_000))], &Condition::ignore()).unwrap();
+    assert_eq!((by_card(&store, Some(20)), by_card(&store, Some(21))), (vec![2], vec![]));
+    clock.advance(45_000);
+    // Every version has expired but the newest: still under it.
+    assert_eq!(by_card(&store, Some(11)), vec![1]);
+    let row = store.get_row("t", &[int(1)], &ReadSpec::default()).unwrap().unwrap();
+    assert_eq!(row.get("card"), Some(&Value::Integer(11)));
+}
+
+#[test]
+fn a_transaction_that_wrote_before_an_index_was_made_cannot_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    let txn = store.begin_with_view();
+    put(&txn, 1, Some(10));
+    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    // Its row would have no entry.
+    assert!(matches!(txn.commit(), Err(StoreError::Conflict)));
+    // A transaction begun after writes its entries.
+    let txn = store.begin_with_view();
+    put(&txn, 2, Some(10));
+    txn.commit().unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![2]);
+    // A bulk load into an indexed table is refused; rows go in through transactions.
+    assert!(matches!(store.bulk_load("t"), Err(StoreError::NotSupported(_))));
+    store.insert_rows("t", &[(vec![Some(int(3))], vec![CellWrite::new("card", Value::Integer(10))])]).unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![2, 3]);
+}
+
+#[test]
+fn index_ddl_in_a_transaction_is_undone_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    put(&store, 1, Some(10));
+    let mut txn = store.begin_with_view();
+    store.ddl(Some(&mut txn)).create_index("t", "by_card", &["card".into()]).unwrap();
+    // Read at a snapshot that holds the entries the build wrote.
+    assert_eq!(by_card(&txn, Some(10)), vec![1]);
+    txn.rollback().unwrap();
+    assert!(store.table("t").unwrap().indexes.is_empty());
+
+    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    let mut txn = store.begin_with_view();
+    store.ddl(Some(&mut txn)).drop_index("t", "by_card").unwrap();
+    txn.rollback().unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![1], "a rolled-back DROP INDEX keeps its entries");
+    let mut txn = store.begin_with_view();
+    store.ddl(Some(&mut txn)).truncate_table("t").unwrap();
+    put(&txn, 2, Some(10));
+    assert_eq!(by_card(&txn, Some(10)), vec![2], "a TRUNCATE's new table has the indexes, empty");
+    txn.commit().unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![2]);
+}
