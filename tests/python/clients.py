@@ -191,6 +191,8 @@ def sqlalchemy_orm_serial_key(driver):
         __tablename__ = f"orm_notes_{driver}"
         id: Mapped[int] = mapped_column(primary_key=True)
         body: Mapped[str]
+        slug: Mapped[str | None] = mapped_column(unique=True)
+        tag: Mapped[str | None] = mapped_column(index=True)
 
     engine = sa.create_engine(f"postgresql+{driver}://tabula@127.0.0.1:{PORT}/tabula")
     Base.metadata.drop_all(engine)
@@ -208,6 +210,22 @@ def sqlalchemy_orm_serial_key(driver):
         s.add(one)
         s.commit()
         check("orm next id", one.id, 4)
+        # unique=True is a UNIQUE constraint, index=True an index: both made by create_all, both at work.
+        notes[1].slug, notes[1].tag = "same", "t"
+        s.commit()
+        s.add(Note(body="e", slug="same"))
+        try:
+            s.commit()
+            raise AssertionError("a second row with the same slug")
+        except sa.exc.IntegrityError as e:
+            check("orm unique", e.orig.diag.constraint_name, f"orm_notes_{driver}_slug_key")
+            s.rollback()
+        check("orm by index", [n.id for n in s.scalars(sa.select(Note).where(Note.tag == "t"))], [2])
+    inspector = sa.inspect(engine)
+    check("orm inspected unique", [c["column_names"] for c in inspector.get_unique_constraints(f"orm_notes_{driver}")], [["slug"]])
+    # (Names only: the inspector reads arrays of booleans, which reach it as text[]; issue 30's arrays.)
+    names = sorted(i["name"] for i in inspector.get_indexes(f"orm_notes_{driver}"))
+    check("orm inspected indexes", names, [f"ix_orm_notes_{driver}_tag", f"orm_notes_{driver}_slug_key"])
 
 
 def pandas_to_sql():

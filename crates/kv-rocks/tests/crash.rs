@@ -377,7 +377,7 @@ fn crash_child_index_build() {
         load.commit().unwrap();
     }
     println!("building");
-    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     println!("built");
     std::thread::sleep(std::time::Duration::from_secs(600));
 }

@@ -42,6 +42,9 @@ pub enum QueryError {
     NotNull { table: String, column: String },
     #[error("duplicate key value violates unique constraint \"{0}_pkey\"")]
     UniqueViolation(String),
+    /// Of a unique secondary index.
+    #[error("duplicate key value violates unique constraint \"{index}\"")]
+    UniqueIndex { table: String, index: String },
     #[error("{0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -133,7 +136,7 @@ impl QueryError {
             InvalidName(_) => "42602",
             InvalidParameterValue(_) => "22023",
             NotNull { .. } => "23502",
-            UniqueViolation(_) => "23505",
+            UniqueViolation(_) | UniqueIndex { .. } => "23505",
             StringTooLong(_) => "22001",
             InvalidText(_) => "22P02",
             DatatypeMismatch(_) => "42804",
@@ -185,6 +188,7 @@ impl QueryError {
     pub fn object(&self) -> (Option<String>, Option<String>, Option<String>) {
         match self {
             QueryError::UniqueViolation(t) => (Some(t.clone()), None, Some(format!("{t}_pkey"))),
+            QueryError::UniqueIndex { table, index } => (Some(table.clone()), None, Some(index.clone())),
             QueryError::NotNull { table, column } => (Some(table.clone()), Some(column.clone()), None),
             QueryError::WithContext { inner, .. } => inner.object(),
             _ => (None, None, None),
@@ -272,9 +276,27 @@ impl From<StoreError> for QueryError {
                 detail: format!("Allowed versions are [{start}, {end}) ms: within max_version_offset of the server's clock and not expired under the TTL."),
             },
             StoreError::InvalidName { name, reason } => QueryError::InvalidName(format!("invalid name \"{name}\": {reason}")),
+            // PostgreSQL's DETAIL: Key (a, b)=(x, 1) already exists. (Values as the engine stores them: a
+            // date or timestamp shows its number.)
+            StoreError::UniqueViolation { table, index, columns, values } => QueryError::UniqueIndex { table, index }
+                .with_message(format!("Key ({})=({}) already exists.", columns.join(", "), key_values(&values))),
             other => QueryError::Store(other),
         }
     }
+}
+
+/// Values of an index's columns as PostgreSQL's key DETAILs print them.
+pub(crate) fn key_values(values: &[Option<tabula_store::Value>]) -> String {
+    use tabula_store::Value;
+    let text = |v: &Option<Value>| match v {
+        None => "null".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Integer(i)) => i.to_string(),
+        Some(Value::Double(d)) => d.to_string(),
+        Some(Value::Boolean(b)) => if *b { "t" } else { "f" }.to_string(),
+        Some(Value::Binary(b)) => format!("\\x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+    };
+    values.iter().map(text).collect::<Vec<_>>().join(", ")
 }
 
 impl From<sqlparser::parser::ParserError> for QueryError {

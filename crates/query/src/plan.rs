@@ -176,6 +176,8 @@ pub struct CreateTablePlan {
     pub options: TableOptions,
     /// The generated partition-key column for which the planner chose a hash prefix (a NOTICE says so).
     pub generated_hash_prefix: Option<String>,
+    /// UNIQUE constraints: their names, if given, and columns. Each is a unique index.
+    pub unique: Vec<(Option<String>, Vec<String>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -242,7 +244,16 @@ pub enum Plan {
         /// `None`: PostgreSQL's generated name, `<table>_<columns>_idx`.
         name: Option<String>,
         columns: Vec<String>,
+        unique: bool,
+        /// `ALTER TABLE ... ADD [CONSTRAINT name] UNIQUE (...)`: the index is the constraint's.
+        constraint: bool,
         if_not_exists: bool,
+    },
+    /// `ALTER TABLE t DROP CONSTRAINT name` of a UNIQUE constraint.
+    DropConstraint {
+        table: String,
+        name: String,
+        if_exists: bool,
     },
     DropIndex {
         names: Vec<String>,
@@ -561,6 +572,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AlterOwner { .. } => "AlterOwner",
         Plan::CreateIndex { .. } => "CreateIndex",
         Plan::DropIndex { .. } => "DropIndex",
+        Plan::DropConstraint { .. } => "DropConstraint",
         Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",

@@ -109,6 +109,9 @@ pub struct Index {
     pub ready: bool,
     /// The engine's key space of its entries (the catalog derives its OID from it).
     pub id: u32,
+    pub unique: bool,
+    /// The index of a UNIQUE constraint.
+    pub constraint: bool,
 }
 
 impl TableSchema {
@@ -173,7 +176,7 @@ impl TableSchema {
             .map(|i| {
                 let columns = i.columns.iter().map(|n| columns.iter().position(|c| c.name == *n)).collect::<Option<Vec<_>>>();
                 let columns = columns.ok_or_else(|| QueryError::Internal(format!("a column of index {} is not declared", i.name)))?;
-                Ok(Index { name: i.name.clone(), columns, ready: i.ready, id: i.id })
+                Ok(Index { name: i.name.clone(), columns, ready: i.ready, id: i.id, unique: i.unique, constraint: i.constraint })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(TableSchema {

@@ -90,6 +90,17 @@ pub struct IndexDef {
     pub id: u32,
     /// Set once every row has its entry: until then writes maintain the index and reads do not use it.
     pub ready: bool,
+    /// No two rows may hold the same values in its columns (rows with a NULL in one never collide).
+    pub unique: bool,
+    /// It is SQL's UNIQUE constraint (dropped with the constraint, not by DROP INDEX).
+    pub constraint: bool,
+}
+
+impl IndexDef {
+    /// What `Store::create_index` takes: the engine gives the id and readiness.
+    pub fn new(name: &str, columns: &[String], unique: bool, constraint: bool) -> IndexDef {
+        IndexDef { name: name.to_string(), columns: columns.to_vec(), id: 0, ready: false, unique, constraint }
+    }
 }
 
 /// What `create_table` takes.
@@ -156,7 +167,7 @@ impl TableDef {
         for i in &self.indexes {
             w.str(&i.name);
             w.u32(i.id);
-            w.u8(i.ready as u8);
+            w.u8(i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2);
             w.u8(i.columns.len() as u8);
             for c in &i.columns {
                 w.str(c);
@@ -189,9 +200,9 @@ impl TableDef {
         let mut indexes = Vec::new();
         if r.remaining() > 0 {
             for _ in 0..r.u32()? {
-                let (name, id, ready) = (r.string()?, r.u32()?, r.u8()? != 0);
+                let (name, id, flags) = (r.string()?, r.u32()?, r.u8()?);
                 let columns = (0..r.u8()?).map(|_| r.string()).collect::<Result<Vec<_>>>()?;
-                indexes.push(IndexDef { name, columns, id, ready });
+                indexes.push(IndexDef { name, columns, id, ready: flags & 1 != 0, unique: flags & 2 != 0, constraint: flags & 4 != 0 });
             }
         }
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::value::Value;
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -56,6 +58,10 @@ pub enum StoreError {
     /// DDL on a table another transaction has changed and not ended (PostgreSQL would wait on its lock).
     #[error("could not obtain lock on relation \"{0}\": another transaction has changed it and has not ended")]
     TableLocked(String),
+    /// A write would give two rows the same values in a unique index's columns (23505): the table, the
+    /// index, its columns and the values.
+    #[error("duplicate key value violates unique constraint \"{index}\"")]
+    UniqueViolation { table: String, index: String, columns: Vec<String>, values: Vec<Option<Value>> },
     #[error("index \"{0}\" does not exist")]
     UnknownIndex(String),
     #[error("relation \"{0}\" already exists")]
@@ -89,6 +95,7 @@ impl StoreError {
             TableBeingRebuilt(_) => "55006",
             TableLocked(_) => "55P03",
             UnknownIndex(_) => "42704",
+            UniqueViolation { .. } => "23505",
             IndexExists(_) => "42P07",
             Storage(_) => "58030",
             DiskFull(_) => "53100",

@@ -48,7 +48,7 @@ fn every_write_path_keeps_the_entries_in_step() {
     let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
     put(&store, 1, Some(10));
     put(&store, 2, Some(20));
-    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     assert_eq!(by_card(&store, Some(10)), vec![1], "rows there before are indexed");
 
     put(&store, 3, Some(10));
@@ -89,7 +89,7 @@ fn entries_cover_rows_whose_newest_versions_expire() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(NOW));
     let store = store(dir.path(), clock.clone(), TableOptions { ttl: 60, max_versions: 3, ..TableOptions::default() });
-    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     let at = |k: i64, card: i64, version: i64| {
         let put = UpdateOp::Put { value: Value::Integer(card), version: Some(version) };
         store.update_row("t", &[int(k)], &[("card".into(), put)], &Condition::ignore()).unwrap();
@@ -118,7 +118,7 @@ fn a_transaction_that_wrote_before_an_index_was_made_cannot_commit() {
     let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
     let txn = store.begin_with_view();
     put(&txn, 1, Some(10));
-    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     // Its row would have no entry.
     assert!(matches!(txn.commit(), Err(StoreError::Conflict)));
     // A transaction begun after writes its entries.
@@ -138,13 +138,13 @@ fn index_ddl_in_a_transaction_is_undone_with_it() {
     let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
     put(&store, 1, Some(10));
     let mut txn = store.begin_with_view();
-    store.ddl(Some(&mut txn)).create_index("t", "by_card", &["card".into()]).unwrap();
+    store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     // Read at a snapshot that holds the entries the build wrote.
     assert_eq!(by_card(&txn, Some(10)), vec![1]);
     txn.rollback().unwrap();
     assert!(store.table("t").unwrap().indexes.is_empty());
 
-    store.create_index("t", "by_card", &["card".into()]).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     let mut txn = store.begin_with_view();
     store.ddl(Some(&mut txn)).drop_index("t", "by_card").unwrap();
     txn.rollback().unwrap();
@@ -155,4 +155,73 @@ fn index_ddl_in_a_transaction_is_undone_with_it() {
     assert_eq!(by_card(&txn, Some(10)), vec![2], "a TRUNCATE's new table has the indexes, empty");
     txn.commit().unwrap();
     assert_eq!(by_card(&store, Some(10)), vec![2]);
+}
+
+fn unique_store(dir: &std::path::Path) -> Store {
+    let store = store(dir, Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], true, false)).unwrap();
+    store
+}
+
+fn refused(r: Result<WriteOutcome>) -> bool {
+    matches!(r, Err(StoreError::UniqueViolation { ref index, ref values, .. }) if index == "by_card" && values == &[Some(Value::Integer(10))])
+}
+
+#[test]
+fn a_unique_index_refuses_a_second_row_with_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = unique_store(dir.path());
+    put(&store, 1, Some(10));
+    let cells = [CellWrite::new("card", Value::Integer(10))];
+    assert!(refused(store.put_row("t", &[Some(int(2))], &cells, &Condition::ignore())));
+    assert!(store.get_row("t", &[int(2)], &ReadSpec::default()).unwrap().is_none(), "nothing written");
+    // NULLs never collide; the row itself may write its value again.
+    put(&store, 3, None);
+    put(&store, 4, None);
+    put(&store, 1, Some(10));
+    // A value left by a row is free for another; a row's stale entry does not hold it.
+    store
+        .update_row("t", &[int(1)], &[("card".into(), UpdateOp::Put { value: Value::Integer(11), version: None })], &Condition::ignore())
+        .unwrap();
+    put(&store, 2, Some(10));
+    assert_eq!(by_card(&store, Some(10)), vec![2]);
+    assert_eq!(by_card(&store, None), vec![3, 4]);
+    // Within one multi-row insert.
+    let rows = vec![
+        (vec![Some(int(5))], vec![CellWrite::new("card", Value::Integer(12))]),
+        (vec![Some(int(6))], vec![CellWrite::new("card", Value::Integer(12))]),
+    ];
+    assert!(matches!(store.insert_rows("t", &rows), Err(StoreError::UniqueViolation { .. })));
+    assert_eq!(by_card(&store, Some(12)), Vec::<i64>::new());
+}
+
+#[test]
+fn concurrent_writers_of_one_unique_value_do_not_both_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = unique_store(dir.path());
+    let (a, b) = (store.begin_with_view(), store.begin_with_view());
+    put(&a, 1, Some(10));
+    put(&b, 2, Some(10));
+    a.commit().unwrap();
+    assert!(matches!(b.commit(), Err(StoreError::Conflict)));
+    assert_eq!(by_card(&store, Some(10)), vec![1]);
+    // Retried, the second finds the first's value.
+    let cells = [CellWrite::new("card", Value::Integer(10))];
+    assert!(refused(store.put_row("t", &[Some(int(2))], &cells, &Condition::ignore())));
+}
+
+#[test]
+fn building_a_unique_index_over_duplicates_fails_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    put(&store, 1, Some(10));
+    put(&store, 2, None);
+    put(&store, 3, None);
+    put(&store, 4, Some(10));
+    let err = store.create_index("t", IndexDef::new("by_card", &["card".into()], true, false)).unwrap_err();
+    assert!(matches!(err, StoreError::UniqueViolation { ref values, .. } if values == &[Some(Value::Integer(10))]), "{err}");
+    assert!(store.table("t").unwrap().indexes.is_empty());
+    store.delete_row("t", &[int(4)], &Condition::ignore()).unwrap();
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], true, false)).unwrap();
+    assert_eq!(by_card(&store, Some(10)), vec![1]);
 }

@@ -68,6 +68,8 @@ impl Executor<'_> {
                     count += 1;
                     self.returning(&p.returning, &prepared.row, &mut returned)?;
                 }
+                // ON CONFLICT DO NOTHING without a conflict target skips a row any unique index refuses.
+                Err(StoreError::UniqueViolation { .. }) if matches!(p.on_conflict, OnConflict::DoNothing { arbiter: false }) => {}
                 Err(StoreError::RowExists) => match &p.on_conflict {
                     OnConflict::Error => {
                         // PostgreSQL's DETAIL names the key: Key (a, b)=(x, 1) already exists.

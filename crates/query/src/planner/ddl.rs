@@ -35,6 +35,7 @@ impl Planner<'_> {
         }
         let name = created_name(&c.name)?;
         let mut columns = Vec::new();
+        let mut unique = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
         let mut partition_key_len = 1;
         for col in &c.columns {
@@ -78,6 +79,11 @@ impl Planner<'_> {
                         def.identity = true;
                         def.not_null = true;
                     }
+                    ast::ColumnOption::Unique(u) => {
+                        let name = opt.name.as_ref().or(u.name.as_ref()).map(ident_name);
+                        super::index::unique_columns(u)?;
+                        unique.push((name, vec![cname.clone()]));
+                    }
                     other => return Err(QueryError::NotSupported(format!("column option {other} is not supported"))),
                 }
             }
@@ -93,6 +99,7 @@ impl Planner<'_> {
                     }
                     (pk_names, partition_key_len) = key_names(pk)?;
                 }
+                ast::TableConstraint::Unique(u) => unique.push((u.name.as_ref().map(ident_name), super::index::unique_columns(u)?)),
                 other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
             }
         }
@@ -135,6 +142,11 @@ impl Planner<'_> {
             }
             _ => None,
         };
+        for c in unique.iter().flat_map(|(_, cols)| cols) {
+            if !columns.iter().any(|d| d.name == *c && d.hidden.is_none()) {
+                return Err(QueryError::Engine { sqlstate: "42703", message: format!("column \"{c}\" named in key does not exist") });
+            }
+        }
         Ok(Plan::CreateTable(CreateTablePlan {
             name,
             if_not_exists: c.if_not_exists,
@@ -143,6 +155,7 @@ impl Planner<'_> {
             partition_key_len,
             options,
             generated_hash_prefix,
+            unique,
         }))
     }
 
@@ -220,6 +233,21 @@ impl Planner<'_> {
                 }
                 let (columns, partition_key_len) = key_names(pk)?;
                 Ok(Plan::AddPrimaryKey { table, columns, partition_key_len })
+            }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Unique(u), .. } => {
+                let columns = super::index::unique_columns(u)?;
+                let schema = self.catalog.table(&table)?;
+                if let Some(c) = columns.iter().find(|c| schema.column_index(c).filter(|&i| i < schema.visible().len()).is_none()) {
+                    return Err(QueryError::UndefinedColumn(c.clone()));
+                }
+                let name = u.name.as_ref().map(ident_name);
+                Ok(Plan::CreateIndex { table, name, columns, unique: true, constraint: true, if_not_exists: false })
+            }
+            ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
+                if matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {
+                    return Err(QueryError::NotSupported("DROP CONSTRAINT ... CASCADE".into()));
+                }
+                Ok(Plan::DropConstraint { table, name: ident_name(name), if_exists: *if_exists })
             }
             ast::AlterTableOperation::AlterColumn { column_name, op } => self.alter_column(table, ident_name(column_name), op),
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {

@@ -1,13 +1,13 @@
-//! CREATE INDEX: what Tabula builds of it (a global index on plain columns, ascending), and 0A000 for the
-//! rest.
+//! CREATE [UNIQUE] INDEX: what Tabula builds of it (a global index on plain columns, ascending), and
+//! 0A000 for the rest.
 
 use super::*;
 
 impl Planner<'_> {
     pub(super) fn create_index(&mut self, c: &ast::CreateIndex) -> Result<Plan> {
         let refuse = |what: &str| Err(QueryError::NotSupported(format!("CREATE INDEX {what} is not built yet")));
-        if c.unique {
-            return refuse("UNIQUE");
+        if c.nulls_distinct == Some(false) {
+            return refuse("... NULLS NOT DISTINCT");
         }
         if c.predicate.is_some() {
             return refuse("... WHERE (a partial index)");
@@ -43,6 +43,24 @@ impl Planner<'_> {
             return Err(QueryError::Syntax("an index has 1 to 32 columns".into()));
         }
         let name = c.name.as_ref().map(created_name).transpose()?;
-        Ok(Plan::CreateIndex { table, name, columns, if_not_exists: c.if_not_exists })
+        Ok(Plan::CreateIndex { table, name, columns, unique: c.unique, constraint: false, if_not_exists: c.if_not_exists })
     }
+}
+
+/// A UNIQUE constraint's columns (plain columns, neither deferrable nor NULLS NOT DISTINCT: not built).
+pub(super) fn unique_columns(u: &ast::UniqueConstraint) -> Result<Vec<String>> {
+    if u.characteristics.as_ref().is_some_and(|c| c.deferrable == Some(true) || c.initially.is_some())
+        || matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct)
+        || u.index_type.is_some()
+        || !u.index_options.is_empty()
+    {
+        return Err(QueryError::NotSupported(format!("{u}: deferrable UNIQUE constraints and NULLS NOT DISTINCT are not built yet")));
+    }
+    u.columns
+        .iter()
+        .map(|ic| match &ic.column.expr {
+            ast::Expr::Identifier(i) if ic.operator_class.is_none() => Ok(ident_name(i)),
+            _ => Err(QueryError::NotSupported(format!("{u}: a UNIQUE constraint on an expression"))),
+        })
+        .collect()
 }

@@ -38,6 +38,26 @@ impl Session {
     }
 
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
+        let created = self.create_bare_table(c)?;
+        let out = Output::Command { tag: "CREATE TABLE".into() };
+        if !created || c.unique.is_empty() {
+            return Ok(out);
+        }
+        // Its UNIQUE constraints' indexes, on the empty table; if one cannot be made, nor is the table.
+        let made = c.unique.iter().try_for_each(|(name, columns)| {
+            let kind = super::index::IndexKind { unique: true, constraint: true };
+            self.create_index(&c.name, name.as_deref(), columns, kind, false).map(|_| ())
+        });
+        if let Err(e) = made {
+            let _ = self.ddl().drop_table(&c.name);
+            self.db.invalidate();
+            return Err(e);
+        }
+        Ok(out)
+    }
+
+    /// The table without its UNIQUE constraints; false when IF NOT EXISTS found it there.
+    fn create_bare_table(&mut self, c: &CreateTablePlan) -> Result<bool> {
         let meta = TableSchema::encode_meta(&c.columns, &[], self.current_user(), None);
         let def = table_def(&c.name, &c.columns, &c.pk, c.partition_key_len, c.options, meta);
         for col in &c.columns {
@@ -62,12 +82,13 @@ impl Session {
                 }
             }
             Err(StoreError::TableExists(_)) if c.if_not_exists => {
-                self.notice("42P07", format!("relation \"{}\" already exists, skipping", c.name), None)
+                self.notice("42P07", format!("relation \"{}\" already exists, skipping", c.name), None);
+                return Ok(false);
             }
             Err(e) => return Err(e.into()),
         }
         self.db.invalidate();
-        Ok(Output::Command { tag: "CREATE TABLE".into() })
+        Ok(true)
     }
 
     /// `DROP TABLE`: each table, and the catalog's cache after even a failed one.

@@ -2,9 +2,17 @@
 //! PostgreSQL: no table, index or primary key (`<table>_pkey`) may share it.
 
 use super::Session;
+use tabula_store::{IndexDef, StoreError};
+
 use crate::error::{QueryError, Result};
 use crate::output::Output;
 use crate::planner::Catalog;
+
+/// What an index is: unique or not, and whether it is a UNIQUE constraint's.
+pub(super) struct IndexKind {
+    pub unique: bool,
+    pub constraint: bool,
+}
 
 /// PostgreSQL's longest name (NAMEDATALEN - 1 bytes).
 const MAX_NAME: usize = 63;
@@ -26,12 +34,12 @@ impl Session {
         Ok(self.db.store().table_id(name).is_ok() || pkey || self.index_table(name)?.is_some())
     }
 
-    /// PostgreSQL's name for an unnamed index: `<table>_<columns>_idx`, cut to 63 bytes, numbered from 1
-    /// until no relation has it.
-    fn index_name(&self, table: &str, columns: &[String]) -> Result<String> {
+    /// PostgreSQL's name for an unnamed index: `<table>_<columns>_<kind>` (`idx`, or `key` for a UNIQUE
+    /// constraint), cut to 63 bytes, numbered from 1 until no relation has it.
+    pub(super) fn index_name(&self, table: &str, columns: &[String], kind: &str) -> Result<String> {
         let base = format!("{table}_{}", columns.join("_"));
         for n in 0.. {
-            let suffix = if n == 0 { "_idx".to_string() } else { format!("_idx{n}") };
+            let suffix = if n == 0 { format!("_{kind}") } else { format!("_{kind}{n}") };
             let mut stem = base.clone();
             while stem.len() + suffix.len() > MAX_NAME {
                 stem.pop();
@@ -44,24 +52,39 @@ impl Session {
         unreachable!("some number is free")
     }
 
-    pub(super) fn create_index(&mut self, table: &str, name: Option<&str>, columns: &[String], if_not_exists: bool) -> Result<Output> {
+    pub(super) fn create_index(
+        &mut self,
+        table: &str,
+        name: Option<&str>,
+        columns: &[String],
+        kind: IndexKind,
+        if_not_exists: bool,
+    ) -> Result<Output> {
         self.need_owner(table)?;
+        let tag = if kind.constraint { "ALTER TABLE" } else { "CREATE INDEX" };
         let name = match name {
             Some(n) if self.relation_exists(n)? => {
                 if if_not_exists {
                     self.notice("42P07", format!("relation \"{n}\" already exists, skipping"), None);
-                    return Ok(Output::Command { tag: "CREATE INDEX".into() });
+                    return Ok(Output::Command { tag: tag.into() });
                 }
                 return Err(QueryError::Engine { sqlstate: "42P07", message: format!("relation \"{n}\" already exists") });
             }
             Some(n) => n.to_string(),
-            None => self.index_name(table, columns)?,
+            None => self.index_name(table, columns, if kind.constraint { "key" } else { "idx" })?,
         };
         tabula_store::value::validate_name(&name)?;
-        let r = self.ddl().create_index(table, &name, columns);
+        let r = self.ddl().create_index(table, IndexDef::new(&name, columns, kind.unique, kind.constraint));
         self.db.invalidate();
-        r?;
-        Ok(Output::Command { tag: "CREATE INDEX".into() })
+        match r {
+            Ok(()) => Ok(Output::Command { tag: tag.into() }),
+            // Two rows already hold the same values: PostgreSQL's words for a build that finds them.
+            Err(StoreError::UniqueViolation { columns, values, .. }) => {
+                Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{name}\"") }
+                    .with_message(format!("Key ({})=({}) is duplicated.", columns.join(", "), crate::error::key_values(&values))))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// `DROP INDEX`: all or none, as PostgreSQL (each index is found before any is dropped).
@@ -69,6 +92,12 @@ impl Session {
         let mut found = Vec::new();
         for n in names {
             match self.index_table(n)? {
+                Some(t) if self.db.table(&t)?.indexes.iter().any(|i| i.name == *n && i.constraint) => {
+                    return Err(QueryError::Engine {
+                        sqlstate: "2BP01",
+                        message: format!("cannot drop index {n} because constraint {n} on table {t} requires it"),
+                    })
+                }
                 Some(t) => {
                     self.need_owner(&t)?;
                     found.push((t, n.clone()));
@@ -92,6 +121,27 @@ impl Session {
         self.db.invalidate();
         r?;
         Ok(Output::Command { tag: "DROP INDEX".into() })
+    }
+
+    /// `ALTER TABLE t DROP CONSTRAINT name`: a UNIQUE constraint goes with its index.
+    pub(super) fn drop_constraint(&mut self, table: &str, name: &str, if_exists: bool) -> Result<Output> {
+        self.need_owner(table)?;
+        let schema = self.db.table(table)?;
+        if schema.indexes.iter().any(|i| i.name == name && i.constraint) {
+            let r = self.ddl().drop_index(table, name);
+            self.db.invalidate();
+            r?;
+        } else if name == format!("{table}_pkey") && !schema.keyless() {
+            return Err(QueryError::NotSupported(format!("dropping the primary key of \"{table}\": rows are stored by it")));
+        } else if if_exists {
+            self.notice("00000", format!("constraint \"{name}\" of relation \"{table}\" does not exist, skipping"), None);
+        } else {
+            return Err(QueryError::Engine {
+                sqlstate: "42704",
+                message: format!("constraint \"{name}\" of relation \"{table}\" does not exist"),
+            });
+        }
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
 
     pub(super) fn rename_index(&mut self, name: &str, to: &str) -> Result<Output> {

@@ -508,7 +508,11 @@ impl Session {
             Plan::AddPrimaryKey { table, columns, partition_key_len } => self.add_primary_key(table, columns, *partition_key_len),
             Plan::RenameTable { table, to } => self.rename_table(table, to),
             Plan::AlterOwner { table, owner } => self.alter_owner(table, owner),
-            Plan::CreateIndex { table, name, columns, if_not_exists } => self.create_index(table, name.as_deref(), columns, *if_not_exists),
+            Plan::CreateIndex { table, name, columns, unique, constraint, if_not_exists } => {
+                let kind = crate::session::index::IndexKind { unique: *unique, constraint: *constraint };
+                self.create_index(table, name.as_deref(), columns, kind, *if_not_exists)
+            }
+            Plan::DropConstraint { table, name, if_exists } => self.drop_constraint(table, name, *if_exists),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),

@@ -2,6 +2,7 @@
 //! that they are undone unless it commits (see `pending`).
 
 use super::*;
+use crate::catalog::IndexDef;
 
 /// The catalog changes of one statement: in autocommit (`txn` is `None`) or in the transaction `txn`.
 pub struct Ddl<'a> {
@@ -117,15 +118,16 @@ impl Ddl<'_> {
 impl Ddl<'_> {
     /// CREATE INDEX (`Store::create_index`). In a transaction, as a rebuild: not after rows were written
     /// in it (their entries would be missing), and it reads from then on at a snapshot holding the entries.
-    pub fn create_index(&mut self, table: &str, name: &str, columns: &[String]) -> Result<()> {
+    pub fn create_index(&mut self, table: &str, spec: IndexDef) -> Result<()> {
         self.check(&[table])?;
-        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index(table, name, columns) };
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index(table, spec) };
         if t.wrote.get() {
             return Err(StoreError::NotSupported("CREATE INDEX after rows were written in the same transaction".into()));
         }
         t.before_change(table, &[])?;
-        self.store.create_index(table, name, columns)?;
-        let id = index_id(self.store, table, name)?;
+        let name = spec.name.clone();
+        self.store.create_index(table, spec)?;
+        let id = index_id(self.store, table, &name)?;
         t.index_entries(table, id, true)?;
         t.renew_snapshot(self.store);
         Ok(())

@@ -79,10 +79,30 @@ fn pk_as_value(v: &PkValue) -> Value {
     }
 }
 
-/// The entry key of a row: its key columns `pk` (encoded: `row_key`) and its stored cells.
-fn entry_key(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row_key: &[u8], row: &StoredRow) -> Vec<u8> {
-    let values: Vec<Option<Value>> = ix
-        .columns
+/// The entry key of a row: its key columns `pk` (encoded: `row_key`) and its stored cells. A unique index's
+/// entry without NULLs is its values alone, so that two rows with them meet at one key (a concurrent
+/// writer of the same values then conflicts); one with a NULL is followed by the row key, as in any index.
+fn entry_key(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row_key: &[u8], row: &StoredRow) -> Entry {
+    let values = entry_values(def, ix, pk, row);
+    let mut key = prefix(ix, &values);
+    let unique = ix.unique && values.iter().all(Option::is_some);
+    if !unique {
+        key.extend_from_slice(row_key);
+    }
+    Entry { key, unique, values }
+}
+
+/// One row's entry in one index.
+#[derive(PartialEq)]
+struct Entry {
+    key: Vec<u8>,
+    /// The key is the values alone (a unique index's, without NULLs): other rows may claim it.
+    unique: bool,
+    values: Vec<Option<Value>>,
+}
+
+fn entry_values(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row: &StoredRow) -> Vec<Option<Value>> {
+    ix.columns
         .iter()
         .map(|c| match def.primary_key.iter().position(|k| k.name == *c) {
             Some(i) => Some(pk_as_value(&pk[i])),
@@ -92,10 +112,15 @@ fn entry_key(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row_key: &[u8], row:
                 .ok()
                 .and_then(|i| row.columns[i].1.first().map(|cell| cell.value.clone())),
         })
-        .collect();
-    let mut k = prefix(ix, &values);
-    k.extend_from_slice(row_key);
-    k
+        .collect()
+}
+
+/// Whether the row named by entry value `other` (a row key) still holds `entry`'s values: the entry is a
+/// live claim on them, not one left by a row that has changed since.
+fn still_holds(t: &Table, src: &dyn Read, def: &TableDef, ix: &IndexDef, other: &[u8], entry: &Entry) -> Result<bool> {
+    let pk = keys::decode_pk(other, &t.pk_types)?;
+    let Some(raw) = src.get(&t.key(&pk)?)? else { return Ok(false) };
+    Ok(entry_key(def, ix, &pk, other, &StoredRow::decode(&raw)?).key == entry.key)
 }
 
 impl WriteCtx<'_> {
@@ -109,18 +134,43 @@ impl WriteCtx<'_> {
         let row_key = &key[t.prefix_len()..];
         let pk = t.decode_pk(key)?;
         let old = old.map(StoredRow::decode).transpose()?;
+        // Every check first, then every change: a refused write leaves nothing behind.
+        let mut deletes = Vec::new();
+        let mut puts = Vec::new();
         for ix in &def.indexes {
             let before = old.as_ref().map(|r| entry_key(&def, ix, &pk, row_key, r));
             let after = new.map(|r| entry_key(&def, ix, &pk, row_key, r));
             if before == after {
                 continue;
             }
-            if let Some(k) = before {
-                self.txn.delete(Space::Data, &k)?;
+            if let Some(e) = before {
+                // A unique entry may have been taken over by another row since this one left it stale.
+                if !e.unique || self.txn.get_for_update(Space::Data, &e.key)?.as_deref() == Some(row_key) {
+                    deletes.push(e.key);
+                }
             }
-            if let Some(k) = after {
-                self.txn.put(Space::Data, &k, row_key)?;
+            if let Some(e) = after {
+                if e.unique {
+                    // Read for update: a concurrent writer of the same values conflicts at commit.
+                    if let Some(other) = self.txn.get_for_update(Space::Data, &e.key)? {
+                        if other != row_key && still_holds(t, self.src(), &def, ix, &other, &e)? {
+                            return Err(StoreError::UniqueViolation {
+                                table: def.name.clone(),
+                                index: ix.name.clone(),
+                                columns: ix.columns.clone(),
+                                values: e.values,
+                            });
+                        }
+                    }
+                }
+                puts.push(e.key);
             }
+        }
+        for k in deletes {
+            self.txn.delete(Space::Data, &k)?;
+        }
+        for k in puts {
+            self.txn.put(Space::Data, &k, row_key)?;
         }
         Ok(())
     }
@@ -211,8 +261,8 @@ impl Inner {
 const BUILD_BATCH: usize = 10_000;
 
 impl Store {
-    /// Builds index `name` of `table` on `columns` (key or attribute columns), online: writes go on while
-    /// it is built, and reads use it once every row has its entry.
+    /// Builds index `spec` (its name, columns, key or attribute ones, and kind) of `table`, online: writes go
+    /// on while it is built, and reads use it once every row has its entry.
     ///
     /// 1. Its definition, marked not ready, is added under the commit gate held alone: every commit from
     ///    then on writes entries for the rows it writes. A transaction that wrote before is refused at its
@@ -221,15 +271,13 @@ impl Store {
     ///    memory). An entry for a row changed since is one a read checks and passes over.
     /// 3. The index is marked ready. On any failure it is removed with its entries; after a crash the next
     ///    open removes it.
-    pub fn create_index(&self, table: &str, name: &str, columns: &[String]) -> Result<()> {
+    pub fn create_index(&self, table: &str, spec: IndexDef) -> Result<()> {
         let t = self.inner.table(table)?;
-        {
-            let def = t.def.read();
-            if def.indexes.iter().any(|i| i.name == name) {
-                return Err(StoreError::IndexExists(name.into()));
-            }
+        let name = spec.name.clone();
+        if t.def.read().indexes.iter().any(|i| i.name == name) {
+            return Err(StoreError::IndexExists(name));
         }
-        let ix = IndexDef { name: name.to_string(), columns: columns.to_vec(), id: self.inner.new_space_id()?, ready: false };
+        let ix = IndexDef { id: self.inner.new_space_id()?, ready: false, ..spec };
         {
             let _ddl = self.inner.ddl.lock();
             let _exclusive = self.inner.commit_gate.write();
@@ -247,23 +295,47 @@ impl Store {
             })
         });
         if built.is_err() {
-            let _ = self.inner.remove_index(&t, name, true);
+            let _ = self.inner.remove_index(&t, &name, true);
         }
         built
     }
 
+    /// Writes the entries of the rows stored now. For a unique index each entry is checked first against
+    /// the entries written (by this build, in its batch, or by writers meanwhile) whose row still holds it:
+    /// a second row with the same values fails the build (`UniqueViolation`).
     fn fill_index(&self, t: &Table, ix: &IndexDef) -> Result<()> {
         let def = t.def.read().clone();
-        let mut cursor = self.inner.reader().scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
+        let reader = self.inner.reader();
+        let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
         cursor.seek_to_first();
         let mut batch = Batch::default();
+        let mut in_batch: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         while cursor.valid() {
             let row = StoredRow::decode(cursor.value())?;
             let pk = t.decode_pk(cursor.key())?;
             let row_key = &cursor.key()[t.prefix_len()..];
-            batch.put(&entry_key(&def, ix, &pk, row_key, &row), row_key);
+            let e = entry_key(&def, ix, &pk, row_key, &row);
+            if e.unique {
+                let other = match in_batch.get(&e.key) {
+                    Some(o) => Some(o.clone()),
+                    None => reader.get(&e.key)?,
+                };
+                if let Some(other) = other.filter(|o| o != row_key) {
+                    if still_holds(t, reader, &def, ix, &other, &e)? {
+                        return Err(StoreError::UniqueViolation {
+                            table: def.name.clone(),
+                            index: ix.name.clone(),
+                            columns: ix.columns.clone(),
+                            values: e.values,
+                        });
+                    }
+                }
+                in_batch.insert(e.key.clone(), row_key.to_vec());
+            }
+            batch.put(&e.key, row_key);
             if batch.puts.len() == BUILD_BATCH {
                 self.inner.kv.write(std::mem::take(&mut batch))?;
+                in_batch.clear();
             }
             cursor.advance(false);
         }

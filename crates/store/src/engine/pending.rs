@@ -365,7 +365,14 @@ mod tests {
             partition_key_len: 1,
             options: TableOptions::default(),
             user_meta: vec![1, 2, 3],
-            indexes: vec![crate::catalog::IndexDef { name: "i".into(), columns: vec!["a".into(), "b".into()], id: 9, ready: true }],
+            indexes: vec![crate::catalog::IndexDef {
+                name: "i".into(),
+                columns: vec!["a".into(), "b".into()],
+                id: 9,
+                ready: true,
+                unique: true,
+                constraint: true,
+            }],
         };
         let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];
         let back = decode(&encode(&undo)).unwrap();

@@ -12,7 +12,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
     match tabula_object(db, oid)? {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
-        (_, OidPart::PrimaryKeyConstraint) => None,
+        (_, OidPart::PrimaryKeyConstraint | OidPart::IndexConstraint(_)) => None,
         (name, OidPart::Index(i)) => Some(quote_ident(&db.table(&name).ok()?.indexes.get(i)?.name)),
     }
 }
@@ -26,6 +26,10 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
         (OidText::IndexDef, OidPart::PrimaryKeyIndex) => Some(index_def(&t, None)),
         (OidText::ConstraintDef, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
         (OidText::IndexDef, OidPart::Index(i)) => Some(index_def(&t, Some(t.indexes.get(i)?))),
+        (OidText::ConstraintDef, OidPart::IndexConstraint(i)) => {
+            let cols: Vec<String> = t.indexes.get(i)?.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+            Some(format!("UNIQUE ({})", cols.join(", ")))
+        }
         _ => None,
     }
 }
@@ -34,7 +38,7 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
 pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -> String {
     let (unique, name, columns) = match index {
         None => ("UNIQUE ", format!("{}_pkey", t.name), &t.pk),
-        Some(ix) => ("", ix.name.clone(), &ix.columns),
+        Some(ix) => (if ix.unique { "UNIQUE " } else { "" }, ix.name.clone(), &ix.columns),
     };
     let cols: Vec<String> = columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
     format!("CREATE {unique}INDEX {} ON public.{} USING btree ({})", quote_ident(&name), quote_ident(&t.name), cols.join(", "))

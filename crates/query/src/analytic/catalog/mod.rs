@@ -89,6 +89,8 @@ enum OidPart {
     /// A secondary index, by its position in the table's indexes. Its OID is [`table_oid`] of its key
     /// space, which no table has.
     Index(usize),
+    /// The UNIQUE constraint of a secondary index: the index's OID + 2.
+    IndexConstraint(usize),
 }
 
 /// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
@@ -100,12 +102,15 @@ fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
     if let Some(name) = names.iter().find(|n| db.store().table_id(n).ok() == Some(id)) {
         return Some((name.clone(), part));
     }
-    if part != OidPart::Table {
-        return None;
-    }
+    let of_index: fn(usize) -> OidPart = match part {
+        OidPart::Table => OidPart::Index,
+        OidPart::PrimaryKeyConstraint => OidPart::IndexConstraint,
+        _ => return None,
+    };
     names.into_iter().find_map(|n| {
-        let i = db.table(&n).ok()?.indexes.iter().position(|i| i.id == id)?;
-        Some((n, OidPart::Index(i)))
+        let t = db.table(&n).ok()?;
+        let i = t.indexes.iter().position(|i| i.id == id && (part == OidPart::Table || i.constraint))?;
+        Some((n, of_index(i)))
     })
 }
 

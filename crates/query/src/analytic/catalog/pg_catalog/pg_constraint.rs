@@ -1,4 +1,4 @@
-//! `pg_constraint`: each table's primary-key constraint.
+//! `pg_constraint`: each table's primary-key constraint and UNIQUE constraints.
 
 use crate::analytic::catalog::*;
 
@@ -69,6 +69,19 @@ impl Relation for PgConstraint {
                 Cell::Null,
                 Cell::Null,
             ]);
+        }
+        for (r, t, _) in s.tabula() {
+            for ix in t.indexes.iter().filter(|i| i.constraint) {
+                let oid = table_oid(ix.id);
+                let mut row: Vec<Cell> = vec![(oid + 2).into(), ix.name.clone().into(), PUBLIC_NSP.into(), "u".into()];
+                row.extend([false, false, true].map(Cell::from));
+                row.extend([r.oid, 0, oid, 0, 0].map(Cell::from));
+                row.extend([" ", " ", " "].map(Cell::from));
+                row.extend([Cell::from(true), 0.into(), true.into()]);
+                row.push(Cell::Ints(ix.columns.iter().map(|&c| c as i64 + 1).collect()));
+                row.extend(std::iter::repeat_n(Cell::Null, 7));
+                out.push(row);
+            }
         }
         Ok(out)
     }

@@ -71,7 +71,7 @@ impl Relation for PgIndex {
                     r.oid.into(),
                     n.into(),
                     n.into(),
-                    flag(false),
+                    flag(ix.unique),
                     flag(false),
                     flag(false),
                     flag(false),
