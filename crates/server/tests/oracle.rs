@@ -221,6 +221,9 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT count(*) FROM empty_one",
         "SELECT * FROM events ORDER BY device, what",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass",
+        "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'devices'::regclass ORDER BY conname",
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
+        "SELECT id FROM devices WHERE name = 'ünïcødé \\N'",
         "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
     ];
@@ -256,6 +259,8 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT * FROM spread_rows",
         "SELECT * FROM tabula.tables ORDER BY table_name",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint ORDER BY conname",
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
+        "SELECT device, what FROM events WHERE device = 'd1'",
         "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default \
          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
     ];

@@ -120,3 +120,23 @@ fn a_rebuild_under_the_same_key_drops_cells_and_keeps_counters() {
     let next = store.put_row("t", &[None], &[], &Condition::expect_not_exist()).unwrap().pk[0].clone();
     assert!(next > int(2), "the row id's sequence goes on: {next:?}");
 }
+
+#[test]
+fn the_indexes_are_built_again_on_the_moved_rows_under_their_columns_new_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("b"), 1, NOW - 10);
+    insert(&store, Some("a"), 1, NOW - 20);
+    store.create_index("t", IndexDef::new("by_n", &["n".into()], false, false)).unwrap();
+    store.create_index("t", IndexDef::new("t_name_key", &["name".into()], true, true)).unwrap();
+    let mut def = keyed_by_name();
+    def.user_meta = b"renamed".to_vec();
+    store.rebuild(def, &[("n".into(), Some("m".into()))]).unwrap();
+    let indexes = store.table("t").unwrap().indexes;
+    let shape: Vec<(&str, Vec<String>, bool, bool)> =
+        indexes.iter().map(|i| (i.name.as_str(), i.columns.clone(), i.unique, i.ready && i.constraint == i.unique)).collect();
+    assert_eq!(shape, vec![("by_n", vec!["m".to_string()], false, true), ("t_name_key", vec!["name".to_string()], true, true)]);
+    let (pks, _) = store.index_pks("t", "by_n", &[Some(Value::Integer(1))], None, 10).unwrap();
+    assert_eq!(pks, vec![vec![s("a")], vec![s("b")]], "entries of the moved rows, under their new keys");
+}

@@ -12,10 +12,14 @@
 //! 3. One atomic catalog write drops the old table and gives the new one its name and the old one's
 //!    generated-key counters.
 //!
-//! On any failure the new table is dropped and the old one taken back into service: nothing is half done.
+//! 4. The old table's indexes are built on the new one.
+//!
+//! On any failure before step 3 the new table is dropped and the old one taken back into service: nothing
+//! is half done.
 //! After a crash in step 2 the temporary table is left behind; the next rebuild of the same table drops it.
 
 use super::*;
+use crate::catalog::IndexDef;
 
 /// Why rows could not move under the new key.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +52,22 @@ impl Store {
     ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
-        if !old.def.read().indexes.is_empty() {
-            return Err(StoreError::NotSupported("moving the rows of a table with secondary indexes: drop its indexes first".into()).into());
-        }
+        // The indexes are built again over the moved rows, on their columns' new names (an index of a
+        // dropped column was dropped with it).
+        let indexes: Vec<IndexDef> = old
+            .def
+            .read()
+            .indexes
+            .iter()
+            .filter_map(|ix| {
+                let cols = ix.columns.iter().map(|c| match columns.iter().find(|(o, _)| o == c) {
+                    Some((_, new)) => new.clone(),
+                    None => Some(c.clone()),
+                });
+                Some(IndexDef::new(&ix.name, &cols.collect::<Option<Vec<_>>>()?, ix.unique, ix.constraint))
+            })
+            .collect();
+        let def = TableDef { indexes: vec![], ..def };
         let temp = format!("tabula_rebuild_{}", old.id);
         match self.inner.drop_table(&temp) {
             Ok(()) | Err(StoreError::UnknownTable(_)) => {}
@@ -65,8 +82,12 @@ impl Store {
         if moved.is_err() {
             let _ = self.inner.drop_table(&temp);
             old.retired.store(false, Ordering::SeqCst);
+            return moved;
         }
-        moved
+        for ix in indexes {
+            self.create_index(&name, ix)?;
+        }
+        Ok(())
     }
 
     /// A row without a value in a key column is not loaded; duplicates are reported before NULLs, as
