@@ -27,9 +27,10 @@ pub enum AccessPath {
     BatchGet { keys: Vec<Vec<Expr>> },
     /// Equality on a key prefix plus a range on the next column (or a keyset bound).
     RangeScan { start: Vec<KeyBound>, end: Vec<KeyBound>, direction: Direction },
-    /// Equality on the first columns of a secondary index: its entries name the rows, which are read by
-    /// key and checked against the whole condition (an entry may be older than its row).
-    IndexScan { index: String, values: Vec<Expr> },
+    /// Equality (or IN lists: one lookup per combination) on the first columns of a secondary index, then
+    /// maybe a range on the next: its entries name the rows, which are read by key and checked against the
+    /// whole condition (an entry may be older than its row). A bound is (inclusive, value).
+    IndexScan { index: String, lookups: Vec<Vec<Expr>>, lower: Option<(bool, Expr)>, upper: Option<(bool, Expr)> },
     /// Everything else: every partition is scanned.
     FullScan { direction: Direction },
     /// One of Tabula's own views, generated from the live catalog.
@@ -453,10 +454,31 @@ impl fmt::Display for AccessPath {
                 write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
             }
             AccessPath::System(_) => write!(f, "SystemView"),
-            AccessPath::IndexScan { index, values } => {
-                write!(f, "IndexScan index={index} values=(")?;
-                list(f, values)?;
-                write!(f, ")")
+            AccessPath::IndexScan { index, lookups, lower, upper } => {
+                write!(f, "IndexScan index={index}")?;
+                if lookups.iter().any(|l| !l.is_empty()) {
+                    write!(f, " values=")?;
+                    for (i, l) in lookups.iter().enumerate() {
+                        write!(f, "{}(", if i > 0 { ", " } else { "" })?;
+                        list(f, l)?;
+                        write!(f, ")")?;
+                    }
+                }
+                if lower.is_some() || upper.is_some() {
+                    // An interval of the next column: [ ] inclusive, ( ) exclusive.
+                    let lo = match lower {
+                        Some((true, e)) => format!("[{e}"),
+                        Some((false, e)) => format!("({e}"),
+                        None => "(-inf".into(),
+                    };
+                    let hi = match upper {
+                        Some((true, e)) => format!("{e}]"),
+                        Some((false, e)) => format!("{e})"),
+                        None => "+inf)".into(),
+                    };
+                    write!(f, " range={lo}, {hi}")?;
+                }
+                Ok(())
             }
         }
     }

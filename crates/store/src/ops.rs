@@ -116,6 +116,16 @@ impl<'a> LatestRow<'a> {
     }
 }
 
+/// What a read of a secondary index covers: entries whose first columns equal `eq`, and whose next column
+/// lies between `lower` and `upper` (value, inclusive) when either is given. A range covers values only:
+/// NULLs, which sort after them, never lie in one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IndexRange {
+    pub eq: Vec<Option<Value>>,
+    pub lower: Option<(Value, bool)>,
+    pub upper: Option<(Value, bool)>,
+}
+
 /// A page of row keys read from a secondary index, and the entry to resume after (`None`: the last page).
 pub type IndexPage = (Vec<Vec<PkValue>>, Option<Vec<u8>>);
 

@@ -24,7 +24,9 @@ fn by_card(a: &dyn Access, card: Option<i64>) -> Vec<i64> {
     let mut out = Vec::new();
     let mut after = None;
     loop {
-        let (pks, next) = a.index_pks("t", "by_card", &[card.map(Value::Integer)], after.as_deref(), 2).unwrap();
+        let (pks, next) = a
+            .index_pks("t", "by_card", &IndexRange { eq: vec![card.map(Value::Integer)], ..IndexRange::default() }, after.as_deref(), 2)
+            .unwrap();
         out.extend(pks.iter().map(|pk| match pk[0] {
             PkValue::Integer(i) => i,
             _ => unreachable!(),
@@ -78,7 +80,7 @@ fn every_write_path_keeps_the_entries_in_step() {
     put(&store, 6, Some(20));
     assert_eq!(by_card(&store, Some(20)), vec![6]);
     store.drop_index("t", "by_card").unwrap();
-    assert_eq!(store.index_pks("t", "by_card", &[], None, 10).unwrap_err().sqlstate(), "42704");
+    assert_eq!(store.index_pks("t", "by_card", &IndexRange::default(), None, 10).unwrap_err().sqlstate(), "42704");
     assert!(store.table("t").unwrap().indexes.is_empty());
 }
 
@@ -224,4 +226,32 @@ fn building_a_unique_index_over_duplicates_fails_and_leaves_nothing() {
     store.delete_row("t", &[int(4)], &Condition::ignore()).unwrap();
     store.create_index("t", IndexDef::new("by_card", &["card".into()], true, false)).unwrap();
     assert_eq!(by_card(&store, Some(10)), vec![1]);
+}
+
+#[test]
+fn a_range_of_the_next_column_after_equal_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    store.create_index("t", IndexDef::new("by_v_card", &["v".into(), "card".into()], false, false)).unwrap();
+    for k in 0..10 {
+        let cells = [CellWrite::new("v", Value::Integer(k % 2)), CellWrite::new("card", Value::Integer(k))];
+        store.put_row("t", &[Some(int(k))], &cells, &Condition::ignore()).unwrap();
+    }
+    store.put_row("t", &[Some(int(10))], &[CellWrite::new("v", Value::Integer(0))], &Condition::ignore()).unwrap();
+    let read = |lower: Option<(i64, bool)>, upper: Option<(i64, bool)>| -> Vec<i64> {
+        let range = IndexRange {
+            eq: vec![Some(Value::Integer(0))],
+            lower: lower.map(|(v, i)| (Value::Integer(v), i)),
+            upper: upper.map(|(v, i)| (Value::Integer(v), i)),
+        };
+        let (pks, _) = store.index_pks("t", "by_v_card", &range, None, 100).unwrap();
+        pks.iter().map(|pk| if let PkValue::Integer(i) = pk[0] { i } else { unreachable!() }).collect()
+    };
+    assert_eq!(read(Some((2, true)), Some((6, false))), vec![2, 4]);
+    assert_eq!(read(Some((2, false)), Some((6, true))), vec![4, 6]);
+    // Open ends cover values only: row 10, with no card, is in neither.
+    assert_eq!(read(Some((5, false)), None), vec![6, 8]);
+    assert_eq!(read(None, Some((2, true))), vec![0, 2]);
+    assert_eq!(read(None, None), vec![0, 2, 4, 6, 8, 10], "equality alone: NULLs too");
+    assert_eq!(read(Some((7, true)), Some((3, true))), Vec::<i64>::new());
 }

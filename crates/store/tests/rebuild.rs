@@ -137,6 +137,7 @@ fn the_indexes_are_built_again_on_the_moved_rows_under_their_columns_new_names()
     let shape: Vec<(&str, Vec<String>, bool, bool)> =
         indexes.iter().map(|i| (i.name.as_str(), i.columns.clone(), i.unique, i.ready && i.constraint == i.unique)).collect();
     assert_eq!(shape, vec![("by_n", vec!["m".to_string()], false, true), ("t_name_key", vec!["name".to_string()], true, true)]);
-    let (pks, _) = store.index_pks("t", "by_n", &[Some(Value::Integer(1))], None, 10).unwrap();
+    let (pks, _) =
+        store.index_pks("t", "by_n", &IndexRange { eq: vec![Some(Value::Integer(1))], ..IndexRange::default() }, None, 10).unwrap();
     assert_eq!(pks, vec![vec![s("a")], vec![s("b")]], "entries of the moved rows, under their new keys");
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tabula_store::{
-    Access, CellWrite, Condition, Direction, LatestRows, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange, UpdateOp,
-    Value,
+    Access, CellWrite, Condition, Direction, IndexRange, LatestRows, PkBound, PkValue, RangeRequest, ReadSpec, Row, StoreError, TimeRange,
+    UpdateOp, Value,
 };
 
 use crate::error::{QueryError, Result};
@@ -188,12 +188,18 @@ pub fn key(t: &TableSchema, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<
     Ok(Some(out))
 }
 
-/// The engine values an index scan looks up: the constants of the index's leading columns as the columns
-/// store them, or `None` when one is NULL (matching nothing).
-pub fn index_values(t: &TableSchema, index: &str, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<Option<Value>>>> {
+/// The ranges an index scan reads, one per distinct lookup (its constants as the columns store them);
+/// `None` when a bound is NULL, which matches nothing. A lookup with a NULL is left out for the same reason.
+pub fn index_ranges(
+    t: &TableSchema,
+    index: &str,
+    lookups: &[Vec<Expr>],
+    lower: &Option<(bool, Expr)>,
+    upper: &Option<(bool, Expr)>,
+    ctx: &EvalCtx,
+) -> Result<Option<Vec<IndexRange>>> {
     let ix = t.indexes.iter().find(|i| i.name == index).ok_or_else(|| QueryError::Internal(format!("index {index} is gone")))?;
-    let mut out = Vec::with_capacity(exprs.len());
-    for (e, &col) in exprs.iter().zip(&ix.columns) {
+    let value = |e: &Expr, col: usize| -> Result<Option<Value>> {
         let d = e.eval(&[], ctx)?;
         if d.is_null() {
             return Ok(None);
@@ -203,9 +209,31 @@ pub fn index_values(t: &TableSchema, index: &str, exprs: &[Expr], ctx: &EvalCtx)
         let ty = t.column_type(col);
         let d =
             if (ty.is_integer() && matches!(d, Datum::Int(_))) || (ty.is_text() && matches!(d, Datum::Text(_))) { d } else { d.cast(ty)? };
-        out.push(d.to_value());
+        Ok(d.to_value())
+    };
+    let next = lookups.first().map_or(0, Vec::len);
+    let bound = |b: &Option<(bool, Expr)>| -> Result<Option<Option<(Value, bool)>>> {
+        match b {
+            None => Ok(Some(None)),
+            Some((incl, e)) => Ok(value(e, ix.columns[next])?.map(|v| Some((v, *incl)))),
+        }
+    };
+    let (Some(lower), Some(upper)) = (bound(lower)?, bound(upper)?) else { return Ok(None) };
+    let mut ranges: Vec<IndexRange> = Vec::with_capacity(lookups.len());
+    'lookups: for l in lookups {
+        let mut eq = Vec::with_capacity(l.len());
+        for (e, &col) in l.iter().zip(&ix.columns) {
+            match value(e, col)? {
+                Some(v) => eq.push(Some(v)),
+                None => continue 'lookups,
+            }
+        }
+        let range = IndexRange { eq, lower: lower.clone(), upper: upper.clone() };
+        if !ranges.contains(&range) {
+            ranges.push(range);
+        }
     }
-    Ok(Some(out))
+    Ok(Some(ranges))
 }
 
 /// One end of a range scan as the engine takes it, or `None` when a value in it is NULL (matching nothing).

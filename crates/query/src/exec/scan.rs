@@ -136,24 +136,26 @@ impl Executor<'_> {
                     feed(rows, &mut stats)?;
                 }
             }
-            AccessPath::IndexScan { index, values } => {
-                let Some(values) = super::index_values(t, index, values, &self.ctx)? else { return Ok(()) };
-                let mut after = None;
-                loop {
-                    self.interrupt.check()?;
-                    stats.engine_calls += 1;
-                    let (pks, next) = self.access.index_pks(&t.name, index, &values, after.as_deref(), INDEX_PAGE).map_err(store_err)?;
-                    if !pks.is_empty() {
+            AccessPath::IndexScan { index, lookups, lower, upper } => {
+                let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, &self.ctx)? else { return Ok(()) };
+                'lookups: for range in &ranges {
+                    let mut after = None;
+                    loop {
+                        self.interrupt.check()?;
                         stats.engine_calls += 1;
-                        let rows: Vec<Row> =
-                            self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
-                        if !feed(rows, &mut stats)? {
-                            break;
+                        let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), INDEX_PAGE).map_err(store_err)?;
+                        if !pks.is_empty() {
+                            stats.engine_calls += 1;
+                            let rows: Vec<Row> =
+                                self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
+                            if !feed(rows, &mut stats)? {
+                                break 'lookups;
+                            }
                         }
-                    }
-                    match next {
-                        Some(n) => after = Some(n),
-                        None => break,
+                        match next {
+                            Some(n) => after = Some(n),
+                            None => break,
+                        }
                     }
                 }
             }

@@ -167,31 +167,97 @@ fn index_lookup_type(ty: SqlType) -> bool {
         || matches!(ty, SqlType::Bool | SqlType::Bytea | SqlType::Date | SqlType::Timestamp | SqlType::Timestamptz | SqlType::Uuid)
 }
 
-/// `col = constant` for an index column of type `ty`, where the constant is of the column's type (any
+/// Whether constant `c` can be looked up in an index column of type `ty`: of the column's type (any
 /// integer for an integer column, any text for a text one).
-fn index_eq(t: &TableSchema, e: &Expr, col: usize) -> Option<Expr> {
-    let ty = t.column_type(col);
-    let c = eq_column_const(e, col)?;
+fn index_compatible(c: &Expr, ty: SqlType) -> bool {
     let ct = c.ty();
-    (index_lookup_type(ty) && (ct == ty || (ty.is_integer() && ct.is_integer()) || (ty.is_text() && ct.is_text()))).then_some(c)
+    c.is_constant() && index_lookup_type(ty) && (ct == ty || (ty.is_integer() && ct.is_integer()) || (ty.is_text() && ct.is_text()))
 }
 
-/// The ready index with the most leading columns fixed by equalities, if any.
-fn index_access(t: &TableSchema, conjuncts: &[Expr]) -> Option<AccessPath> {
-    let mut best: Option<(&str, Vec<Expr>)> = None;
-    for ix in t.indexes.iter().filter(|i| i.ready) {
-        let mut values = Vec::new();
-        for &col in &ix.columns {
-            match conjuncts.iter().find_map(|c| index_eq(t, c, col)) {
-                Some(v) => values.push(v),
-                None => break,
-            }
+/// The constants `col = c` or `col IN (c, ...)` allows for an index column.
+fn index_values(t: &TableSchema, e: &Expr, col: usize) -> Option<Vec<Expr>> {
+    let ty = t.column_type(col);
+    if let Some(c) = eq_column_const(e, col) {
+        return index_compatible(&c, ty).then(|| vec![c]);
+    }
+    match e {
+        Expr::InList { expr, list, negated: false }
+            if matches!(expr.as_ref(), Expr::Column { index, .. } if *index == col) && list.iter().all(|c| index_compatible(c, ty)) =>
+        {
+            Some(list.clone())
         }
-        if !values.is_empty() && best.as_ref().is_none_or(|(_, b)| values.len() > b.len()) {
-            best = Some((&ix.name, values));
+        _ => None,
+    }
+}
+
+/// The bounds `col > c`, `col <= c`, `col BETWEEN a AND b` ... set on an index column: (inclusive, value).
+fn index_bounds(t: &TableSchema, conjuncts: &[Expr], col: usize) -> IndexBounds {
+    let ty = t.column_type(col);
+    let (mut lower, mut upper) = (None, None);
+    for e in conjuncts {
+        let found: Vec<(bool, bool, Expr)> = match e {
+            Expr::Binary { op, left, right } if op.is_comparison() && *op != BinOp::Eq && *op != BinOp::NotEq => {
+                let (op, c) = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Column { index, .. }, c) if *index == col => (*op, c),
+                    (c, Expr::Column { index, .. }) if *index == col => (op.flip(), c),
+                    _ => continue,
+                };
+                if !index_compatible(c, ty) {
+                    continue;
+                }
+                match op {
+                    BinOp::Gt => vec![(true, false, c.clone())],
+                    BinOp::GtEq => vec![(true, true, c.clone())],
+                    BinOp::Lt => vec![(false, false, c.clone())],
+                    BinOp::LtEq => vec![(false, true, c.clone())],
+                    _ => continue,
+                }
+            }
+            Expr::Between { expr, low, high, negated: false }
+                if matches!(expr.as_ref(), Expr::Column { index, .. } if *index == col)
+                    && index_compatible(low, ty)
+                    && index_compatible(high, ty) =>
+            {
+                vec![(true, true, (**low).clone()), (false, true, (**high).clone())]
+            }
+            _ => continue,
+        };
+        for (is_lower, incl, c) in found {
+            let slot = if is_lower { &mut lower } else { &mut upper };
+            slot.get_or_insert((incl, c));
         }
     }
-    best.map(|(index, values)| AccessPath::IndexScan { index: index.to_string(), values })
+    (lower, upper)
+}
+
+type IndexBounds = (Option<(bool, Expr)>, Option<(bool, Expr)>);
+
+/// The ready index that fixes the most leading columns (by equalities or IN lists, then a range on the
+/// next), if any: an IndexScan with one lookup per combination of the lists' values.
+fn index_access(t: &TableSchema, conjuncts: &[Expr]) -> Option<AccessPath> {
+    let mut best: Option<(usize, AccessPath)> = None;
+    for ix in t.indexes.iter().filter(|i| i.ready) {
+        let mut lookups: Vec<Vec<Expr>> = vec![vec![]];
+        let mut fixed = 0;
+        for &col in &ix.columns {
+            let Some(values) = conjuncts.iter().find_map(|c| index_values(t, c, col)) else { break };
+            if lookups.len() * values.len() > MAX_BATCH_KEYS {
+                break;
+            }
+            lookups = lookups.into_iter().flat_map(|l| values.iter().map(move |v| [l.clone(), vec![v.clone()]].concat())).collect();
+            fixed += 1;
+        }
+        let (lower, upper) = match ix.columns.get(fixed) {
+            Some(&col) => index_bounds(t, conjuncts, col),
+            None => (None, None),
+        };
+        // Columns fixed count twice a range, so that a range never wins over an equality.
+        let score = 2 * fixed + (lower.is_some() || upper.is_some()) as usize;
+        if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+            best = Some((score, AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper }));
+        }
+    }
+    best.map(|(_, access)| access)
 }
 
 /// Chooses the access path for a conjunctive WHERE clause; returns it and what it does not capture.

@@ -71,6 +71,36 @@ pub(crate) fn prefix(ix: &IndexDef, values: &[Option<Value>]) -> Vec<u8> {
     k
 }
 
+/// The keys of a range's entries: from the first (inclusive) to the end (exclusive).
+fn bounds(ix: &IndexDef, r: &IndexRange) -> (Vec<u8>, Vec<u8>) {
+    let p = prefix(ix, &r.eq);
+    let after_all = |k: &[u8]| keys::prefix_successor(k).unwrap_or_else(|| keys::table_end(ix.id).to_vec());
+    let at = |v: &Value| {
+        let mut k = p.clone();
+        encode_value(&mut k, Some(v));
+        k
+    };
+    let with = |tag: u8| {
+        let mut k = p.clone();
+        k.push(tag);
+        k
+    };
+    if r.lower.is_none() && r.upper.is_none() {
+        return (p.clone(), after_all(&p));
+    }
+    let start = match &r.lower {
+        None => with(NOT_NULL),
+        Some((v, true)) => at(v),
+        Some((v, false)) => after_all(&at(v)),
+    };
+    let end = match &r.upper {
+        None => with(NULL),
+        Some((v, true)) => after_all(&at(v)),
+        Some((v, false)) => at(v),
+    };
+    (start, end)
+}
+
 fn pk_as_value(v: &PkValue) -> Value {
     match v {
         PkValue::String(s) => Value::String(s.clone()),
@@ -177,25 +207,24 @@ impl WriteCtx<'_> {
 }
 
 impl Inner {
-    /// Row keys from index `index` of table `t` whose first columns equal `values`, in index order, from
-    /// after entry `after` on, at most `limit`; and the entry to resume after, if the limit cut the read.
+    /// Row keys from index `index` of table `t` in `range`, in index order, from after entry `after` on,
+    /// at most `limit`; and the entry to resume after, if the limit cut the read.
     pub(super) fn index_pks(
         &self,
         src: &dyn Read,
         t: &Table,
         index: &str,
-        values: &[Option<Value>],
+        range: &IndexRange,
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<IndexPage> {
         let ix = t.def.read().indexes.iter().find(|i| i.name == index).cloned().ok_or_else(|| StoreError::UnknownIndex(index.into()))?;
-        let start = prefix(&ix, values);
-        let end = keys::prefix_successor(&start).unwrap_or_else(|| keys::table_end(ix.id).to_vec());
+        let (start, end) = bounds(&ix, range);
         let lower = match after {
             Some(a) => {
                 let mut k = a.to_vec();
                 k.push(0);
-                k
+                k.max(start)
             }
             None => start,
         };

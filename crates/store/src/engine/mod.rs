@@ -403,9 +403,9 @@ macro_rules! access_reads {
             let (inner, src) = self.read_source();
             inner.visit_range_latest(src, &*inner.table(table)?, req, visit)
         }
-        fn index_pks(&self, table: &str, index: &str, values: &[Option<Value>], after: Option<&[u8]>, limit: usize) -> Result<IndexPage> {
+        fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage> {
             let (inner, src) = self.read_source();
-            inner.index_pks(src, &*inner.table(table)?, index, values, after, limit)
+            inner.index_pks(src, &*inner.table(table)?, index, range, after, limit)
         }
     };
 }
@@ -451,10 +451,10 @@ pub trait Access {
         req: &RangeRequest,
         visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
     ) -> Result<Option<Vec<PkValue>>>;
-    /// Row keys from a secondary index whose first columns equal `values`, in the index's order, after the
-    /// entry `after` (where the last page said to resume), at most `limit`. An entry may name a row whose
-    /// values have changed since (see engine/index.rs): a reader checks the rows it reads.
-    fn index_pks(&self, table: &str, index: &str, values: &[Option<Value>], after: Option<&[u8]>, limit: usize) -> Result<IndexPage>;
+    /// Row keys from a secondary index in `range`, in the index's order, after the entry `after` (where
+    /// the last page said to resume), at most `limit`. An entry may name a row whose values have changed
+    /// since (see engine/index.rs): a reader checks the rows it reads.
+    fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage>;
     /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;
