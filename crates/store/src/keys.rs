@@ -43,7 +43,8 @@ pub fn encode_pk_value(out: &mut Vec<u8>, v: &PkValue) {
     }
 }
 
-fn encode_bytes(out: &mut Vec<u8>, b: &[u8]) {
+/// A string or binary value: 0x00 escaped as 0x00 0xFF, then the terminator 0x00 0x01 (order-preserving).
+pub(crate) fn encode_bytes(out: &mut Vec<u8>, b: &[u8]) {
     for &byte in b {
         out.push(byte);
         if byte == 0 {

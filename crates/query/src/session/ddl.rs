@@ -63,7 +63,10 @@ impl Session {
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
         }
-        match self.ddl().create_table(def) {
+        // A table's name is a relation's: an index or a primary key may hold it too.
+        let taken = self.db.store().table_id(&c.name).is_err() && self.relation_exists(&c.name)?;
+        let created = if taken { Err(StoreError::TableExists(c.name.clone())) } else { self.ddl().create_table(def) };
+        match created {
             Ok(()) => {
                 if let Some(column) = &c.generated_hash_prefix {
                     self.notice(
@@ -237,6 +240,9 @@ impl Session {
 
     /// `ALTER TABLE t RENAME TO u`.
     pub(super) fn rename_table(&mut self, table: &str, to: &str) -> Result<Output> {
+        if self.db.store().table_id(table).is_ok() && self.relation_exists(to)? {
+            return Err(QueryError::Engine { sqlstate: "42P07", message: format!("relation \"{to}\" already exists") });
+        }
         let result = self.ddl().rename_table(table, to);
         self.db.invalidate();
         result?;

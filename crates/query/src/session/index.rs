@@ -29,7 +29,7 @@ impl Session {
     }
 
     /// Whether a relation (table, index or primary key) is named `name`.
-    fn relation_exists(&self, name: &str) -> Result<bool> {
+    pub(super) fn relation_exists(&self, name: &str) -> Result<bool> {
         let pkey = name.strip_suffix("_pkey").is_some_and(|t| self.db.store().table_id(t).is_ok());
         Ok(self.db.store().table_id(name).is_ok() || pkey || self.index_table(name)?.is_some())
     }

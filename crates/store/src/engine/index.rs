@@ -43,23 +43,13 @@ fn encode_value(out: &mut Vec<u8>, v: Option<&Value>) {
         }
         Value::String(s) => {
             out.push(0x04);
-            escape(out, s.as_bytes());
+            keys::encode_bytes(out, s.as_bytes());
         }
         Value::Binary(b) => {
             out.push(0x05);
-            escape(out, b);
+            keys::encode_bytes(out, b);
         }
     }
-}
-
-fn escape(out: &mut Vec<u8>, b: &[u8]) {
-    for &byte in b {
-        out.push(byte);
-        if byte == 0 {
-            out.push(0xFF);
-        }
-    }
-    out.extend_from_slice(&[0x00, 0x01]);
 }
 
 /// The key prefix of the entries whose first columns hold `values` (the whole index for none).
@@ -157,10 +147,15 @@ impl WriteCtx<'_> {
     /// Keeps the table's indexes in step with one row's write: `old` the row's stored bytes before,
     /// `new` what it holds after (`None`: deleted).
     pub(super) fn index_row(&mut self, t: &Table, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow>) -> Result<()> {
-        let def = t.def.read();
-        if def.indexes.is_empty() {
-            return Ok(());
-        }
+        // A copy, not the lock held: the checks below take it again (`Table::key`), and a second read of a
+        // fair lock deadlocks once a writer (DDL) waits between the two.
+        let def = {
+            let d = t.def.read();
+            if d.indexes.is_empty() {
+                return Ok(());
+            }
+            d.clone()
+        };
         let row_key = &key[t.prefix_len()..];
         let pk = t.decode_pk(key)?;
         let old = old.map(StoredRow::decode).transpose()?;

@@ -62,30 +62,6 @@ fn row_marker(cells: &[CellWrite], now: i64) -> i64 {
     cells.iter().map(|c| c.version.unwrap_or(now)).max().unwrap_or(now)
 }
 
-/// The compaction filter: drops versions beyond `max_versions`, expired versions, and rows nothing of which
-/// is visible any more. Each compaction takes the tables' rules and the clock as they are at its start.
-struct VersionFilter {
-    rules: Arc<RwLock<HashMap<u32, VersionRules>>>,
-    clock: Arc<dyn Clock>,
-}
-
-impl CompactionFilterFactory for VersionFilter {
-    fn create(&self) -> CompactionFilter {
-        let (rules, now_ms) = (self.rules.read().clone(), self.clock.now_ms());
-        Box::new(move |key, value| {
-            let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return Decision::Keep };
-            // A table this filter does not know is kept: at open, the engine may compact before the catalog
-            // is loaded, and a dropped table's rows are removed by its range deletion anyway.
-            let Some(rules) = rules.get(&id) else { return Decision::Keep };
-            match row::compact(value, *rules, now_ms) {
-                row::Compacted::Keep => Decision::Keep,
-                row::Compacted::Remove => Decision::Remove,
-                row::Compacted::Change(v) => Decision::Change(v),
-            }
-        })
-    }
-}
-
 impl Store {
     /// Opens the store kept in `kv`, restoring its catalog. With `Durability::Sync`, the engine must sync
     /// its log at every commit itself (RocksDB: `RocksOptions::sync_writes`).
@@ -539,6 +515,7 @@ impl Access for Store {
 }
 
 mod bulk;
+mod compaction;
 mod config;
 mod ddl;
 mod index;
@@ -551,6 +528,7 @@ mod txn;
 mod write;
 
 pub use bulk::{BulkError, BulkLoad};
+use compaction::VersionFilter;
 pub use config::{Durability, StoreConfig};
 pub use ddl::Ddl;
 pub use rebuild::RebuildError;
