@@ -64,6 +64,9 @@ pub enum StoreError {
     UniqueViolation { table: String, index: String, columns: Vec<String>, values: Vec<Option<Value>> },
     #[error("index \"{0}\" does not exist")]
     UnknownIndex(String),
+    /// A long operation (an index build) stopped because its caller asked (cancel, statement_timeout).
+    #[error("canceling statement")]
+    Interrupted,
     #[error("relation \"{0}\" already exists")]
     IndexExists(String),
     #[error("corrupt data: {0}")]
@@ -95,6 +98,7 @@ impl StoreError {
             TableBeingRebuilt(_) => "55006",
             TableLocked(_) => "55P03",
             UnknownIndex(_) => "42704",
+            Interrupted => "57014",
             UniqueViolation { .. } => "23505",
             IndexExists(_) => "42P07",
             Storage(_) => "58030",

@@ -140,7 +140,7 @@ fn index_ddl_in_a_transaction_is_undone_with_it() {
     let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
     put(&store, 1, Some(10));
     let mut txn = store.begin_with_view();
-    store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
+    store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_card", &["card".into()], false, false), &|| false).unwrap();
     // Read at a snapshot that holds the entries the build wrote.
     assert_eq!(by_card(&txn, Some(10)), vec![1]);
     txn.rollback().unwrap();
@@ -254,4 +254,24 @@ fn a_range_of_the_next_column_after_equal_ones() {
     assert_eq!(read(None, Some((2, true))), vec![0, 2]);
     assert_eq!(read(None, None), vec![0, 2, 4, 6, 8, 10], "equality alone: NULLs too");
     assert_eq!(read(Some((7, true)), Some((3, true))), Vec::<i64>::new());
+}
+
+#[test]
+fn a_build_asked_to_stop_leaves_no_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    for k in 0..2_500 {
+        put(&store, k, Some(k % 3));
+    }
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() == 3
+    };
+    let err = store.create_index_until("t", IndexDef::new("by_card", &["card".into()], false, false), &stop).unwrap_err();
+    assert_eq!((err.sqlstate(), asked.get()), ("57014", 3), "asked before rows 0, 1000 and 2000");
+    assert!(store.table("t").unwrap().indexes.is_empty());
+    assert_eq!(store.index_pks("t", "by_card", &IndexRange::default(), None, 10).unwrap_err().sqlstate(), "42704");
+    store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
+    assert_eq!(by_card(&store, Some(1)).len(), 833);
 }

@@ -74,9 +74,13 @@ impl Session {
             None => self.index_name(table, columns, if kind.constraint { "key" } else { "idx" })?,
         };
         tabula_store::value::validate_name(&name)?;
-        let r = self.ddl().create_index(table, IndexDef::new(&name, columns, kind.unique, kind.constraint));
+        // cancel and statement_timeout stop the build; it then leaves nothing.
+        let interrupt = self.interrupt.clone();
+        let stop = move || interrupt.check().is_err();
+        let r = self.ddl().create_index(table, IndexDef::new(&name, columns, kind.unique, kind.constraint), &stop);
         self.db.invalidate();
         match r {
+            Err(StoreError::Interrupted) => Err(self.interrupt.check().err().unwrap_or(QueryError::Cancelled)),
             Ok(()) => Ok(Output::Command { tag: tag.into() }),
             // Two rows already hold the same values: PostgreSQL's words for a build that finds them.
             Err(StoreError::UniqueViolation { columns, values, .. }) => {

@@ -118,15 +118,15 @@ impl Ddl<'_> {
 impl Ddl<'_> {
     /// CREATE INDEX (`Store::create_index`). In a transaction, as a rebuild: not after rows were written
     /// in it (their entries would be missing), and it reads from then on at a snapshot holding the entries.
-    pub fn create_index(&mut self, table: &str, spec: IndexDef) -> Result<()> {
+    pub fn create_index(&mut self, table: &str, spec: IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
         self.check(&[table])?;
-        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index(table, spec) };
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index_until(table, spec, stop) };
         if t.wrote.get() {
             return Err(StoreError::NotSupported("CREATE INDEX after rows were written in the same transaction".into()));
         }
         t.before_change(table, &[])?;
         let name = spec.name.clone();
-        self.store.create_index(table, spec)?;
+        self.store.create_index_until(table, spec, stop)?;
         let id = index_id(self.store, table, &name)?;
         t.index_entries(table, id, true)?;
         t.renew_snapshot(self.store);

@@ -284,6 +284,9 @@ impl Inner {
 /// Entries are written in batches of this many while an index is built.
 const BUILD_BATCH: usize = 10_000;
 
+/// A build asks whether to stop every this many rows (a few milliseconds' work).
+const STOP_EVERY: usize = 1_000;
+
 impl Store {
     /// Builds index `spec` (its name, columns, key or attribute ones, and kind) of `table`, online: writes go
     /// on while it is built, and reads use it once every row has its entry.
@@ -296,6 +299,12 @@ impl Store {
     /// 3. The index is marked ready. On any failure it is removed with its entries; after a crash the next
     ///    open removes it.
     pub fn create_index(&self, table: &str, spec: IndexDef) -> Result<()> {
+        self.create_index_until(table, spec, &|| false)
+    }
+
+    /// `create_index`, stopped (`Interrupted`, nothing left behind) as soon as `stop` answers true: it is
+    /// asked before the first row and every `STOP_EVERY` rows.
+    pub fn create_index_until(&self, table: &str, spec: IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
         let t = self.inner.table(table)?;
         let name = spec.name.clone();
         if t.def.read().indexes.iter().any(|i| i.name == name) {
@@ -311,7 +320,7 @@ impl Store {
             })?;
             self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
         }
-        let built = self.fill_index(&t, &ix).and_then(|()| {
+        let built = self.fill_index(&t, &ix, stop).and_then(|()| {
             let _ddl = self.inner.ddl.lock();
             self.inner.alter_locked(&t, |d| {
                 d.indexes.iter_mut().filter(|i| i.id == ix.id).for_each(|i| i.ready = true);
@@ -327,14 +336,19 @@ impl Store {
     /// Writes the entries of the rows stored now. For a unique index each entry is checked first against
     /// the entries written (by this build, in its batch, or by writers meanwhile) whose row still holds it:
     /// a second row with the same values fails the build (`UniqueViolation`).
-    fn fill_index(&self, t: &Table, ix: &IndexDef) -> Result<()> {
+    fn fill_index(&self, t: &Table, ix: &IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
         let def = t.def.read().clone();
         let reader = self.inner.reader();
         let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
         cursor.seek_to_first();
         let mut batch = Batch::default();
         let mut in_batch: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let mut rows = 0usize;
         while cursor.valid() {
+            if rows.is_multiple_of(STOP_EVERY) && stop() {
+                return Err(StoreError::Interrupted);
+            }
+            rows += 1;
             let row = StoredRow::decode(cursor.value())?;
             let pk = t.decode_pk(cursor.key())?;
             let row_key = &cursor.key()[t.prefix_len()..];
