@@ -104,13 +104,14 @@ impl Txn {
                 let _ = txn.rollback();
                 return Err(StoreError::Conflict);
             }
-            let deltas = self.deltas.borrow();
-            let theirs: Vec<&Delta> = deltas.iter().filter(|d| !self.set_aside_here(d)).collect();
-            if let Some(e) = retired_write(theirs.into_iter()) {
+            // A table this transaction set aside is retired against the others' writes, not its own; only a
+            // retired table's deltas are looked up, so a commit without DDL pays nothing for it.
+            let refused =
+                retired_write(self.deltas.borrow().iter().filter(|d| d.retired.load(Ordering::SeqCst) && !self.set_aside_here(d)));
+            if let Some(e) = refused {
                 let _ = txn.rollback();
                 return Err(e);
             }
-            drop(deltas);
             self.journal_in_commit(&*txn)?;
             txn.commit()?;
         }
