@@ -2,8 +2,9 @@
 //! `SET c = NULL`, updates and deletes found through an index), versioned writes, TTL expiry on a manual
 //! clock, COPY, and transactions that commit, roll back or fail, from two sessions whose writes interleave.
 //! After every step, in each session (inside its open transaction too), every query the planner answers
-//! through an index returns exactly what the same query answers by a full scan. The full scan is the model:
-//! it reads the table itself, so the index may never add, lose or misplace a row.
+//! through an index returns exactly what the same query answers by a full scan, in the same order where
+//! it reads the index in order. The full scan is the model: it reads the table itself, so the index may
+//! never add, lose or misplace a row. The table has a ttl or none (only then are indexes read in order).
 
 use std::sync::Arc;
 
@@ -16,17 +17,48 @@ const NOW: i64 = 1_700_000_000_000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Insert { k: i64, a: Option<i64>, b: Option<u8>, c: Option<i64>, upsert: bool },
-    AddA { k: i64, d: i64 },
-    NullA { k: i64 },
-    SetB { k: i64, b: Option<u8> },
-    SetC { k: i64, c: Option<i64> },
+    Insert {
+        k: i64,
+        a: Option<i64>,
+        b: Option<u8>,
+        c: Option<i64>,
+        upsert: bool,
+    },
+    AddA {
+        k: i64,
+        d: i64,
+    },
+    NullA {
+        k: i64,
+    },
+    SetB {
+        k: i64,
+        b: Option<u8>,
+    },
+    SetC {
+        k: i64,
+        c: Option<i64>,
+    },
     /// An update that finds its rows through the index on `a` and moves them within it.
-    AddWhereA { a: i64, d: i64 },
-    Versioned { k: i64, a: i64, ms_ago: i64 },
-    Delete { k: i64 },
-    DeleteWhereA { lo: i64, hi: i64 },
-    Copy { rows: Vec<(i64, Option<i64>, Option<i64>)> },
+    AddWhereA {
+        a: i64,
+        d: i64,
+    },
+    Versioned {
+        k: i64,
+        a: i64,
+        ms_ago: i64,
+    },
+    Delete {
+        k: i64,
+    },
+    DeleteWhereA {
+        lo: i64,
+        hi: i64,
+    },
+    Copy {
+        rows: Vec<(i64, Option<i64>, Option<i64>)>,
+    },
     Begin,
     Commit,
     Rollback,
@@ -67,8 +99,8 @@ fn text(b: Option<u8>) -> String {
     b.map_or("NULL".into(), |b| format!("'t{b}'"))
 }
 
-/// The rows (as their Debug text, sorted) or the SQLSTATE of a query.
-fn query(s: &mut Session, sql: &str) -> Result<Vec<String>, String> {
+/// The rows (as their Debug text, sorted unless `ordered`) or the SQLSTATE of a query.
+fn query(s: &mut Session, sql: &str, ordered: bool) -> Result<Vec<String>, String> {
     let out = s.execute_sql(sql).into_iter().last().unwrap();
     let rows = match out.map_err(|e| e.sqlstate().to_string())? {
         Output::Rows { rows, .. } => rows,
@@ -76,7 +108,9 @@ fn query(s: &mut Session, sql: &str) -> Result<Vec<String>, String> {
         other => panic!("{sql}: no rows: {other:?}"),
     };
     let mut rows: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
-    rows.sort();
+    if !ordered {
+        rows.sort();
+    }
     Ok(rows)
 }
 
@@ -118,42 +152,68 @@ fn apply(s: &mut Session, clock: &ManualClock, op: &Op) {
     }
 }
 
-/// Each pair: a query the planner answers through an index, and the same query that it cannot.
-fn pairs() -> Vec<(String, String)> {
+/// A query the planner answers through an index, the same query that it cannot, and whether their rows
+/// come in an order to compare. Ties come in key order from a sort (it is stable, over a scan in key
+/// order) and from an index read forward, in reverse from one read backward (only without a ttl).
+fn pairs(ttl: i64) -> Vec<(String, String, bool)> {
+    let tie = if ttl < 0 { "k DESC" } else { "k" };
     let mut out = Vec::new();
+    let mut pair = |indexed: String, scanned: String, ordered: bool| out.push((indexed, scanned, ordered));
     for v in -3..5 {
-        out.push((format!("SELECT * FROM t WHERE a = {v}"), format!("SELECT * FROM t WHERE a + 0 = {v}")));
-        out.push((format!("SELECT k FROM t WHERE c = {v}"), format!("SELECT k FROM t WHERE c + 0 = {v}")));
-        out.push((format!("SELECT k, a FROM t WHERE a > {v}"), format!("SELECT k, a FROM t WHERE a + 0 > {v}")));
+        pair(format!("SELECT * FROM t WHERE a = {v}"), format!("SELECT * FROM t WHERE a + 0 = {v}"), false);
+        pair(format!("SELECT k FROM t WHERE c = {v}"), format!("SELECT k FROM t WHERE c + 0 = {v}"), false);
+        pair(format!("SELECT k, a FROM t WHERE a > {v}"), format!("SELECT k, a FROM t WHERE a + 0 > {v}"), false);
     }
     for b in 0..3 {
-        out.push((format!("SELECT k FROM t WHERE b = 't{b}'"), format!("SELECT k FROM t WHERE b || '' = 't{b}'")));
-        out.push((
+        pair(format!("SELECT k FROM t WHERE b = 't{b}'"), format!("SELECT k FROM t WHERE b || '' = 't{b}'"), false);
+        pair(
             format!("SELECT k, a FROM t WHERE b = 't{b}' AND a BETWEEN -1 AND 2"),
             format!("SELECT k, a FROM t WHERE b || '' = 't{b}' AND a + 0 BETWEEN -1 AND 2"),
-        ));
+            false,
+        );
+        pair(
+            format!("SELECT k, a FROM t WHERE b = 't{b}' ORDER BY a DESC"),
+            format!("SELECT k, a FROM t WHERE b || '' = 't{b}' ORDER BY a + 0 DESC, {tie}"),
+            true,
+        );
     }
-    out.push(("SELECT k, a FROM t WHERE a IN (-2, 0, 3)".into(), "SELECT k, a FROM t WHERE a + 0 IN (-2, 0, 3)".into()));
-    out.push(("SELECT k FROM t WHERE b IN ('t0', 't2') AND a = 1".into(), "SELECT k FROM t WHERE b || '' IN ('t0', 't2') AND a + 0 = 1".into()));
+    pair("SELECT k, a FROM t WHERE a IN (-2, 0, 3)".into(), "SELECT k, a FROM t WHERE a + 0 IN (-2, 0, 3)".into(), false);
+    pair(
+        "SELECT k FROM t WHERE b IN ('t0', 't2') AND a = 1".into(),
+        "SELECT k FROM t WHERE b || '' IN ('t0', 't2') AND a + 0 = 1".into(),
+        false,
+    );
+    pair(
+        "SELECT k FROM t WHERE a = 1 OR a = -1 OR (a = 1 AND k > 2)".into(),
+        "SELECT k FROM t WHERE a + 0 = 1 OR a + 0 = -1".into(),
+        false,
+    );
+    pair("SELECT k, a FROM t ORDER BY a LIMIT 4".into(), "SELECT k, a FROM t ORDER BY a + 0, k LIMIT 4".into(), true);
+    pair("SELECT k, a FROM t ORDER BY a DESC LIMIT 4".into(), format!("SELECT k, a FROM t ORDER BY a + 0 DESC, {tie} LIMIT 4"), true);
+    pair("SELECT k, c FROM t ORDER BY c LIMIT 3 OFFSET 1".into(), "SELECT k, c FROM t ORDER BY c + 0, k LIMIT 3 OFFSET 1".into(), true);
+    pair(
+        "SELECT k, b, a FROM t WHERE b > 't0' ORDER BY b, a LIMIT 5".into(),
+        "SELECT k, b, a FROM t WHERE b || '' > 't0' ORDER BY b || '', a + 0, k LIMIT 5".into(),
+        true,
+    );
     out
 }
 
 fn plan(s: &mut Session, sql: &str) -> String {
-    query(s, &format!("EXPLAIN {sql}")).unwrap().join("\n")
+    query(s, &format!("EXPLAIN {sql}"), true).unwrap().join("\n")
 }
 
-fn setup() -> (Arc<ManualClock>, Vec<Session>) {
+/// Two sessions on table `t`, with a ttl of 6 s or none.
+fn setup(ttl: i64) -> (Arc<ManualClock>, Vec<Session>) {
     let clock = Arc::new(ManualClock::new(NOW));
     let config = StoreConfig { clock: clock.clone(), maintenance_interval: None, ..StoreConfig::default() };
     let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), config).unwrap());
     let db = Database::new(store).unwrap();
     let mut s = Session::new(&db, "tabula", "tabula");
-    for sql in [
-        "CREATE TABLE t (k bigint PRIMARY KEY, a bigint, b text, c bigint) WITH (ttl = 6, max_versions = 2, max_version_offset = 3600)",
-        "CREATE INDEX t_a ON t (a)",
-        "CREATE INDEX t_ba ON t (b, a)",
-        "CREATE UNIQUE INDEX t_c ON t (c)",
-    ] {
+    let create = format!(
+        "CREATE TABLE t (k bigint PRIMARY KEY, a bigint, b text, c bigint) WITH (ttl = {ttl}, max_versions = 2, max_version_offset = 3600)"
+    );
+    for sql in [create.as_str(), "CREATE INDEX t_a ON t (a)", "CREATE INDEX t_ba ON t (b, a)", "CREATE UNIQUE INDEX t_c ON t (c)"] {
         for r in s.execute_sql(sql) {
             r.unwrap();
         }
@@ -164,25 +224,34 @@ fn setup() -> (Arc<ManualClock>, Vec<Session>) {
 
 #[test]
 fn the_pairs_take_an_index_and_a_full_scan() {
-    let (_clock, mut sessions) = setup();
-    let s = &mut sessions[0];
-    for (indexed, scanned) in pairs() {
-        assert!(plan(s, &indexed).contains("IndexScan"), "{indexed}: {}", plan(s, &indexed));
-        assert!(!plan(s, &scanned).contains("IndexScan"), "{scanned}: {}", plan(s, &scanned));
+    for ttl in [6, -1] {
+        let (_clock, mut sessions) = setup(ttl);
+        let s = &mut sessions[0];
+        for (indexed, scanned, ordered) in pairs(ttl) {
+            // With a ttl, an ORDER BY sorts what it reads (an index's entries may hold expired values), so
+            // the index is read only for a WHERE.
+            let by_index = !ordered || ttl < 0 || indexed.contains("WHERE");
+            assert_eq!(plan(s, &indexed).contains("IndexScan"), by_index, "{indexed}: {}", plan(s, &indexed));
+            assert!(!plan(s, &scanned).contains("IndexScan"), "{scanned}: {}", plan(s, &scanned));
+            if ordered && ttl < 0 {
+                assert!(!plan(s, &indexed).contains("Sort"), "{indexed}: {}", plan(s, &indexed));
+            }
+        }
     }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
     #[test]
-    fn index_scans_agree_with_full_scans(ops in proptest::collection::vec(op(), 1..40)) {
-        let (clock, mut sessions) = setup();
-        let pairs = pairs();
+    fn index_scans_agree_with_full_scans(forever in any::<bool>(), ops in proptest::collection::vec(op(), 1..40)) {
+        let ttl = if forever { -1 } else { 6 };
+        let (clock, mut sessions) = setup(ttl);
+        let pairs = pairs(ttl);
         for (step, (who, op)) in ops.iter().enumerate() {
             apply(&mut sessions[*who as usize], &clock, op);
             for (n, s) in sessions.iter_mut().enumerate() {
-                for (indexed, scanned) in &pairs {
-                    prop_assert_eq!(query(s, indexed), query(s, scanned), "step {} ({:?}), session {}: {}", step, op, n, indexed);
+                for (indexed, scanned, ordered) in &pairs {
+                    prop_assert_eq!(query(s, indexed, *ordered), query(s, scanned, *ordered), "step {} ({:?}), session {}: {}", step, op, n, indexed);
                 }
             }
         }
@@ -190,8 +259,8 @@ proptest! {
         for s in sessions.iter_mut() {
             run(s, "COMMIT");
         }
-        for (indexed, scanned) in &pairs {
-            prop_assert_eq!(query(&mut sessions[0], indexed), query(&mut sessions[0], scanned), "after the end: {}", indexed);
+        for (indexed, scanned, ordered) in &pairs {
+            prop_assert_eq!(query(&mut sessions[0], indexed, *ordered), query(&mut sessions[0], scanned, *ordered), "after the end: {}", indexed);
         }
     }
 }

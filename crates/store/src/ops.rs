@@ -118,12 +118,13 @@ impl<'a> LatestRow<'a> {
 
 /// What a read of a secondary index covers: entries whose first columns equal `eq`, and whose next column
 /// lies between `lower` and `upper` (value, inclusive) when either is given. A range covers values only:
-/// NULLs, which sort after them, never lie in one.
+/// NULLs, which sort after them, never lie in one. Read from the last entry back when `backward`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct IndexRange {
     pub eq: Vec<Option<Value>>,
     pub lower: Option<(Value, bool)>,
     pub upper: Option<(Value, bool)>,
+    pub backward: bool,
 }
 
 /// A page of row keys read from a secondary index, and the entry to resume after (`None`: the last page).

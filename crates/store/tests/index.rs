@@ -238,14 +238,28 @@ fn a_range_of_the_next_column_after_equal_ones() {
         store.put_row("t", &[Some(int(k))], &cells, &Condition::ignore()).unwrap();
     }
     store.put_row("t", &[Some(int(10))], &[CellWrite::new("v", Value::Integer(0))], &Condition::ignore()).unwrap();
+    // Each range read forward and backward, two entries a page.
     let read = |lower: Option<(i64, bool)>, upper: Option<(i64, bool)>| -> Vec<i64> {
-        let range = IndexRange {
-            eq: vec![Some(Value::Integer(0))],
-            lower: lower.map(|(v, i)| (Value::Integer(v), i)),
-            upper: upper.map(|(v, i)| (Value::Integer(v), i)),
-        };
-        let (pks, _) = store.index_pks("t", "by_v_card", &range, None, 100).unwrap();
-        pks.iter().map(|pk| if let PkValue::Integer(i) = pk[0] { i } else { unreachable!() }).collect()
+        let mut both = [false, true].map(|backward| {
+            let range = IndexRange {
+                eq: vec![Some(Value::Integer(0))],
+                lower: lower.map(|(v, i)| (Value::Integer(v), i)),
+                upper: upper.map(|(v, i)| (Value::Integer(v), i)),
+                backward,
+            };
+            let (mut out, mut after) = (Vec::new(), None);
+            loop {
+                let (pks, next) = store.index_pks("t", "by_v_card", &range, after.as_deref(), 2).unwrap();
+                out.extend(pks.iter().map(|pk| if let PkValue::Integer(i) = pk[0] { i } else { unreachable!() }));
+                match next {
+                    Some(n) => after = Some(n),
+                    None => return out,
+                }
+            }
+        });
+        both[1].reverse();
+        assert_eq!(both[0], both[1], "backward reads the same entries in the opposite order");
+        both[0].clone()
     };
     assert_eq!(read(Some((2, true)), Some((6, false))), vec![2, 4]);
     assert_eq!(read(Some((2, false)), Some((6, true))), vec![4, 6]);

@@ -188,14 +188,16 @@ pub fn key(t: &TableSchema, exprs: &[Expr], ctx: &EvalCtx) -> Result<Option<Vec<
     Ok(Some(out))
 }
 
-/// The ranges an index scan reads, one per distinct lookup (its constants as the columns store them);
-/// `None` when a bound is NULL, which matches nothing. A lookup with a NULL is left out for the same reason.
+/// The ranges an index scan reads, one per distinct lookup (its constants as the columns store them), none
+/// covered by another (a lookup of `(1)` covers one of `(1, 2)`), so that no row comes twice; `None` when
+/// a bound is NULL, which matches nothing. A lookup with a NULL is left out for the same reason.
 pub fn index_ranges(
     t: &TableSchema,
     index: &str,
     lookups: &[Vec<Expr>],
     lower: &Option<(bool, Expr)>,
     upper: &Option<(bool, Expr)>,
+    backward: bool,
     ctx: &EvalCtx,
 ) -> Result<Option<Vec<IndexRange>>> {
     let ix = t.indexes.iter().find(|i| i.name == index).ok_or_else(|| QueryError::Internal(format!("index {index} is gone")))?;
@@ -228,12 +230,17 @@ pub fn index_ranges(
                 None => continue 'lookups,
             }
         }
-        let range = IndexRange { eq, lower: lower.clone(), upper: upper.clone() };
-        if !ranges.contains(&range) {
-            ranges.push(range);
+        ranges.push(IndexRange { eq, lower: lower.clone(), upper: upper.clone(), backward });
+    }
+    // Lookups differ in length only without bounds (ORs): one covers another that starts with it.
+    let covers = |a: &IndexRange, b: &IndexRange| b.eq.starts_with(&a.eq) && a.eq.len() <= b.eq.len();
+    let mut kept: Vec<IndexRange> = Vec::with_capacity(ranges.len());
+    for r in &ranges {
+        if !kept.iter().any(|k| covers(k, r)) && !ranges.iter().any(|o| covers(o, r) && o.eq.len() < r.eq.len()) {
+            kept.push(r.clone());
         }
     }
-    Ok(Some(ranges))
+    Ok(Some(kept))
 }
 
 /// One end of a range scan as the engine takes it, or `None` when a value in it is NULL (matching nothing).

@@ -136,14 +136,20 @@ impl Executor<'_> {
                     feed(rows, &mut stats)?;
                 }
             }
-            AccessPath::IndexScan { index, lookups, lower, upper } => {
-                let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, &self.ctx)? else { return Ok(()) };
+            AccessPath::IndexScan { index, lookups, lower, upper, order } => {
+                let backward = *order == Some(Direction::Backward);
+                let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(()) };
+                // Under a LIMIT that every row meets, a first page of that many entries is likely the last.
+                let page = match (&scan.filter, self.eval_u64(&scan.limit)?) {
+                    (None, Some(l)) => (l as usize).clamp(1, INDEX_PAGE),
+                    _ => INDEX_PAGE,
+                };
                 'lookups: for range in &ranges {
                     let mut after = None;
                     loop {
                         self.interrupt.check()?;
                         stats.engine_calls += 1;
-                        let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), INDEX_PAGE).map_err(store_err)?;
+                        let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), page).map_err(store_err)?;
                         if !pks.is_empty() {
                             stats.engine_calls += 1;
                             let rows: Vec<Row> =

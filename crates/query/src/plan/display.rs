@@ -69,7 +69,7 @@ impl fmt::Display for AccessPath {
                 write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
             }
             AccessPath::System(_) => write!(f, "SystemView"),
-            AccessPath::IndexScan { index, lookups, lower, upper } => {
+            AccessPath::IndexScan { index, lookups, lower, upper, order } => {
                 write!(f, "IndexScan index={index}")?;
                 if lookups.iter().any(|l| !l.is_empty()) {
                     write!(f, " values=")?;
@@ -93,7 +93,11 @@ impl fmt::Display for AccessPath {
                     };
                     write!(f, " range={lo}, {hi}")?;
                 }
-                Ok(())
+                match order {
+                    Some(Direction::Forward) => write!(f, " forward"),
+                    Some(Direction::Backward) => write!(f, " backward"),
+                    None => Ok(()),
+                }
             }
         }
     }

@@ -28,8 +28,9 @@ pub enum AccessPath {
     RangeScan { start: Vec<KeyBound>, end: Vec<KeyBound>, direction: Direction },
     /// Equality (or IN lists: one lookup per combination) on the first columns of a secondary index, then
     /// maybe a range on the next: its entries name the rows, which are read by key and checked against the
-    /// whole condition (an entry may be older than its row). A bound is (inclusive, value).
-    IndexScan { index: String, lookups: Vec<Vec<Expr>>, lower: Option<(bool, Expr)>, upper: Option<(bool, Expr)> },
+    /// whole condition (an entry may be older than its row). A bound is (inclusive, value). With `order`,
+    /// the one lookup is read in the index's order (forward) or its reverse, and the rows come so.
+    IndexScan { index: String, lookups: Vec<Vec<Expr>>, lower: Option<(bool, Expr)>, upper: Option<(bool, Expr)>, order: Option<Direction> },
     /// Everything else: every partition is scanned.
     FullScan { direction: Direction },
     /// One of Tabula's own views, generated from the live catalog.

@@ -197,6 +197,10 @@ impl Planner<'_> {
         if let Some(dir) = key_order(&table, &access, &order) {
             set_direction(&mut access, dir);
             sort.clear();
+        } else if let Some(ordered) = index_order(&table, &access, &order, limit.is_some()).filter(|_| versions == Versions::Latest) {
+            // Or an index's order (of the rows the WHERE chose it for, or of the whole table under a LIMIT).
+            access = ordered;
+            sort.clear();
         }
         let filter = Expr::and_all(residual);
         let history = !matches!(versions, Versions::Latest);

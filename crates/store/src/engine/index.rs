@@ -202,8 +202,9 @@ impl WriteCtx<'_> {
 }
 
 impl Inner {
-    /// Row keys from index `index` of table `t` in `range`, in index order, from after entry `after` on,
-    /// at most `limit`; and the entry to resume after, if the limit cut the read.
+    /// Row keys from index `index` of table `t` in `range`, in index order (descending when the range is
+    /// read backward), from after entry `after` on, at most `limit`; and the entry to resume after, if the
+    /// limit cut the read.
     pub(super) fn index_pks(
         &self,
         src: &dyn Read,
@@ -215,16 +216,23 @@ impl Inner {
     ) -> Result<IndexPage> {
         let ix = t.def.read().indexes.iter().find(|i| i.name == index).cloned().ok_or_else(|| StoreError::UnknownIndex(index.into()))?;
         let (start, end) = bounds(&ix, range);
-        let lower = match after {
-            Some(a) => {
+        let backward = range.backward;
+        let (start, end) = match after {
+            // Forward, the next page starts just past the last entry read; backward, it ends before it.
+            Some(a) if !backward => {
                 let mut k = a.to_vec();
                 k.push(0);
-                k.max(start)
+                (k.max(start), end)
             }
-            None => start,
+            Some(a) => (start, a.to_vec().min(end)),
+            None => (start, end),
         };
-        let mut cursor = src.scan(lower, end, true);
-        cursor.seek_to_first();
+        let mut cursor = src.scan(start, end, true);
+        if backward {
+            cursor.seek_to_last();
+        } else {
+            cursor.seek_to_first();
+        }
         let mut pks = Vec::new();
         let mut last = Vec::new();
         while cursor.valid() {
@@ -233,7 +241,7 @@ impl Inner {
             }
             pks.push(keys::decode_pk(cursor.value(), &t.pk_types)?);
             last = cursor.key().to_vec();
-            cursor.advance(false);
+            cursor.advance(backward);
         }
         cursor.status()?;
         Ok((pks, None))
