@@ -45,6 +45,8 @@ pub enum QueryError {
     /// Of a unique secondary index.
     #[error("duplicate key value violates unique constraint \"{index}\"")]
     UniqueIndex { table: String, index: String },
+    #[error("new row for relation \"{table}\" violates check constraint \"{constraint}\"")]
+    CheckViolation { table: String, constraint: String },
     #[error("{0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -137,6 +139,7 @@ impl QueryError {
             InvalidParameterValue(_) => "22023",
             NotNull { .. } => "23502",
             UniqueViolation(_) | UniqueIndex { .. } => "23505",
+            CheckViolation { .. } => "23514",
             StringTooLong(_) => "22001",
             InvalidText(_) => "22P02",
             DatatypeMismatch(_) => "42804",
@@ -190,6 +193,7 @@ impl QueryError {
             QueryError::UniqueViolation(t) => (Some(t.clone()), None, Some(format!("{t}_pkey"))),
             QueryError::UniqueIndex { table, index } => (Some(table.clone()), None, Some(index.clone())),
             QueryError::NotNull { table, column } => (Some(table.clone()), Some(column.clone()), None),
+            QueryError::CheckViolation { table, constraint } => (Some(table.clone()), None, Some(constraint.clone())),
             QueryError::WithContext { inner, .. } => inner.object(),
             _ => (None, None, None),
         }

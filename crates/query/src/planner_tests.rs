@@ -36,6 +36,7 @@ fn catalog() -> Tables {
         owner: "tabula".into(),
         acl: None,
         indexes: vec![],
+        checks: vec![],
     })])
 }
 

@@ -6,6 +6,7 @@
 //! created without a primary key, 4 the same of a table that named its hash_prefix),
 //! in declaration order, then one line
 //! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken), a line
+//! `!check<TAB>name<TAB>expression` per CHECK constraint (the expression's SQL text), a line
 //! `!owner<TAB>role` (none: the bootstrap superuser owns it, as every table made before roles existed), and
 //! once privileges were granted or revoked a line `!acl<TAB>grantee<TAB>letters<TAB>grantee<TAB>letters...`
 //! (grantee empty: PUBLIC; letters as in PostgreSQL's aclitem, `arwdDxt`).
@@ -97,6 +98,55 @@ pub struct TableSchema {
     pub acl: Option<Acl>,
     /// Secondary indexes, the ones being built too.
     pub indexes: Vec<Index>,
+    /// CHECK constraints, in the order they were made.
+    pub checks: Vec<CheckDef>,
+}
+
+/// A CHECK constraint: its name and its expression's SQL text, bound again for each write plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDef {
+    pub name: String,
+    pub expr: String,
+}
+
+impl CheckDef {
+    fn parsed(&self) -> Option<ast::Expr> {
+        sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&self.expr).ok()?.parse_expr().ok()
+    }
+
+    /// Whether the expression reads column `name` (its constraint goes when the column is dropped).
+    pub fn reads(&self, name: &str) -> bool {
+        let mut found = false;
+        if let Some(mut e) = self.parsed() {
+            let _ = ast::visit_expressions_mut(&mut e, |x| {
+                found |= column_named(x) == Some(name.to_string());
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+        }
+        found
+    }
+
+    /// The constraint with column `from` called `to` in its expression.
+    pub fn renamed(&self, from: &str, to: &str) -> CheckDef {
+        let Some(mut e) = self.parsed() else { return self.clone() };
+        let _ = ast::visit_expressions_mut(&mut e, |x| {
+            if column_named(x).as_deref() == Some(from) {
+                let plain = to.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                *x = ast::Expr::Identifier(if plain { ast::Ident::new(to) } else { ast::Ident::with_quote('"', to) });
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        CheckDef { name: self.name.clone(), expr: e.to_string() }
+    }
+}
+
+/// The column a bare or table-qualified name in an expression names.
+fn column_named(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Identifier(id) => Some(ident_name(id)),
+        ast::Expr::CompoundIdentifier(ids) if ids.len() == 2 => ids.last().map(ident_name),
+        _ => None,
+    }
 }
 
 /// A secondary index as the planner sees it.
@@ -121,11 +171,16 @@ impl TableSchema {
         let mut dropped = Vec::new();
         let mut owner = BOOTSTRAP.to_string();
         let mut acl = None;
+        let mut checks = Vec::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
             match f[0] {
                 "!dropped" if f.len() == 2 => {
                     dropped.push(f[1].to_string());
+                    continue;
+                }
+                "!check" if f.len() == 3 => {
+                    checks.push(CheckDef { name: f[1].to_string(), expr: unescape(f[2]) });
                     continue;
                 }
                 "!owner" if f.len() == 2 => {
@@ -157,7 +212,7 @@ impl TableSchema {
                 identity: matches!(f[3], "1" | "2" | "3" | "4"),
                 always: f[3] == "2",
                 hidden: matches!(f[3], "3" | "4").then_some(RowId { hash_prefix_given: f[3] == "4" }),
-                default: f.get(4).filter(|d| !d.is_empty()).map(|d| d.replace("\\n", "\n").replace("\\t", "\t")),
+                default: f.get(4).filter(|d| !d.is_empty()).map(|d| unescape(d)),
             });
         }
         let pk = def
@@ -189,18 +244,22 @@ impl TableSchema {
             owner,
             acl,
             indexes,
+            checks,
         })
     }
 
     /// The metadata to store for this table.
     pub fn encode(&self) -> Vec<u8> {
-        Self::encode_meta(&self.columns, &self.dropped, &self.owner, self.acl.as_ref())
+        Self::encode_meta(&self.columns, &self.dropped, &self.checks, &self.owner, self.acl.as_ref())
     }
 
-    pub fn encode_meta(columns: &[ColumnDef], dropped: &[String], owner: &str, acl: Option<&Acl>) -> Vec<u8> {
+    pub fn encode_meta(columns: &[ColumnDef], dropped: &[String], checks: &[CheckDef], owner: &str, acl: Option<&Acl>) -> Vec<u8> {
         let mut s = String::new();
         for d in dropped {
             s.push_str(&format!("!dropped\t{d}\n"));
+        }
+        for c in checks {
+            s.push_str(&format!("!check\t{}\t{}\n", c.name, escape(&c.expr)));
         }
         s.push_str(&format!("!owner\t{owner}\n"));
         if let Some(acl) = acl {
@@ -211,7 +270,7 @@ impl TableSchema {
             s.push('\n');
         }
         for c in columns {
-            let default = c.default.as_deref().unwrap_or("").replace('\n', "\\n").replace('\t', "\\t");
+            let default = escape(c.default.as_deref().unwrap_or(""));
             s.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\n",
                 c.name,
@@ -302,4 +361,28 @@ pub fn ident_name(id: &sqlparser::ast::Ident) -> String {
     } else {
         id.value.to_lowercase()
     }
+}
+
+/// Metadata lines hold SQL text (a DEFAULT, a CHECK) with its backslashes, newlines and tabs escaped.
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t")
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('\\', Some(n @ ('\\' | 'n' | 't'))) => {
+                chars.next();
+                out.push(match n {
+                    'n' => '\n',
+                    't' => '\t',
+                    _ => '\\',
+                });
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }

@@ -63,6 +63,7 @@ impl SystemView {
             // Everybody reads them, as PostgreSQL's statistics views.
             acl: Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))])),
             indexes: vec![],
+            checks: vec![],
         })
     }
 

@@ -117,3 +117,29 @@ fn a_cursor_lends_and_builds_the_same_rows() {
         assert_eq!(rows(s.execute_sql(built)), want, "{built}");
     }
 }
+
+/// COPY checks each row against the table's CHECK constraints: one bad row and nothing of the load is
+/// written, with the line named.
+#[test]
+fn copy_rows_meet_check_constraints() {
+    let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), StoreConfig::default()).unwrap());
+    let db = Database::new(store).unwrap();
+    let mut s = tabula_query::Session::new(&db, "tabula", "tabula");
+    for r in s.execute_sql("CREATE TABLE t (id bigint PRIMARY KEY, qty int CHECK (qty >= 0))") {
+        r.unwrap();
+    }
+    for data in ["1\t5\n2\t-1\n3\t2\n", "1\t5\n2\t\\N\n"] {
+        assert!(matches!(s.execute_sql("COPY t FROM STDIN").pop(), Some(Ok(Output::CopyIn { .. }))));
+        s.copy_data(data.as_bytes());
+        match s.copy_done() {
+            Ok(n) => assert_eq!(n, 2, "NULL passes"),
+            Err(e) => {
+                assert_eq!(e.sqlstate(), "23514");
+                assert!(e.detail().unwrap().contains("Failing row contains (2, -1)"), "{:?}", e.detail());
+                assert!(e.detail().unwrap().contains("line 2"), "{:?}", e.detail());
+                assert!(rows(s.execute_sql("SELECT * FROM t")).is_empty(), "nothing of the failed load");
+            }
+        }
+    }
+    assert_eq!(rows(s.execute_sql("SELECT id FROM t")).len(), 2);
+}

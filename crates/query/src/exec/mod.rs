@@ -24,7 +24,7 @@ mod write;
 pub use one_call::{key_update, upsert};
 pub use pages::{latest, page_rows, FanOut, Pages, Reader};
 pub use scan::latest_sql_rows;
-pub use write::{prepare_row, PreparedRow};
+pub use write::{check_row, prepare_row, PreparedRow};
 
 /// Stops a running statement: a cancel request or a statement timeout.
 #[derive(Default, Clone)]

@@ -39,7 +39,9 @@ impl Executor<'_> {
         let mut rows = Vec::with_capacity(p.rows.len());
         for exprs in &p.rows {
             let values = exprs.iter().map(|e| self.eval_const(e)).collect::<Result<Vec<_>>>()?;
-            rows.push(prepare_row(t, &p.targets, values)?);
+            let row = prepare_row(t, &p.targets, values)?;
+            check_row(t, &p.checks, &row.row, &self.ctx)?;
+            rows.push(row);
         }
         let mut returned = Vec::new();
         // Plain multi-row inserts: one existence check and one atomic write for all rows.
@@ -100,7 +102,7 @@ impl Executor<'_> {
                             Some(e) => e.eval(&combined, &self.ctx)?.cast(SqlType::Int8)?.as_int(),
                             None => None,
                         };
-                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version)?;
+                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version, &p.checks)?;
                         count += 1;
                         self.returning(&p.returning, &updated, &mut returned)?;
                     }
@@ -111,7 +113,9 @@ impl Executor<'_> {
         Ok((count, returned))
     }
 
-    /// Applies SET assignments to one existing row; returns the row as it is after.
+    /// Applies SET assignments to one existing row, which must then meet `checks`; returns the row as it
+    /// is after.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_update(
         &self,
         t: &TableSchema,
@@ -120,13 +124,16 @@ impl Executor<'_> {
         eval_row: &SqlRow,
         assignments: &[(usize, Expr)],
         version: Option<i64>,
+        checks: &[BoundCheck],
     ) -> Result<SqlRow> {
         let mut ops = Vec::with_capacity(assignments.len());
         let mut after = before.clone();
         for (col, e) in assignments {
             let name = t.columns[*col].name.clone();
-            // `n = n + k`: the engine's atomic increment, immune to concurrent writers.
-            if let (Some(k), None) = (increment_of(e, *col), version) {
+            // `n = n + k`: the engine's atomic increment, immune to concurrent writers. Not under a CHECK,
+            // which must see the sum before it is written (the row was read in this transaction, so a
+            // concurrent writer still conflicts at commit).
+            if let (Some(k), None, true) = (increment_of(e, *col), version, checks.is_empty()) {
                 // NULL + NULL-able: an increment of NULL is NULL, which the general path below gives.
                 if let Some(k) = self.eval_const(&k)?.cast(SqlType::Int8)?.as_int() {
                     ops.push((name, UpdateOp::Add(k)));
@@ -146,6 +153,7 @@ impl Executor<'_> {
                 },
             ));
         }
+        check_row(t, checks, &after, &self.ctx)?;
         let outcome = self.access.update_row(&t.name, pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
         for (name, v) in outcome.increments {
             if let Some(ci) = t.column_index(&name) {
@@ -169,7 +177,7 @@ impl Executor<'_> {
         for row in targets {
             self.interrupt.check()?;
             let pk = self.pk_of(t, &row)?;
-            match self.apply_update(t, &pk, &row, &row, &p.assignments, version) {
+            match self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks) {
                 Ok(after) => {
                     count += 1;
                     self.returning(&p.returning, &after, &mut returned)?;
@@ -223,6 +231,20 @@ impl Executor<'_> {
         }
         Ok((count, returned))
     }
+}
+
+/// 23514 unless `row` meets every one of its table's CHECK constraints: none is false (NULL passes, as in
+/// PostgreSQL). A key the engine generates is not drawn yet: NULL here.
+pub fn check_row(t: &TableSchema, checks: &[BoundCheck], row: &SqlRow, ctx: &EvalCtx) -> Result<()> {
+    for c in checks {
+        if c.expr.eval(row, ctx)? == Datum::Bool(false) {
+            let values: Vec<String> =
+                (0..t.visible().len()).map(|i| row[i].to_pg_text(t.column_type(i)).unwrap_or_else(|| "null".into())).collect();
+            return Err(QueryError::CheckViolation { table: t.name.clone(), constraint: c.name.clone() }
+                .with_message(format!("Failing row contains ({}).", values.join(", "))));
+        }
+    }
+    Ok(())
 }
 
 /// A row about to be inserted: its SQL values, key (generated columns `None`) and cells.

@@ -159,6 +159,7 @@ mod tests {
             owner: "tabula".into(),
             acl: None,
             indexes: vec![],
+            checks: vec![],
         }
     }
 

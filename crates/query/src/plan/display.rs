@@ -214,6 +214,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::CreateIndex { .. } => "CreateIndex",
         Plan::DropIndex { .. } => "DropIndex",
         Plan::DropConstraint { .. } => "DropConstraint",
+        Plan::AddCheck { .. } => "AddCheck",
         Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",

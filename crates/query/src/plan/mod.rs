@@ -138,6 +138,8 @@ pub struct InsertPlan {
     pub on_conflict: OnConflict,
     pub returning: Option<Returning>,
     pub call: WriteCall,
+    /// The table's CHECK constraints, which every row written must meet.
+    pub checks: Vec<BoundCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +150,15 @@ pub struct UpdatePlan {
     pub version: Option<Expr>,
     pub returning: Option<Returning>,
     pub call: WriteCall,
+    pub checks: Vec<BoundCheck>,
+}
+
+/// A CHECK constraint bound over its table's row (the columns, then `_version`): a row meets it unless
+/// the expression is false (NULL passes, as in PostgreSQL).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundCheck {
+    pub name: String,
+    pub expr: Expr,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -179,6 +190,7 @@ pub struct CreateTablePlan {
     pub generated_hash_prefix: Option<String>,
     /// UNIQUE constraints: their names, if given, and columns. Each is a unique index.
     pub unique: Vec<(Option<String>, Vec<String>)>,
+    pub checks: Vec<crate::schema::CheckDef>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -250,7 +262,14 @@ pub enum Plan {
         constraint: bool,
         if_not_exists: bool,
     },
-    /// `ALTER TABLE t DROP CONSTRAINT name` of a UNIQUE constraint.
+    /// `ALTER TABLE t ADD [CONSTRAINT name] CHECK (...) [NOT VALID]`: the rows there are checked first
+    /// unless NOT VALID (`check.name` empty: PostgreSQL's name for it is chosen then).
+    AddCheck {
+        table: String,
+        check: crate::schema::CheckDef,
+        validate: bool,
+    },
+    /// `ALTER TABLE t DROP CONSTRAINT name` of a UNIQUE or CHECK constraint.
     DropConstraint {
         table: String,
         name: String,
@@ -361,6 +380,7 @@ pub enum Plan {
         /// The DEFAULTs of the columns the data leaves out.
         defaults: Vec<(usize, Expr)>,
         format: crate::copy::CopyFormat,
+        checks: Vec<BoundCheck>,
     },
     /// `COPY t | (query) TO STDOUT`.
     CopyTo {

@@ -36,6 +36,8 @@ impl Planner<'_> {
         let name = created_name(&c.name)?;
         let mut columns = Vec::new();
         let mut unique = Vec::new();
+        // CHECK constraints, with the column each was declared on.
+        let mut checks: Vec<(Option<String>, ast::CheckConstraint)> = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
         let mut partition_key_len = 1;
         for col in &c.columns {
@@ -84,6 +86,10 @@ impl Planner<'_> {
                         super::index::unique_columns(u)?;
                         unique.push((name, vec![cname.clone()]));
                     }
+                    ast::ColumnOption::Check(c) => {
+                        let name = opt.name.clone().or(c.name.clone());
+                        checks.push((Some(cname.clone()), ast::CheckConstraint { name, ..c.clone() }));
+                    }
                     other => return Err(QueryError::NotSupported(format!("column option {other} is not supported"))),
                 }
             }
@@ -100,6 +106,7 @@ impl Planner<'_> {
                     (pk_names, partition_key_len) = key_names(pk)?;
                 }
                 ast::TableConstraint::Unique(u) => unique.push((u.name.as_ref().map(ident_name), super::index::unique_columns(u)?)),
+                ast::TableConstraint::Check(c) => checks.push((None, c.clone())),
                 other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
             }
         }
@@ -147,6 +154,23 @@ impl Planner<'_> {
                 return Err(QueryError::Engine { sqlstate: "42703", message: format!("column \"{c}\" named in key does not exist") });
             }
         }
+        // The CHECKs, bound over the table as it will be.
+        let mut table = TableSchema {
+            name: name.clone(),
+            columns: columns.clone(),
+            pk: pk.clone(),
+            partition_key_len,
+            options,
+            dropped: vec![],
+            owner: String::new(),
+            acl: None,
+            indexes: vec![],
+            checks: vec![],
+        };
+        for (column, c) in &checks {
+            let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;
+            table.checks.push(def);
+        }
         Ok(Plan::CreateTable(CreateTablePlan {
             name,
             if_not_exists: c.if_not_exists,
@@ -156,6 +180,7 @@ impl Planner<'_> {
             options,
             generated_hash_prefix,
             unique,
+            checks: table.checks,
         }))
     }
 
@@ -242,6 +267,11 @@ impl Planner<'_> {
                 }
                 let name = u.name.as_ref().map(ident_name);
                 Ok(Plan::CreateIndex { table, name, columns, unique: true, constraint: true, if_not_exists: false })
+            }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {
+                let t = self.catalog.table(&table)?;
+                let check = self.check_def(&t, c, None, &super::check::constraint_names(&t))?;
+                Ok(Plan::AddCheck { table, check, validate: !*not_valid })
             }
             ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
                 if matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {

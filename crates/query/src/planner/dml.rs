@@ -106,7 +106,8 @@ impl Planner<'_> {
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
         let returning = self.returning(&table, i.returning.as_ref())?;
-        let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite };
+        let checks = self.bound_checks(&table)?;
+        let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite, checks };
         insert.call = insert_call(&insert, values.is_some());
         match values {
             Some(_) => Ok(Plan::Insert(insert)),
@@ -271,7 +272,8 @@ impl Planner<'_> {
         let filter = u.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
         let scan = self.dml_scan(&table, filter);
         let returning = self.returning(&table, u.returning.as_ref())?;
-        let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite };
+        let checks = self.bound_checks(&scan.table)?;
+        let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
         Ok(Plan::Update(update))
     }

@@ -19,6 +19,7 @@ use crate::schema::{ident_name, ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::{Datum, SqlType};
 
 mod access_path;
+mod check;
 mod ddl;
 mod dml;
 mod index;

@@ -20,6 +20,8 @@ pub fn streams(scan: Option<&Scan>, sort: &[(Expr, bool)]) -> bool {
 pub fn insert_call(i: &InsertPlan, rows_known: bool) -> WriteCall {
     let one_row = rows_known && i.rows.len() == 1;
     match &i.on_conflict {
+        // An upsert's update must see the row to check it.
+        OnConflict::DoUpdate { .. } if !i.checks.is_empty() => WriteCall::ReadModifyWrite,
         OnConflict::Error => WriteCall::Single,
         OnConflict::DoNothing { .. } if one_row => WriteCall::Single,
         OnConflict::DoNothing { .. } => WriteCall::ReadModifyWrite,
@@ -49,8 +51,12 @@ pub fn insert_call(i: &InsertPlan, rows_known: bool) -> WriteCall {
     }
 }
 
-/// How an auto-commit UPDATE reaches the engine.
+/// How an auto-commit UPDATE reaches the engine: not in one blind call when CHECK constraints need to
+/// see the row as it will be.
 pub fn update_call(u: &UpdatePlan) -> WriteCall {
+    if !u.checks.is_empty() {
+        return WriteCall::ReadModifyWrite;
+    }
     let t = &u.scan.table;
     let by_key = matches!(u.scan.access, AccessPath::PointGet { .. }) && u.scan.versions == Versions::Latest;
     let condition = u.scan.filter.as_ref().is_none_or(|f| fits_column_condition(t, f));

@@ -141,7 +141,8 @@ impl Planner<'_> {
                 };
                 if !to {
                     let defaults = self.omitted_defaults(&table, &targets)?;
-                    return Ok(Plan::CopyFrom { table, targets, defaults, format });
+                    let checks = self.bound_checks(&table)?;
+                    return Ok(Plan::CopyFrom { table, targets, defaults, format, checks });
                 }
                 let projection: Vec<Expr> = targets
                     .iter()

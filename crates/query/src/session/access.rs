@@ -100,6 +100,7 @@ impl Session {
             | Plan::RenameTable { table, .. }
             | Plan::AlterOwner { table, .. }
             | Plan::RenameColumn { table, .. }
+            | Plan::AddCheck { table, .. }
             | Plan::AlterColumn { table, .. } => self.need_owner(table),
             Plan::CreateTable(_) => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),

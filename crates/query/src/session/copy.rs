@@ -22,6 +22,8 @@ pub(super) struct CopyIn {
     targets: Vec<usize>,
     given: usize,
     defaults: Vec<Expr>,
+    /// The table's CHECK constraints, which every row must meet.
+    checks: Vec<crate::plan::BoundCheck>,
     format: crate::copy::CopyFormat,
     buf: Vec<u8>,
     /// The statement's own transaction when the session has none open and rows need generated keys.
@@ -158,7 +160,9 @@ impl Session {
                     for e in &copy.defaults {
                         values.push(e.eval(&[], &defaults_ctx)?);
                     }
-                    crate::exec::prepare_row(&copy.table, &copy.targets, values)
+                    let row = crate::exec::prepare_row(&copy.table, &copy.targets, values)?;
+                    crate::exec::check_row(&copy.table, &copy.checks, &row.row, &defaults_ctx)?;
+                    Ok(row)
                 })();
                 match r {
                     Ok(p) => batch.push((p.pk, p.cells)),
@@ -199,6 +203,7 @@ impl Session {
         targets: &[usize],
         defaults: &[(usize, Expr)],
         format: &crate::copy::CopyFormat,
+        checks: &[crate::plan::BoundCheck],
     ) -> Result<Output> {
         // A generated column after the partition key counts per partition-key value, inside a transaction;
         // a generated partition key draws from its sequence, which a bulk load does too.
@@ -214,6 +219,7 @@ impl Session {
             targets: targets.iter().chain(defaults.iter().map(|(c, _)| c)).copied().collect(),
             given: targets.len(),
             defaults: defaults.iter().map(|(_, e)| e.clone()).collect(),
+            checks: checks.to_vec(),
             format: format.clone(),
             buf: Vec::new(),
             txn,

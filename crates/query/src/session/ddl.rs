@@ -58,7 +58,7 @@ impl Session {
 
     /// The table without its UNIQUE constraints; false when IF NOT EXISTS found it there.
     fn create_bare_table(&mut self, c: &CreateTablePlan) -> Result<bool> {
-        let meta = TableSchema::encode_meta(&c.columns, &[], self.current_user(), None);
+        let meta = TableSchema::encode_meta(&c.columns, &[], &c.checks, self.current_user(), None);
         let def = table_def(&c.name, &c.columns, &c.pk, c.partition_key_len, c.options, meta);
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
@@ -196,6 +196,8 @@ impl Session {
         let mut altered = (*schema).clone();
         altered.columns.remove(i);
         altered.dropped.push(column.to_string());
+        // So do the CHECK constraints that read it.
+        altered.checks.retain(|c| !c.reads(column));
         self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
@@ -214,7 +216,7 @@ impl Session {
         let pk = crate::planner::key_columns(table, &mut columns, names)?;
         // A hash prefix Tabula chose for the row ids goes with them; one the table named stays.
         let options = schema.declared_options();
-        let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.owner, schema.acl.as_ref());
+        let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.checks, &schema.owner, schema.acl.as_ref());
         let def = table_def(table, &columns, &pk, partition_key_len.min(pk.len()), options, meta);
         let result = self.ddl().rebuild(def, &[]);
         self.db.invalidate();
@@ -311,6 +313,7 @@ impl Session {
         tabula_store::value::validate_name(to)?;
         let mut altered = (*schema).clone();
         altered.columns[i].name = to.to_string();
+        altered.checks = altered.checks.iter().map(|c| c.renamed(from, to)).collect();
         let mut changes = vec![(from.to_string(), Some(to.to_string()))];
         if altered.dropped.iter().any(|d| d == to) {
             altered.dropped.retain(|d| d != to);

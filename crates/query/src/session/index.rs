@@ -127,12 +127,19 @@ impl Session {
         Ok(Output::Command { tag: "DROP INDEX".into() })
     }
 
-    /// `ALTER TABLE t DROP CONSTRAINT name`: a UNIQUE constraint goes with its index.
+    /// `ALTER TABLE t DROP CONSTRAINT name`: a UNIQUE constraint goes with its index, a CHECK from the
+    /// table's metadata.
     pub(super) fn drop_constraint(&mut self, table: &str, name: &str, if_exists: bool) -> Result<Output> {
         self.need_owner(table)?;
         let schema = self.db.table(table)?;
         if schema.indexes.iter().any(|i| i.name == name && i.constraint) {
             let r = self.ddl().drop_index(table, name);
+            self.db.invalidate();
+            r?;
+        } else if schema.checks.iter().any(|c| c.name == name) {
+            let mut altered = (*schema).clone();
+            altered.checks.retain(|c| c.name != name);
+            let r = self.ddl().set_user_meta(table, altered.encode());
             self.db.invalidate();
             r?;
         } else if name == format!("{table}_pkey") && !schema.keyless() {

@@ -24,6 +24,7 @@ use copy::CopyIn;
 
 mod access;
 mod analytic;
+mod check;
 mod copy;
 mod ddl;
 mod dml;
@@ -513,13 +514,14 @@ impl Session {
                 self.create_index(table, name.as_deref(), columns, kind, *if_not_exists)
             }
             Plan::DropConstraint { table, name, if_exists } => self.drop_constraint(table, name, *if_exists),
+            Plan::AddCheck { table, check, validate } => self.add_check(table, check, *validate),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),
             Plan::AlterColumn { table, column, change } => self.alter_column(table, column, change),
             Plan::AlterSchemaOwner { schema, owner } => self.alter_schema_owner(schema, owner),
             Plan::Explain { plan, analyze } => self.explain(plan, *analyze, params),
-            Plan::CopyFrom { table, targets, defaults, format } => self.copy_from(table, targets, defaults, format),
+            Plan::CopyFrom { table, targets, defaults, format, checks } => self.copy_from(table, targets, defaults, format, checks),
             Plan::CopyTo { select, format } => self.copy_to(select, format, params),
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
             Plan::InsertSelect { insert, query, defaults } => self.insert_select(insert, query, defaults, params),

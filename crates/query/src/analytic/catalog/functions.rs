@@ -12,7 +12,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
     match tabula_object(db, oid)? {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
-        (_, OidPart::PrimaryKeyConstraint | OidPart::IndexConstraint(_)) => None,
+        (_, OidPart::PrimaryKeyConstraint | OidPart::IndexConstraint(_) | OidPart::Check(_)) => None,
         (name, OidPart::Index(i)) => Some(quote_ident(&db.table(&name).ok()?.indexes.get(i)?.name)),
     }
 }
@@ -30,8 +30,29 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
             let cols: Vec<String> = t.indexes.get(i)?.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
             Some(format!("UNIQUE ({})", cols.join(", ")))
         }
+        (OidText::ConstraintDef, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
         _ => None,
     }
+}
+
+/// `pg_get_constraintdef` of a CHECK constraint, parenthesized as PostgreSQL deparses it: each operator
+/// in parentheses of its own (`CHECK (((a > 0) AND (b > a)))`). PostgreSQL also prints the casts it
+/// inferred (`(0)::numeric`), which the text as written does not hold.
+pub(super) fn check_def(c: &crate::schema::CheckDef) -> String {
+    use sqlparser::ast::{Expr, UnaryOperator};
+    fn deparse(e: &Expr) -> String {
+        match e {
+            Expr::BinaryOp { left, op, right } => format!("({} {op} {})", deparse(left), deparse(right)),
+            Expr::UnaryOp { op: UnaryOperator::Not, expr } => format!("(NOT {})", deparse(expr)),
+            Expr::IsNull(e) => format!("({} IS NULL)", deparse(e)),
+            Expr::IsNotNull(e) => format!("({} IS NOT NULL)", deparse(e)),
+            Expr::Nested(e) => deparse(e),
+            e => e.to_string(),
+        }
+    }
+    let parsed =
+        sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&c.expr).and_then(|mut p| p.parse_expr());
+    format!("CHECK ({})", parsed.map_or_else(|_| c.expr.clone(), |e| deparse(&e)))
 }
 
 /// `pg_get_indexdef` of table `t`'s primary key (`None`) or of one of its secondary indexes.

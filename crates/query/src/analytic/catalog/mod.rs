@@ -91,10 +91,24 @@ enum OidPart {
     Index(usize),
     /// The UNIQUE constraint of a secondary index: the index's OID + 2.
     IndexConstraint(usize),
+    /// A CHECK constraint, by its position in the table's checks: [`check_oid`].
+    Check(usize),
+}
+
+/// CHECK constraints' OIDs lie above every table's: 1,000 for each table id.
+const CHECK_OIDS: i64 = 1_000_000_000;
+
+fn check_oid(table_id: u32, i: usize) -> i32 {
+    (CHECK_OIDS + table_id as i64 * 1000 + i as i64) as i32
 }
 
 /// The inverse of [`table_oid`]: the table's name and which of its objects the OID is.
 fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
+    if let Some(c) = oid.checked_sub(CHECK_OIDS).filter(|c| *c >= 0) {
+        let id = u32::try_from(c / 1000).ok()?;
+        let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
+        return Some((name, OidPart::Check((c % 1000) as usize)));
+    }
     let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
     let id = u32::try_from(rel / 3).ok()?;
     let part = [OidPart::Table, OidPart::PrimaryKeyIndex, OidPart::PrimaryKeyConstraint][(rel % 3) as usize];

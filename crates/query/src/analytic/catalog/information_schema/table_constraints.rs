@@ -1,4 +1,4 @@
-//! `information_schema.table_constraints`: the primary keys.
+//! `information_schema.table_constraints`: the primary keys, UNIQUE constraints and CHECK constraints.
 
 use crate::analytic::catalog::*;
 
@@ -25,20 +25,22 @@ impl Relation for TableConstraints {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
+        let row = |name: &str, table: &str, kind: &str, nulls_distinct: Cell| -> Vec<Cell> {
+            let mut r: Vec<Cell> = vec![CATALOG.into(), "public".into(), name.into(), CATALOG.into(), "public".into(), table.into()];
+            r.extend([kind, "NO", "NO", "YES"].map(Cell::from));
+            r.push(nulls_distinct);
+            r
+        };
         for (_, t, _) in s.keyed().filter(|(r, _, _)| s.sees(r, true)) {
-            out.push(vec![
-                CATALOG.into(),
-                "public".into(),
-                format!("{}_pkey", t.name).into(),
-                CATALOG.into(),
-                "public".into(),
-                t.name.clone().into(),
-                "PRIMARY KEY".into(),
-                "NO".into(),
-                "NO".into(),
-                "YES".into(),
-                "YES".into(),
-            ]);
+            out.push(row(&format!("{}_pkey", t.name), &t.name, "PRIMARY KEY", "YES".into()));
+        }
+        for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, true)) {
+            for ix in t.indexes.iter().filter(|i| i.constraint) {
+                out.push(row(&ix.name, &t.name, "UNIQUE", "YES".into()));
+            }
+            for c in &t.checks {
+                out.push(row(&c.name, &t.name, "CHECK", Cell::Null));
+            }
         }
         Ok(out)
     }

@@ -68,7 +68,10 @@ impl Relation for PgClass {
                 }
                 None => (OWNER, Cell::Null),
             };
-            out.push(pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned()));
+            let mut row = pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned());
+            // relchecks: psql's `\d` looks for CHECK constraints only when it is not 0.
+            row[18] = r.tabula.as_ref().map_or(0, |(t, _)| t.checks.len() as i64).into();
+            out.push(row);
             if let Some((t, _)) = keyed {
                 out.push(pg_class_row(
                     r.oid + 1,

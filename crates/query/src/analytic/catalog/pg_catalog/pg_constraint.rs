@@ -1,4 +1,4 @@
-//! `pg_constraint`: each table's primary-key constraint and UNIQUE constraints.
+//! `pg_constraint`: each table's primary-key constraint, UNIQUE constraints and CHECK constraints.
 
 use crate::analytic::catalog::*;
 
@@ -70,7 +70,7 @@ impl Relation for PgConstraint {
                 Cell::Null,
             ]);
         }
-        for (r, t, _) in s.tabula() {
+        for (r, t, id) in s.tabula() {
             for ix in t.indexes.iter().filter(|i| i.constraint) {
                 let oid = table_oid(ix.id);
                 let mut row: Vec<Cell> = vec![(oid + 2).into(), ix.name.clone().into(), PUBLIC_NSP.into(), "u".into()];
@@ -80,6 +80,18 @@ impl Relation for PgConstraint {
                 row.extend([Cell::from(true), 0.into(), true.into()]);
                 row.push(Cell::Ints(ix.columns.iter().map(|&c| c as i64 + 1).collect()));
                 row.extend(std::iter::repeat_n(Cell::Null, 7));
+                out.push(row);
+            }
+            for (i, c) in t.checks.iter().enumerate() {
+                let mut row: Vec<Cell> = vec![check_oid(id, i).into(), c.name.clone().into(), PUBLIC_NSP.into(), "c".into()];
+                row.extend([false, false, true].map(Cell::from));
+                row.extend([r.oid, 0, 0, 0, 0].map(Cell::from));
+                row.extend([" ", " ", " "].map(Cell::from));
+                row.extend([Cell::from(true), 0.into(), false.into()]);
+                let reads = t.visible().iter().enumerate().filter(|(_, col)| c.reads(&col.name)).map(|(i, _)| i as i64 + 1);
+                row.push(Cell::Ints(reads.collect()));
+                row.extend(std::iter::repeat_n(Cell::Null, 6));
+                row.push(c.expr.clone().into());
                 out.push(row);
             }
         }

@@ -1,0 +1,122 @@
+//! CHECK constraints: bound over their table's row when a table is created or altered (so that a bad one is
+//! refused then, never ignored) and again for each write plan, named as PostgreSQL names them.
+
+use sqlparser::ast::Visit;
+
+use super::*;
+use crate::schema::CheckDef;
+
+impl Planner<'_> {
+    /// Binds a CHECK expression over table `t`'s row: boolean, with no subquery, aggregate, parameter or
+    /// `_version` in it (PostgreSQL's errors for each).
+    pub(super) fn bind_check(&mut self, t: &TableSchema, e: &ast::Expr) -> Result<Expr> {
+        let (mut subquery, mut parameter) = (false, None);
+        let _ = e.visit(&mut ExprVisitor(|x: &ast::Expr| {
+            subquery |= matches!(x, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
+            if let ast::Expr::Value(v) = x {
+                if let ast::Value::Placeholder(p) = &v.value {
+                    parameter = Some(p.clone());
+                }
+            }
+        }));
+        if let Some(p) = parameter {
+            return Err(QueryError::Engine { sqlstate: "42P02", message: format!("there is no parameter {p}") });
+        }
+        if subquery {
+            return Err(QueryError::NotSupported("cannot use subquery in check constraint".into()));
+        }
+        if contains_aggregate(e) {
+            return Err(QueryError::Engine {
+                sqlstate: "42803",
+                message: "aggregate functions are not allowed in check constraints".into(),
+            });
+        }
+        let scope = Scope::table(t, None);
+        let b = self.binder(&scope).bind(e)?;
+        let b = self.binder(&scope).coerce(b, SqlType::Bool)?;
+        if !matches!(b.ty(), SqlType::Bool | SqlType::Unknown) {
+            return Err(QueryError::DatatypeMismatch(format!("argument of CHECK must be type boolean, not type {}", b.ty())));
+        }
+        let mut cols = Vec::new();
+        b.columns(&mut cols);
+        if cols.contains(&t.columns.len()) {
+            return Err(QueryError::NotSupported(format!("a CHECK constraint on \"{VERSION_COLUMN}\"")));
+        }
+        Ok(b)
+    }
+
+    /// The table's CHECK constraints, bound for a plan that writes its rows.
+    pub(super) fn bound_checks(&mut self, t: &TableSchema) -> Result<Vec<BoundCheck>> {
+        t.checks
+            .iter()
+            .map(|c| {
+                let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&c.expr)?.parse_expr()?;
+                Ok(BoundCheck { name: c.name.clone(), expr: self.bind_check(t, &e)? })
+            })
+            .collect()
+    }
+
+    /// A CHECK constraint `c` of table `t` (`column`: the column it was declared on), checked and named:
+    /// given a name, it must be free among the table's constraints (42710); without one, PostgreSQL's:
+    /// `<table>_<column>_check` when the expression reads one column, `<table>_check` otherwise, numbered
+    /// from 1 while taken.
+    pub(super) fn check_def(
+        &mut self,
+        t: &TableSchema,
+        c: &ast::CheckConstraint,
+        column: Option<&str>,
+        taken: &[String],
+    ) -> Result<CheckDef> {
+        if c.enforced == Some(false) {
+            return Err(QueryError::NotSupported("CHECK ... NOT ENFORCED".into()));
+        }
+        let bound = self.bind_check(t, &c.expr)?;
+        let name = match &c.name {
+            Some(n) => {
+                let n = ident_name(n);
+                if taken.contains(&n) {
+                    return Err(QueryError::Engine {
+                        sqlstate: "42710",
+                        message: format!("constraint \"{n}\" for relation \"{}\" already exists", t.name),
+                    });
+                }
+                n
+            }
+            None => {
+                let mut cols = Vec::new();
+                bound.columns(&mut cols);
+                cols.sort_unstable();
+                cols.dedup();
+                let stem = match (column, cols.as_slice()) {
+                    (Some(c), _) => format!("{}_{c}", t.name),
+                    (None, [c]) => format!("{}_{}", t.name, t.columns[*c].name),
+                    _ => t.name.clone(),
+                };
+                (0..)
+                    .map(|n| if n == 0 { format!("{stem}_check") } else { format!("{stem}_check{n}") })
+                    .find(|n| !taken.contains(n))
+                    .unwrap()
+            }
+        };
+        Ok(CheckDef { name, expr: c.expr.to_string() })
+    }
+}
+
+/// Calls a function on every expression of a tree.
+struct ExprVisitor<F: FnMut(&ast::Expr)>(F);
+
+impl<F: FnMut(&ast::Expr)> ast::Visitor for ExprVisitor<F> {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> std::ops::ControlFlow<()> {
+        (self.0)(e);
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// The names a table's constraints hold: its primary key's, its UNIQUE constraints' and its CHECKs'.
+pub(super) fn constraint_names(t: &TableSchema) -> Vec<String> {
+    let mut names = vec![format!("{}_pkey", t.name)];
+    names.extend(t.indexes.iter().filter(|i| i.constraint).map(|i| i.name.clone()));
+    names.extend(t.checks.iter().map(|c| c.name.clone()));
+    names
+}
