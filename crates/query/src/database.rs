@@ -142,6 +142,17 @@ impl Catalog for Database {
         self.schemas.write().insert(name.to_string(), schema.clone());
         Ok(schema)
     }
+
+    fn referencing(&self, parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
+        let mut out = Vec::new();
+        for name in self.store.table_names() {
+            let t = self.table(&name)?;
+            for i in (0..t.foreign_keys.len()).filter(|&i| t.foreign_keys[i].parent == parent) {
+                out.push((t.clone(), i));
+            }
+        }
+        Ok(out)
+    }
 }
 impl Source for Database {
     fn store(&self) -> &Arc<Store> {

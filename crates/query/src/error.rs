@@ -47,6 +47,9 @@ pub enum QueryError {
     UniqueIndex { table: String, index: String },
     #[error("new row for relation \"{table}\" violates check constraint \"{constraint}\"")]
     CheckViolation { table: String, constraint: String },
+    /// 23503, on the table named (the referencing one, or the referenced one for a reference left behind).
+    #[error("{message}")]
+    ForeignKey { table: String, constraint: String, message: String },
     #[error("{0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -140,6 +143,7 @@ impl QueryError {
             NotNull { .. } => "23502",
             UniqueViolation(_) | UniqueIndex { .. } => "23505",
             CheckViolation { .. } => "23514",
+            ForeignKey { .. } => "23503",
             StringTooLong(_) => "22001",
             InvalidText(_) => "22P02",
             DatatypeMismatch(_) => "42804",
@@ -193,7 +197,9 @@ impl QueryError {
             QueryError::UniqueViolation(t) => (Some(t.clone()), None, Some(format!("{t}_pkey"))),
             QueryError::UniqueIndex { table, index } => (Some(table.clone()), None, Some(index.clone())),
             QueryError::NotNull { table, column } => (Some(table.clone()), Some(column.clone()), None),
-            QueryError::CheckViolation { table, constraint } => (Some(table.clone()), None, Some(constraint.clone())),
+            QueryError::CheckViolation { table, constraint } | QueryError::ForeignKey { table, constraint, .. } => {
+                (Some(table.clone()), None, Some(constraint.clone()))
+            }
             QueryError::WithContext { inner, .. } => inner.object(),
             _ => (None, None, None),
         }

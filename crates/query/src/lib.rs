@@ -46,6 +46,7 @@ pub mod depth;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod foreign_key;
 pub mod json;
 pub mod memory;
 pub mod options;

@@ -25,6 +25,9 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
             return Ok(vec![ParsedStatement::Fetch(f?)]);
         }
     }
+    if let Some(set) = parse_set_constraints(&tokens) {
+        return Ok(vec![set]);
+    }
     match Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements() {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
@@ -87,8 +90,57 @@ fn insert_select_on_conflict(sql: &str) -> Option<Vec<Statement>> {
 #[derive(Debug, Clone)]
 pub enum ParsedStatement {
     Ast(Box<Statement>),
-    Reset { table: String, options: Vec<String> },
+    Reset {
+        table: String,
+        options: Vec<String>,
+    },
     Fetch(crate::cursors::FetchStatement),
+    /// `SET CONSTRAINTS {ALL | name [, ...]} {DEFERRED | IMMEDIATE}` (`names` `None`: ALL).
+    SetConstraints {
+        names: Option<Vec<String>>,
+        deferred: bool,
+    },
+}
+
+/// `SET CONSTRAINTS ...`, which sqlparser does not know, from the tokens.
+fn parse_set_constraints(tokens: &[TokenWithSpan]) -> Option<ParsedStatement> {
+    let words: Vec<&Token> = tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+    let word = |t: &Token| match t {
+        Token::Word(w) if w.quote_style.is_some() => Some(w.value.clone()),
+        Token::Word(w) => Some(w.value.to_lowercase()),
+        _ => None,
+    };
+    let words: &[&Token] = match words.as_slice() {
+        [rest @ .., Token::SemiColon] => rest,
+        all => all,
+    };
+    let [set, constraints, rest @ .., mode] = words else { return None };
+    if word(set)?.as_str() != "set" || word(constraints)?.as_str() != "constraints" {
+        return None;
+    }
+    let deferred = match word(mode)?.as_str() {
+        "deferred" => true,
+        "immediate" => false,
+        _ => return None,
+    };
+    let names = match rest {
+        [all] if word(all)?.as_str() == "all" => None,
+        names => {
+            let mut out = Vec::new();
+            for (i, t) in names.iter().enumerate() {
+                match (i % 2, t) {
+                    (0, t) => out.push(word(t)?),
+                    (_, Token::Comma) => {}
+                    _ => return None,
+                }
+            }
+            if out.is_empty() {
+                return None;
+            }
+            Some(out)
+        }
+    };
+    Some(ParsedStatement::SetConstraints { names, deferred })
 }
 
 /// `ALTER TABLE name RESET (opt [, opt ...]) [;]` and `RESET SESSION AUTHORIZATION`, from the tokens.

@@ -37,6 +37,7 @@ fn catalog() -> Tables {
         acl: None,
         indexes: vec![],
         checks: vec![],
+        foreign_keys: vec![],
     })])
 }
 

@@ -6,7 +6,8 @@
 //! created without a primary key, 4 the same of a table that named its hash_prefix),
 //! in declaration order, then one line
 //! `!dropped<TAB>name` per dropped column (its cells are still stored, so the name stays taken), a line
-//! `!check<TAB>name<TAB>expression` per CHECK constraint (the expression's SQL text), a line
+//! `!check<TAB>name<TAB>expression` per CHECK constraint (the expression's SQL text), a line `!fkey...` per
+//! FOREIGN KEY ([`crate::foreign_key`]), a line
 //! `!owner<TAB>role` (none: the bootstrap superuser owns it, as every table made before roles existed), and
 //! once privileges were granted or revoked a line `!acl<TAB>grantee<TAB>letters<TAB>grantee<TAB>letters...`
 //! (grantee empty: PUBLIC; letters as in PostgreSQL's aclitem, `arwdDxt`).
@@ -15,6 +16,7 @@ use sqlparser::ast;
 use tabula_store::{TableDef, TableOptions};
 
 use crate::error::{QueryError, Result};
+pub use crate::foreign_key::{FkAction, ForeignKey};
 use crate::roles::{Acl, Privileges, BOOTSTRAP};
 use crate::types::{Datum, SqlType};
 
@@ -100,6 +102,8 @@ pub struct TableSchema {
     pub indexes: Vec<Index>,
     /// CHECK constraints, in the order they were made.
     pub checks: Vec<CheckDef>,
+    /// Its FOREIGN KEYs (the references it holds; those it is the target of are found through the catalog).
+    pub foreign_keys: Vec<ForeignKey>,
 }
 
 /// A CHECK constraint: its name and its expression's SQL text, bound again for each write plan.
@@ -172,6 +176,7 @@ impl TableSchema {
         let mut owner = BOOTSTRAP.to_string();
         let mut acl = None;
         let mut checks = Vec::new();
+        let mut foreign_keys = Vec::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
             match f[0] {
@@ -181,6 +186,12 @@ impl TableSchema {
                 }
                 "!check" if f.len() == 3 => {
                     checks.push(CheckDef { name: f[1].to_string(), expr: unescape(f[2]) });
+                    continue;
+                }
+                "!fkey" => {
+                    let fk = ForeignKey::decode(&f[1..])
+                        .ok_or_else(|| QueryError::Internal(format!("bad foreign key of table {}", def.name)))?;
+                    foreign_keys.push(fk);
                     continue;
                 }
                 "!owner" if f.len() == 2 => {
@@ -245,21 +256,33 @@ impl TableSchema {
             acl,
             indexes,
             checks,
+            foreign_keys,
         })
     }
 
     /// The metadata to store for this table.
     pub fn encode(&self) -> Vec<u8> {
-        Self::encode_meta(&self.columns, &self.dropped, &self.checks, &self.owner, self.acl.as_ref())
+        Self::encode_meta(&self.columns, &self.dropped, (&self.checks, &self.foreign_keys), &self.owner, self.acl.as_ref())
     }
 
-    pub fn encode_meta(columns: &[ColumnDef], dropped: &[String], checks: &[CheckDef], owner: &str, acl: Option<&Acl>) -> Vec<u8> {
+    /// The metadata of a table (`constraints`: its CHECKs and FOREIGN KEYs).
+    pub fn encode_meta(
+        columns: &[ColumnDef],
+        dropped: &[String],
+        constraints: (&[CheckDef], &[ForeignKey]),
+        owner: &str,
+        acl: Option<&Acl>,
+    ) -> Vec<u8> {
+        let (checks, foreign_keys) = constraints;
         let mut s = String::new();
         for d in dropped {
             s.push_str(&format!("!dropped\t{d}\n"));
         }
         for c in checks {
             s.push_str(&format!("!check\t{}\t{}\n", c.name, escape(&c.expr)));
+        }
+        for fk in foreign_keys {
+            s.push_str(&fk.encode());
         }
         s.push_str(&format!("!owner\t{owner}\n"));
         if let Some(acl) = acl {

@@ -64,6 +64,7 @@ impl SystemView {
             acl: Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))])),
             indexes: vec![],
             checks: vec![],
+            foreign_keys: vec![],
         })
     }
 

@@ -16,11 +16,13 @@ use crate::plan::*;
 use crate::schema::TableSchema;
 use crate::types::{Datum, SqlRow, SqlType};
 
+mod foreign_key;
 mod one_call;
 mod pages;
 mod scan;
 mod write;
 
+pub use foreign_key::FkCheck;
 pub use one_call::{key_update, upsert};
 pub use pages::{latest, page_rows, FanOut, Pages, Reader};
 pub use scan::latest_sql_rows;
@@ -91,6 +93,10 @@ pub struct Executor<'a> {
     pub stats: std::cell::Cell<ScanStats>,
     /// The last value an INSERT drew for a generated partition-key column (the session's `currval`).
     pub drawn: std::cell::Cell<Option<i64>>,
+    /// The tables, for what foreign keys need (`None`: no statement here writes a table that has some).
+    pub catalog: Option<&'a dyn crate::planner::Catalog>,
+    /// The foreign-key checks the statement's writes leave, for the session to run.
+    pub pending: std::cell::RefCell<Vec<FkCheck>>,
 }
 
 /// About what a row takes in memory: its values and what text and bytes hold on the heap.
@@ -112,7 +118,17 @@ fn store_err(e: StoreError) -> QueryError {
 
 impl<'a> Executor<'a> {
     pub fn new(access: &'a dyn Access, ctx: EvalCtx<'a>, interrupt: &'a Interrupt) -> Self {
-        Executor { access, store: None, system: None, ctx, interrupt, stats: Default::default(), drawn: Default::default() }
+        Executor {
+            access,
+            store: None,
+            system: None,
+            ctx,
+            interrupt,
+            stats: Default::default(),
+            drawn: Default::default(),
+            catalog: None,
+            pending: Default::default(),
+        }
     }
 
     fn eval_const(&self, e: &Expr) -> Result<Datum> {

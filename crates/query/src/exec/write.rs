@@ -54,6 +54,7 @@ impl Executor<'_> {
             for (mut r, pk) in rows.into_iter().zip(pks) {
                 self.note_drawn(t, &r.pk, &pk);
                 r.fill_pk(t, &pk, self.ctx.now_us / 1000);
+                self.child_written(t, &r.row, None)?;
                 self.returning(&p.returning, &r.row, &mut returned)?;
             }
             return Ok((p.rows.len() as u64, returned));
@@ -67,6 +68,7 @@ impl Executor<'_> {
                 Ok(outcome) => {
                     self.note_drawn(t, &prepared.pk, &outcome.pk);
                     prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
+                    self.child_written(t, &prepared.row, None)?;
                     count += 1;
                     self.returning(&p.returning, &prepared.row, &mut returned)?;
                 }
@@ -103,6 +105,8 @@ impl Executor<'_> {
                             None => None,
                         };
                         let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version, &p.checks)?;
+                        self.child_written(t, &updated, Some(&existing))?;
+                        self.parent_changed(t, existing, Some(&updated))?;
                         count += 1;
                         self.returning(&p.returning, &updated, &mut returned)?;
                     }
@@ -179,6 +183,8 @@ impl Executor<'_> {
             let pk = self.pk_of(t, &row)?;
             match self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks) {
                 Ok(after) => {
+                    self.child_written(t, &after, Some(&row))?;
+                    self.parent_changed(t, row, Some(&after))?;
                     count += 1;
                     self.returning(&p.returning, &after, &mut returned)?;
                 }
@@ -224,6 +230,9 @@ impl Executor<'_> {
                 Ok(()) => {
                     count += 1;
                     self.returning(&p.returning, &row, &mut returned)?;
+                    if version.is_none() {
+                        self.parent_changed(t, row, None)?;
+                    }
                 }
                 Err(StoreError::RowNotFound) => {}
                 Err(e) => return Err(e.into()),

@@ -160,6 +160,7 @@ mod tests {
             acl: None,
             indexes: vec![],
             checks: vec![],
+            foreign_keys: vec![],
         }
     }
 

@@ -215,6 +215,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::DropIndex { .. } => "DropIndex",
         Plan::DropConstraint { .. } => "DropConstraint",
         Plan::AddCheck { .. } => "AddCheck",
+        Plan::AddForeignKey { .. } => "AddForeignKey",
+        Plan::SetConstraints { .. } => "SetConstraints",
         Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",

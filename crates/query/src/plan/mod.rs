@@ -191,6 +191,7 @@ pub struct CreateTablePlan {
     /// UNIQUE constraints: their names, if given, and columns. Each is a unique index.
     pub unique: Vec<(Option<String>, Vec<String>)>,
     pub checks: Vec<crate::schema::CheckDef>,
+    pub foreign_keys: Vec<crate::schema::ForeignKey>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -208,12 +209,16 @@ pub enum Plan {
     Update(UpdatePlan),
     Delete(DeletePlan),
     CreateTable(CreateTablePlan),
+    /// `DROP TABLE`; with CASCADE, the foreign keys of other tables that reference them go too.
     DropTable {
         names: Vec<String>,
         if_exists: bool,
+        cascade: bool,
     },
+    /// `TRUNCATE`; with CASCADE, the tables whose foreign keys reference them are emptied too.
     Truncate {
         names: Vec<String>,
+        cascade: bool,
     },
     /// `ALTER TABLE ... SET (name = value, ...)` (values as written, already checked) or `RESET (name, ...)`.
     SetOptions {
@@ -269,7 +274,19 @@ pub enum Plan {
         check: crate::schema::CheckDef,
         validate: bool,
     },
-    /// `ALTER TABLE t DROP CONSTRAINT name` of a UNIQUE or CHECK constraint.
+    /// `ALTER TABLE t ADD [CONSTRAINT name] FOREIGN KEY ... [NOT VALID]`: the rows there are checked first
+    /// unless NOT VALID.
+    AddForeignKey {
+        table: String,
+        fk: crate::schema::ForeignKey,
+        validate: bool,
+    },
+    /// `SET CONSTRAINTS {ALL | name, ...} {IMMEDIATE | DEFERRED}` (`None`: ALL).
+    SetConstraints {
+        names: Option<Vec<String>>,
+        deferred: bool,
+    },
+    /// `ALTER TABLE t DROP CONSTRAINT name` of a UNIQUE, CHECK or FOREIGN KEY constraint.
     DropConstraint {
         table: String,
         name: String,

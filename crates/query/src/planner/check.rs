@@ -113,10 +113,12 @@ impl<F: FnMut(&ast::Expr)> ast::Visitor for ExprVisitor<F> {
     }
 }
 
-/// The names a table's constraints hold: its primary key's, its UNIQUE constraints' and its CHECKs'.
+/// The names a table's constraints hold: its primary key's, its UNIQUE constraints', its CHECKs' and its
+/// FOREIGN KEYs'.
 pub(super) fn constraint_names(t: &TableSchema) -> Vec<String> {
     let mut names = vec![format!("{}_pkey", t.name)];
     names.extend(t.indexes.iter().filter(|i| i.constraint).map(|i| i.name.clone()));
     names.extend(t.checks.iter().map(|c| c.name.clone()));
+    names.extend(t.foreign_keys.iter().map(|f| f.name.clone()));
     names
 }

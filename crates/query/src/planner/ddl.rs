@@ -38,6 +38,7 @@ impl Planner<'_> {
         let mut unique = Vec::new();
         // CHECK constraints, with the column each was declared on.
         let mut checks: Vec<(Option<String>, ast::CheckConstraint)> = Vec::new();
+        let mut foreign_keys: Vec<(Option<String>, ast::ForeignKeyConstraint)> = Vec::new();
         let mut pk_names: Vec<String> = Vec::new();
         let mut partition_key_len = 1;
         for col in &c.columns {
@@ -90,6 +91,10 @@ impl Planner<'_> {
                         let name = opt.name.clone().or(c.name.clone());
                         checks.push((Some(cname.clone()), ast::CheckConstraint { name, ..c.clone() }));
                     }
+                    ast::ColumnOption::ForeignKey(f) => {
+                        let name = opt.name.clone().or(f.name.clone());
+                        foreign_keys.push((Some(cname.clone()), ast::ForeignKeyConstraint { name, ..f.clone() }));
+                    }
                     other => return Err(QueryError::NotSupported(format!("column option {other} is not supported"))),
                 }
             }
@@ -107,6 +112,7 @@ impl Planner<'_> {
                 }
                 ast::TableConstraint::Unique(u) => unique.push((u.name.as_ref().map(ident_name), super::index::unique_columns(u)?)),
                 ast::TableConstraint::Check(c) => checks.push((None, c.clone())),
+                ast::TableConstraint::ForeignKey(f) => foreign_keys.push((None, f.clone())),
                 other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
             }
         }
@@ -166,10 +172,15 @@ impl Planner<'_> {
             acl: None,
             indexes: vec![],
             checks: vec![],
+            foreign_keys: vec![],
         };
         for (column, c) in &checks {
             let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;
             table.checks.push(def);
+        }
+        for (column, f) in &foreign_keys {
+            let def = self.fk_def(&table, f, column.as_deref(), &super::check::constraint_names(&table))?;
+            table.foreign_keys.push(def);
         }
         Ok(Plan::CreateTable(CreateTablePlan {
             name,
@@ -181,6 +192,7 @@ impl Planner<'_> {
             generated_hash_prefix,
             unique,
             checks: table.checks,
+            foreign_keys: table.foreign_keys,
         }))
     }
 
@@ -272,6 +284,11 @@ impl Planner<'_> {
                 let t = self.catalog.table(&table)?;
                 let check = self.check_def(&t, c, None, &super::check::constraint_names(&t))?;
                 Ok(Plan::AddCheck { table, check, validate: !*not_valid })
+            }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::ForeignKey(f), not_valid } => {
+                let t = self.catalog.table(&table)?;
+                let fk = self.fk_def(&t, f, None, &super::check::constraint_names(&t))?;
+                Ok(Plan::AddForeignKey { table, fk, validate: !*not_valid })
             }
             ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
                 if matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {

@@ -109,6 +109,10 @@ impl Planner<'_> {
         let checks = self.bound_checks(&table)?;
         let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite, checks };
         insert.call = insert_call(&insert, values.is_some());
+        // A foreign key's check reads its parent in the statement's transaction.
+        if !insert.table.foreign_keys.is_empty() {
+            insert.call = WriteCall::ReadModifyWrite;
+        }
         match values {
             Some(_) => Ok(Plan::Insert(insert)),
             None => Ok(Plan::InsertSelect { insert, query: source.clone(), defaults: defaults.into_iter().map(|(_, e)| e).collect() }),
@@ -275,6 +279,9 @@ impl Planner<'_> {
         let checks = self.bound_checks(&scan.table)?;
         let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
+        if !update.scan.table.foreign_keys.is_empty() || !self.catalog.referencing(&update.scan.table.name)?.is_empty() {
+            update.call = WriteCall::ReadModifyWrite;
+        }
         Ok(Plan::Update(update))
     }
 

@@ -22,6 +22,7 @@ mod access_path;
 mod check;
 mod ddl;
 mod dml;
+mod foreign_key;
 mod index;
 mod index_path;
 mod routes;
@@ -55,6 +56,11 @@ fn prepare_param_type(dt: &ast::DataType) -> Result<SqlType> {
 
 pub trait Catalog {
     fn table(&self, name: &str) -> Result<Arc<TableSchema>>;
+    /// The tables whose FOREIGN KEYs reference table `parent`, each with the key's position among its
+    /// foreign keys.
+    fn referencing(&self, _parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
+        Ok(Vec::new())
+    }
 }
 
 pub struct Planner<'a> {
@@ -82,8 +88,8 @@ impl<'a> Planner<'a> {
             Statement::Update(u) => self.update(u),
             Statement::Delete(d) => self.delete(d),
             Statement::CreateTable(c) => self.create_table(c),
-            Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
-                Ok(Plan::DropTable { names: names.iter().map(object_name).collect(), if_exists: *if_exists })
+            Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, cascade, .. } => {
+                Ok(Plan::DropTable { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
             }
             Statement::CreateIndex(c) => self.create_index(c),
             Statement::Drop { object_type: ast::ObjectType::Index, if_exists, names, cascade, .. } => {
@@ -95,7 +101,10 @@ impl<'a> Planner<'a> {
             Statement::AlterIndex { name, operation: ast::AlterIndexOperation::RenameIndex { index_name } } => {
                 Ok(Plan::RenameIndex { name: created_name(name)?, to: created_name(index_name)? })
             }
-            Statement::Truncate(t) => Ok(Plan::Truncate { names: t.table_names.iter().map(|n| object_name(&n.name)).collect() }),
+            Statement::Truncate(t) => Ok(Plan::Truncate {
+                names: t.table_names.iter().map(|n| object_name(&n.name)).collect(),
+                cascade: matches!(t.cascade, Some(ast::CascadeOption::Cascade)),
+            }),
             Statement::AlterTable(a) => self.alter_table(a),
             Statement::AlterSchema(a) => match a.operations.as_slice() {
                 [ast::AlterSchemaOperation::OwnerTo { owner }] => {

@@ -88,7 +88,7 @@ impl Session {
                 Ok(())
             }
             Plan::LockShared { names } => names.iter().try_for_each(|n| self.need(&*self.db.table(n)?, Privilege::Select)),
-            Plan::Truncate { names } => names.iter().try_for_each(|n| match self.db.table(n) {
+            Plan::Truncate { names, .. } => names.iter().try_for_each(|n| match self.db.table(n) {
                 Ok(t) => self.need(&t, Privilege::Truncate),
                 Err(_) => Ok(()),
             }),

@@ -24,6 +24,8 @@ pub(super) struct CopyIn {
     defaults: Vec<Expr>,
     /// The table's CHECK constraints, which every row must meet.
     checks: Vec<crate::plan::BoundCheck>,
+    /// The foreign-key checks of the rows written, run at the end (or at COMMIT when deferred).
+    fk_checks: Vec<crate::exec::FkCheck>,
     format: crate::copy::CopyFormat,
     buf: Vec<u8>,
     /// The statement's own transaction when the session has none open and rows need generated keys.
@@ -55,6 +57,25 @@ impl Session {
             }
             self.note_error();
             return Err(e);
+        }
+        if !copy.fk_checks.is_empty() {
+            let settled = match copy.txn.as_ref().or(self.txn.as_ref()) {
+                Some(access) => {
+                    let now_us = self.db.store().clock().now_ms() * 1000;
+                    let mut ex = crate::exec::Executor::new(access, self.ctx(&[], now_us), &self.interrupt);
+                    ex.catalog = Some(self.db.as_ref());
+                    *ex.pending.borrow_mut() = copy.fk_checks;
+                    self.settle_foreign_keys(&ex)
+                }
+                None => Err(QueryError::Internal("COPY into a table with foreign keys outside a transaction".into())),
+            };
+            if let Err(e) = settled {
+                if let Some(t) = copy.txn {
+                    let _ = t.rollback();
+                }
+                self.note_error();
+                return Err(e);
+            }
         }
         if let Some(t) = copy.txn {
             if let Err(e) = t.commit() {
@@ -183,7 +204,14 @@ impl Session {
                 continue;
             }
             match access.insert_rows(&copy.table.name, &batch) {
-                Ok(_) => copy.rows += batch.len() as u64,
+                Ok(pks) => {
+                    copy.rows += batch.len() as u64;
+                    for pk in pks {
+                        for fk in 0..copy.table.foreign_keys.len() {
+                            copy.fk_checks.push(crate::exec::FkCheck::Child { table: copy.table.clone(), fk, pk: pk.clone() });
+                        }
+                    }
+                }
                 Err(StoreError::RowExists) => {
                     copy.error = Some(QueryError::UniqueViolation(copy.table.name.clone()));
                     return;
@@ -208,7 +236,10 @@ impl Session {
         // A generated column after the partition key counts per partition-key value, inside a transaction;
         // a generated partition key draws from its sequence, which a bulk load does too.
         // So does a table with secondary indexes, whose entries a bulk load's table files do not hold.
-        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity) || !table.indexes.is_empty();
+        // So does one with foreign keys, whose checks read the parents in the load's transaction.
+        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity)
+            || !table.indexes.is_empty()
+            || !table.foreign_keys.is_empty();
         let (txn, bulk) = match (&self.txn, generated) {
             (Some(_), _) => (None, None),
             (None, true) => (Some(self.db.store().begin()), None),
@@ -220,6 +251,7 @@ impl Session {
             given: targets.len(),
             defaults: defaults.iter().map(|(_, e)| e.clone()).collect(),
             checks: checks.to_vec(),
+            fk_checks: Vec::new(),
             format: format.clone(),
             buf: Vec::new(),
             txn,

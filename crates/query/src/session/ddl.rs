@@ -58,7 +58,7 @@ impl Session {
 
     /// The table without its UNIQUE constraints; false when IF NOT EXISTS found it there.
     fn create_bare_table(&mut self, c: &CreateTablePlan) -> Result<bool> {
-        let meta = TableSchema::encode_meta(&c.columns, &[], &c.checks, self.current_user(), None);
+        let meta = TableSchema::encode_meta(&c.columns, &[], (&c.checks, &c.foreign_keys), self.current_user(), None);
         let def = table_def(&c.name, &c.columns, &c.pk, c.partition_key_len, c.options, meta);
         for col in &c.columns {
             tabula_store::value::validate_name(&col.name)?;
@@ -94,13 +94,32 @@ impl Session {
         Ok(true)
     }
 
-    /// `DROP TABLE`: each table, and the catalog's cache after even a failed one.
-    pub(super) fn drop_tables(&mut self, names: &[String], if_exists: bool) -> Result<Output> {
+    /// `DROP TABLE`: each table, and the catalog's cache after even a failed one. A table another one's
+    /// foreign key references is 2BP01, unless CASCADE drops those foreign keys first.
+    pub(super) fn drop_tables(&mut self, names: &[String], if_exists: bool, cascade: bool) -> Result<Output> {
         // All or none, as in PostgreSQL: a missing table is found before anything is dropped.
         if !if_exists {
             for n in names {
                 self.db.store().table_id(n)?;
             }
+        }
+        let outside = self.outside_references(names)?;
+        if let Some((child, i)) = outside.first().filter(|_| !cascade) {
+            let fk = &child.foreign_keys[*i];
+            return Err(QueryError::Engine {
+                sqlstate: "2BP01",
+                message: format!("cannot drop table {} because other objects depend on it", fk.parent),
+            }
+            .with_message(format!("constraint {} on table {} depends on table {}", fk.name, child.name, fk.parent)));
+        }
+        for (child, i) in outside {
+            let name = &child.foreign_keys[i].name;
+            self.notice("00000", format!("drop cascades to constraint {name} on table {}", child.name), None);
+            let mut altered = (*self.db.table(&child.name)?).clone();
+            altered.foreign_keys.retain(|fk| fk.name != *name);
+            let r = self.ddl().set_user_meta(&child.name, altered.encode());
+            self.db.invalidate();
+            r?;
         }
         for n in names {
             match self.ddl().drop_table(n) {
@@ -120,10 +139,23 @@ impl Session {
 
     /// `TRUNCATE`: every row of each table (of all or none: each is found first). In a transaction each
     /// is a new table, so the catalog's cache is made again.
-    pub(super) fn truncate(&mut self, names: &[String]) -> Result<Output> {
+    pub(super) fn truncate(&mut self, names: &[String], cascade: bool) -> Result<Output> {
         for n in names {
             self.db.store().table_id(n)?;
         }
+        // A table another one references goes with it (CASCADE, PostgreSQL's NOTICE), or not at all.
+        let mut names = names.to_vec();
+        loop {
+            let outside = self.outside_references(&names)?;
+            let Some((child, i)) = outside.first() else { break };
+            if !cascade {
+                return Err(QueryError::NotSupported("cannot truncate a table referenced in a foreign key constraint".into())
+                    .with_message(format!("Table \"{}\" references \"{}\".", child.name, child.foreign_keys[*i].parent)));
+            }
+            self.notice("00000", format!("truncate cascades to table \"{}\"", child.name), None);
+            names.push(child.name.clone());
+        }
+        let names = &names;
         let r = names.iter().try_for_each(|n| self.ddl().truncate_table(n));
         if self.txn.is_some() {
             self.db.invalidate();
@@ -189,6 +221,19 @@ impl Session {
         if schema.is_pk(i) {
             return Err(QueryError::NotSupported(format!("cannot drop primary key column \"{column}\"")));
         }
+        // Another table's foreign key that references it keeps it.
+        if let Some((child, k)) =
+            self.db.referencing(table)?.into_iter().find(|(c, k)| c.foreign_keys[*k].parent_columns.contains(&column.to_string()))
+        {
+            return Err(QueryError::Engine {
+                sqlstate: "2BP01",
+                message: format!("cannot drop column {column} of table {table} because other objects depend on it"),
+            }
+            .with_message(format!(
+                "constraint {} on table {} depends on column {column} of table {table}",
+                child.foreign_keys[k].name, child.name
+            )));
+        }
         // Its indexes go with it, as in PostgreSQL.
         for ix in schema.indexes.iter().filter(|ix| ix.columns.contains(&i)) {
             self.ddl().drop_index(table, &ix.name)?;
@@ -196,8 +241,9 @@ impl Session {
         let mut altered = (*schema).clone();
         altered.columns.remove(i);
         altered.dropped.push(column.to_string());
-        // So do the CHECK constraints that read it.
+        // So do the CHECK constraints that read it, and its foreign keys.
         altered.checks.retain(|c| !c.reads(column));
+        altered.foreign_keys.retain(|fk| !fk.columns.iter().any(|c| c == column));
         self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();
         Ok(Output::Command { tag: "ALTER TABLE".into() })
@@ -216,7 +262,8 @@ impl Session {
         let pk = crate::planner::key_columns(table, &mut columns, names)?;
         // A hash prefix Tabula chose for the row ids goes with them; one the table named stays.
         let options = schema.declared_options();
-        let meta = TableSchema::encode_meta(&columns, &schema.dropped, &schema.checks, &schema.owner, schema.acl.as_ref());
+        let meta =
+            TableSchema::encode_meta(&columns, &schema.dropped, (&schema.checks, &schema.foreign_keys), &schema.owner, schema.acl.as_ref());
         let def = table_def(table, &columns, &pk, partition_key_len.min(pk.len()), options, meta);
         let result = self.ddl().rebuild(def, &[]);
         self.db.invalidate();
@@ -248,6 +295,7 @@ impl Session {
         let result = self.ddl().rename_table(table, to);
         self.db.invalidate();
         result?;
+        self.rename_references(table, Some(to), None)?;
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
 
@@ -314,6 +362,9 @@ impl Session {
         let mut altered = (*schema).clone();
         altered.columns[i].name = to.to_string();
         altered.checks = altered.checks.iter().map(|c| c.renamed(from, to)).collect();
+        for fk in altered.foreign_keys.iter_mut() {
+            fk.columns.iter_mut().filter(|c| *c == from).for_each(|c| *c = to.to_string());
+        }
         let mut changes = vec![(from.to_string(), Some(to.to_string()))];
         if altered.dropped.iter().any(|d| d == to) {
             altered.dropped.retain(|d| d != to);
@@ -327,7 +378,10 @@ impl Session {
         let result = self.ddl().rebuild(def, &changes);
         self.db.invalidate();
         match result {
-            Ok(()) => Ok(Output::Command { tag: "ALTER TABLE".into() }),
+            Ok(()) => {
+                self.rename_references(table, None, Some((from, to)))?;
+                Ok(Output::Command { tag: "ALTER TABLE".into() })
+            }
             Err(RebuildError::Store(e)) => Err(e.into()),
             Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" under its own key: {e}"))),
         }

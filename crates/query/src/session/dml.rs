@@ -122,6 +122,7 @@ impl Session {
         let mut ex = Executor::new(store.as_ref(), self.ctx(params, now_us), &self.interrupt);
         ex.store = Some(store.clone());
         ex.system = Some(store);
+        ex.catalog = Some(self.db.as_ref());
         self.exec_with(ex, plan)
     }
 
@@ -134,6 +135,7 @@ impl Session {
     ) -> Result<(Output, Option<crate::exec::ScanStats>)> {
         let mut ex = Executor::new(access, self.ctx(params, now_us), &self.interrupt);
         ex.system = Some(self.db.store().as_ref());
+        ex.catalog = Some(self.db.as_ref());
         self.exec_with(ex, plan)
     }
 
@@ -160,6 +162,7 @@ impl Session {
             }
             _ => return Err(QueryError::Internal("not a DML plan".into())),
         };
+        self.settle_foreign_keys(&ex)?;
         Ok((out, Some(ex.stats.get())))
     }
 

@@ -136,9 +136,10 @@ impl Session {
             let r = self.ddl().drop_index(table, name);
             self.db.invalidate();
             r?;
-        } else if schema.checks.iter().any(|c| c.name == name) {
+        } else if schema.checks.iter().any(|c| c.name == name) || schema.foreign_keys.iter().any(|f| f.name == name) {
             let mut altered = (*schema).clone();
             altered.checks.retain(|c| c.name != name);
+            altered.foreign_keys.retain(|f| f.name != name);
             let r = self.ddl().set_user_meta(table, altered.encode());
             self.db.invalidate();
             r?;

@@ -29,6 +29,7 @@ mod copy;
 mod ddl;
 mod dml;
 mod explain;
+mod foreign_key;
 mod index;
 mod settings;
 mod statements;
@@ -101,6 +102,8 @@ pub struct Session {
     notices: Vec<Notice>,
     /// What the session drew of each sequence (`currval`, `lastval`).
     sequences: crate::sequences::SessionSequences,
+    /// Foreign-key checks put off until COMMIT, and `SET CONSTRAINTS`'s modes.
+    deferred: parking_lot::Mutex<foreign_key::Deferred>,
 }
 
 impl Drop for Session {
@@ -137,6 +140,7 @@ impl Session {
             unlisted: db.roles().get(user).is_none(),
             notices: Vec::new(),
             sequences: Default::default(),
+            deferred: Default::default(),
         }
     }
 
@@ -281,6 +285,7 @@ impl Session {
         let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
+            ParsedStatement::SetConstraints { names, deferred } => (Plan::SetConstraints { names, deferred }, given, None),
             ParsedStatement::Fetch(f) => {
                 let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
@@ -451,12 +456,21 @@ impl Session {
                 self.savepoints.clear();
                 self.cursors.end_transaction(!failed);
                 let ddl = self.txn.as_ref().is_some_and(|t| t.did_ddl());
+                // Deferred foreign keys are checked last, in the transaction: a failure rolls it back.
+                let deferred = if failed { Ok(()) } else { self.check_deferred() };
+                self.end_deferred();
                 let r = match self.txn.take() {
-                    Some(t) if failed => t.rollback().map(|()| ("ROLLBACK", false)),
-                    Some(t) => {
-                        let wrote = t.wrote();
-                        t.commit().map(|()| ("COMMIT", wrote))
-                    }
+                    Some(t) if failed => t.rollback().map(|()| ("ROLLBACK", false)).map_err(QueryError::from),
+                    Some(t) => match deferred {
+                        Ok(()) => {
+                            let wrote = t.wrote();
+                            t.commit().map(|()| ("COMMIT", wrote)).map_err(QueryError::from)
+                        }
+                        Err(e) => {
+                            let _ = t.rollback();
+                            Err(e)
+                        }
+                    },
                     None => Ok(("COMMIT", false)),
                 };
                 if ddl {
@@ -471,6 +485,7 @@ impl Session {
             }
             Plan::Rollback => {
                 self.failed = false;
+                self.end_deferred();
                 self.savepoints.clear();
                 self.cursors.end_transaction(false);
                 if let Some(t) = self.txn.take() {
@@ -501,8 +516,8 @@ impl Session {
             Plan::Discard { what } => Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) }),
             Plan::Access(statement) => self.run_access(statement),
             Plan::CreateTable(c) => self.create_table(c),
-            Plan::DropTable { names, if_exists } => self.drop_tables(names, *if_exists),
-            Plan::Truncate { names } => self.truncate(names),
+            Plan::DropTable { names, if_exists, cascade } => self.drop_tables(names, *if_exists, *cascade),
+            Plan::Truncate { names, cascade } => self.truncate(names, *cascade),
             Plan::SetOptions { table, set, reset } => self.set_options(table, set, reset),
             Plan::AddColumn { table, column, if_not_exists } => self.add_column(table, column, *if_not_exists),
             Plan::DropColumn { table, column, if_exists } => self.drop_column(table, column, *if_exists),
@@ -515,6 +530,8 @@ impl Session {
             }
             Plan::DropConstraint { table, name, if_exists } => self.drop_constraint(table, name, *if_exists),
             Plan::AddCheck { table, check, validate } => self.add_check(table, check, *validate),
+            Plan::AddForeignKey { table, fk, validate } => self.add_foreign_key(table, fk, *validate),
+            Plan::SetConstraints { names, deferred } => self.set_constraints(names.as_deref(), *deferred),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),

@@ -12,7 +12,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
     match tabula_object(db, oid)? {
         (name, OidPart::Table) => Some(quote_ident(&name)),
         (name, OidPart::PrimaryKeyIndex) => Some(format!("{name}_pkey")),
-        (_, OidPart::PrimaryKeyConstraint | OidPart::IndexConstraint(_) | OidPart::Check(_)) => None,
+        (_, OidPart::PrimaryKeyConstraint | OidPart::IndexConstraint(_) | OidPart::Check(_) | OidPart::ForeignKey(_)) => None,
         (name, OidPart::Index(i)) => Some(quote_ident(&db.table(&name).ok()?.indexes.get(i)?.name)),
     }
 }
@@ -31,6 +31,7 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
             Some(format!("UNIQUE ({})", cols.join(", ")))
         }
         (OidText::ConstraintDef, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
+        (OidText::ConstraintDef, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident)),
         _ => None,
     }
 }

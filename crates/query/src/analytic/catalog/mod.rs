@@ -93,10 +93,14 @@ enum OidPart {
     IndexConstraint(usize),
     /// A CHECK constraint, by its position in the table's checks: [`check_oid`].
     Check(usize),
+    /// A FOREIGN KEY, by its position in the table's: [`check_oid`] of 500 + it.
+    ForeignKey(usize),
 }
 
-/// CHECK constraints' OIDs lie above every table's: 1,000 for each table id.
+/// CHECK constraints' and FOREIGN KEYs' OIDs lie above every table's: 1,000 for each table id, the first
+/// 500 for CHECKs.
 const CHECK_OIDS: i64 = 1_000_000_000;
+const FOREIGN_KEY_OIDS: usize = 500;
 
 fn check_oid(table_id: u32, i: usize) -> i32 {
     (CHECK_OIDS + table_id as i64 * 1000 + i as i64) as i32
@@ -107,7 +111,8 @@ fn tabula_object(db: &dyn Source, oid: i64) -> Option<(String, OidPart)> {
     if let Some(c) = oid.checked_sub(CHECK_OIDS).filter(|c| *c >= 0) {
         let id = u32::try_from(c / 1000).ok()?;
         let name = db.store().table_names().into_iter().find(|n| db.store().table_id(n).ok() == Some(id))?;
-        return Some((name, OidPart::Check((c % 1000) as usize)));
+        let i = (c % 1000) as usize;
+        return Some((name, if i < FOREIGN_KEY_OIDS { OidPart::Check(i) } else { OidPart::ForeignKey(i - FOREIGN_KEY_OIDS) }));
     }
     let rel = oid.checked_sub(20000).filter(|r| *r >= 0)?;
     let id = u32::try_from(rel / 3).ok()?;

@@ -41,6 +41,9 @@ impl Relation for TableConstraints {
             for c in &t.checks {
                 out.push(row(&c.name, &t.name, "CHECK", Cell::Null));
             }
+            for fk in &t.foreign_keys {
+                out.push(row(&fk.name, &t.name, "FOREIGN KEY", Cell::Null));
+            }
         }
         Ok(out)
     }

@@ -71,6 +71,10 @@ impl Relation for PgClass {
             let mut row = pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned());
             // relchecks: psql's `\d` looks for CHECK constraints only when it is not 0.
             row[18] = r.tabula.as_ref().map_or(0, |(t, _)| t.checks.len() as i64).into();
+            // relhastriggers: PostgreSQL's foreign keys are triggers on both tables, and psql's `\d` lists
+            // them only then.
+            let referenced = |name: &str| s.tabula().any(|(_, c, _)| c.foreign_keys.iter().any(|fk| fk.parent == name));
+            row[20] = r.tabula.as_ref().is_some_and(|(t, _)| !t.foreign_keys.is_empty() || referenced(&t.name)).into();
             out.push(row);
             if let Some((t, _)) = keyed {
                 out.push(pg_class_row(

@@ -1,4 +1,5 @@
-//! `pg_constraint`: each table's primary-key constraint, UNIQUE constraints and CHECK constraints.
+//! `pg_constraint`: each table's primary-key constraint, UNIQUE constraints, CHECK constraints and FOREIGN
+//! KEYs.
 
 use crate::analytic::catalog::*;
 
@@ -92,6 +93,30 @@ impl Relation for PgConstraint {
                 row.push(Cell::Ints(reads.collect()));
                 row.extend(std::iter::repeat_n(Cell::Null, 6));
                 row.push(c.expr.clone().into());
+                out.push(row);
+            }
+            for (i, fk) in t.foreign_keys.iter().enumerate() {
+                let Some(parent) = s.tabula().find(|(_, p, _)| p.name == fk.parent) else { continue };
+                let attnums = |t: &TableSchema, cols: &[String]| -> Cell {
+                    Cell::Ints(cols.iter().filter_map(|c| t.column_index(c)).map(|i| i as i64 + 1).collect())
+                };
+                // The parent's index that makes the key unique: its primary key's, or a UNIQUE index's.
+                let pcols: Vec<usize> = fk.parent_columns.iter().filter_map(|c| parent.1.column_index(c)).collect();
+                let same = |a: &[usize]| a.len() == pcols.len() && a.iter().all(|c| pcols.contains(c));
+                let index = if same(&parent.1.pk) {
+                    parent.0.oid + 1
+                } else {
+                    parent.1.indexes.iter().find(|x| x.unique && same(&x.columns)).map_or(0, |x| table_oid(x.id))
+                };
+                let oid = check_oid(id, FOREIGN_KEY_OIDS + i);
+                let mut row: Vec<Cell> = vec![oid.into(), fk.name.clone().into(), PUBLIC_NSP.into(), "f".into()];
+                row.extend([fk.deferrable, fk.initially_deferred, true].map(Cell::from));
+                row.extend([r.oid, 0, index, 0, parent.0.oid].map(Cell::from));
+                row.extend([fk.on_update.letter().to_string(), fk.on_delete.letter().to_string(), "s".to_string()].map(Cell::from));
+                row.extend([Cell::from(true), 0.into(), true.into()]);
+                row.push(attnums(t, &fk.columns));
+                row.push(attnums(parent.1, &fk.parent_columns));
+                row.extend(std::iter::repeat_n(Cell::Null, 6));
                 out.push(row);
             }
         }

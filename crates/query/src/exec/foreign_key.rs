@@ -1,0 +1,180 @@
+//! FOREIGN KEYs on the write path. Each row a statement writes into a table with foreign keys, and each
+//! referenced value it takes away, leaves a check ([`FkCheck`]); the session runs the checks at the end of
+//! the statement, or at COMMIT for a deferred constraint, against what the transaction then holds (so a
+//! row may reference one the same statement writes later). ON DELETE CASCADE and SET NULL act at once, as
+//! in PostgreSQL. A check that finds its parent reads it for update: a concurrent transaction that deletes
+//! it fails to commit (40001) where PostgreSQL's row lock would make it wait.
+
+use super::*;
+use crate::schema::{FkAction, ForeignKey};
+
+#[derive(Debug, Clone)]
+pub enum FkCheck {
+    /// The row of `table` with key `pk` holds foreign key `fk`: if it still does, its parent must exist.
+    Child { table: Arc<TableSchema>, fk: usize, pk: Vec<PkValue> },
+    /// Values referenced by foreign key `fk` of `table` left its parent: unless a parent row holds them
+    /// again, no row of `table` may reference them.
+    Parent { table: Arc<TableSchema>, fk: usize, values: Vec<Datum> },
+}
+
+impl FkCheck {
+    pub fn foreign_key(&self) -> &ForeignKey {
+        match self {
+            FkCheck::Child { table, fk, .. } | FkCheck::Parent { table, fk, .. } => &table.foreign_keys[*fk],
+        }
+    }
+}
+
+/// Positions of named columns of `t`.
+fn positions(t: &TableSchema, names: &[String]) -> Result<Vec<usize>> {
+    names.iter().map(|n| t.column_index(n).ok_or_else(|| QueryError::UndefinedColumn(n.clone()))).collect()
+}
+
+/// `Key (a, b)=(1, x)` as PostgreSQL's DETAILs print it.
+fn key_text(t: &TableSchema, cols: &[usize], values: &[Datum]) -> String {
+    let names: Vec<&str> = cols.iter().map(|&c| t.column_name(c)).collect();
+    let vals: Vec<String> =
+        cols.iter().zip(values).map(|(&c, v)| v.to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
+    format!("Key ({})=({})", names.join(", "), vals.join(", "))
+}
+
+impl Executor<'_> {
+    fn catalog(&self) -> Result<&dyn crate::planner::Catalog> {
+        self.catalog.ok_or_else(|| QueryError::Internal("foreign keys need the catalog".into()))
+    }
+
+    /// The rows of `t` whose columns `cols` hold `values` (of another table's columns: cast to these), read
+    /// by the path the planner would choose, up to `limit`.
+    fn rows_where(&self, t: &Arc<TableSchema>, cols: &[usize], values: &[Datum], limit: Option<u64>) -> Result<Vec<SqlRow>> {
+        let mut conjuncts = Vec::with_capacity(cols.len());
+        for (&c, v) in cols.iter().zip(values) {
+            let ty = t.column_type(c);
+            let column = Expr::Column { index: c, ty, name: t.column_name(c).to_string() };
+            let value = Expr::Literal(v.clone().cast(ty)?, ty);
+            conjuncts.push(Expr::Binary { op: crate::expr::BinOp::Eq, left: Box::new(column), right: Box::new(value) });
+        }
+        let (access, residual) = crate::planner::choose_access(t, conjuncts);
+        let limit = limit.map(|l| Expr::Literal(Datum::Int(l as i64), SqlType::Int8));
+        let scan = Scan { table: t.clone(), access, filter: Expr::and_all(residual), limit, versions: Versions::Latest, columns: None };
+        let mut rows = Vec::new();
+        self.scan(&scan, |r| {
+            rows.push(r);
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
+    /// The values of columns `names` of `row` of `t`; `None` when one is NULL (MATCH SIMPLE: such a row
+    /// references nothing).
+    fn key_of(t: &TableSchema, names: &[String], row: &SqlRow) -> Result<Option<Vec<Datum>>> {
+        let values: Vec<Datum> = positions(t, names)?.into_iter().map(|c| row[c].clone()).collect();
+        Ok((!values.iter().any(Datum::is_null)).then_some(values))
+    }
+
+    /// A row of `t` was written (`before`: it held these values before): the checks of its foreign keys
+    /// whose values it now holds anew.
+    pub(super) fn child_written(&self, t: &Arc<TableSchema>, row: &SqlRow, before: Option<&SqlRow>) -> Result<()> {
+        for (i, fk) in t.foreign_keys.iter().enumerate() {
+            let Some(now) = Self::key_of(t, &fk.columns, row)? else { continue };
+            if before.map(|b| Self::key_of(t, &fk.columns, b)).transpose()?.flatten().as_ref() == Some(&now) {
+                continue;
+            }
+            self.pending.borrow_mut().push(FkCheck::Child { table: t.clone(), fk: i, pk: self.pk_of(t, row)? });
+        }
+        Ok(())
+    }
+
+    /// A row of `t` changed from `before` to `after`, or was deleted (`None`): what the foreign keys that
+    /// reference `t` need of the values it gave up. CASCADE deletes the referencing rows, and goes on from
+    /// each (one at a time, not by recursion: chains may be long); SET NULL clears their columns; NO ACTION
+    /// and RESTRICT leave a check.
+    pub(super) fn parent_changed(&self, t: &Arc<TableSchema>, before: SqlRow, after: Option<&SqlRow>) -> Result<()> {
+        let mut work = vec![(t.clone(), before, after.cloned())];
+        while let Some((t, before, after)) = work.pop() {
+            self.interrupt.check()?;
+            for (child, i) in self.catalog()?.referencing(&t.name)? {
+                let fk = &child.foreign_keys[i];
+                let Some(values) = Self::key_of(&t, &fk.parent_columns, &before)? else { continue };
+                if let Some(a) = &after {
+                    if Self::key_of(&t, &fk.parent_columns, a)?.as_ref() == Some(&values) {
+                        continue;
+                    }
+                }
+                let cols = positions(&child, &fk.columns)?;
+                match (after.is_none(), fk.on_delete) {
+                    (true, FkAction::Cascade) => {
+                        for r in self.rows_where(&child, &cols, &values, None)? {
+                            let pk = self.pk_of(&child, &r)?;
+                            match self.access.delete_row(&child.name, &pk, &Condition::expect_exist()) {
+                                Ok(_) => work.push((child.clone(), r, None)),
+                                Err(StoreError::RowNotFound) => {}
+                                Err(e) => return Err(e.into()),
+                            }
+                        }
+                    }
+                    (true, FkAction::SetNull) => {
+                        for r in self.rows_where(&child, &cols, &values, None)? {
+                            if let Some(&c) = cols.iter().find(|&&c| child.columns[c].not_null) {
+                                return Err(QueryError::NotNull { table: child.name.clone(), column: child.columns[c].name.clone() });
+                            }
+                            let ops: Vec<(String, UpdateOp)> =
+                                cols.iter().map(|&c| (child.columns[c].name.clone(), UpdateOp::DeleteAll)).collect();
+                            let pk = self.pk_of(&child, &r)?;
+                            self.access.update_row(&child.name, &pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
+                        }
+                    }
+                    _ => self.pending.borrow_mut().push(FkCheck::Parent { table: child.clone(), fk: i, values }),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one check against what the transaction holds now: 23503 when it fails.
+    pub fn verify(&self, check: &FkCheck) -> Result<()> {
+        let fk = check.foreign_key();
+        let parent = self.catalog()?.table(&fk.parent)?;
+        let parent_cols = positions(&parent, &fk.parent_columns)?;
+        // The parent row holding `values`, read for update so that a concurrent delete of it conflicts.
+        let parent_row = |values: &[Datum]| -> Result<bool> {
+            let Some(r) = self.rows_where(&parent, &parent_cols, values, Some(1))?.pop() else { return Ok(false) };
+            self.access.lock_row(&parent.name, &self.pk_of(&parent, &r)?).map_err(store_err)?;
+            Ok(true)
+        };
+        match check {
+            FkCheck::Child { table, pk, .. } => {
+                let Some(row) = self.get(table, pk)? else { return Ok(()) };
+                let Some(values) = Self::key_of(table, &fk.columns, &row)? else { return Ok(()) };
+                if parent_row(&values)? {
+                    return Ok(());
+                }
+                let cols = positions(table, &fk.columns)?;
+                Err(QueryError::ForeignKey {
+                    table: table.name.clone(),
+                    constraint: fk.name.clone(),
+                    message: format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", table.name, fk.name),
+                }
+                .with_message(format!("{} is not present in table \"{}\".", key_text(table, &cols, &values), fk.parent)))
+            }
+            FkCheck::Parent { table, values, .. } => {
+                let cols = positions(table, &fk.columns)?;
+                if parent_row(values)? || self.rows_where(table, &cols, values, Some(1))?.is_empty() {
+                    return Ok(());
+                }
+                Err(QueryError::ForeignKey {
+                    table: fk.parent.clone(),
+                    constraint: fk.name.clone(),
+                    message: format!(
+                        "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
+                        fk.parent, fk.name, table.name
+                    ),
+                }
+                .with_message(format!(
+                    "{} is still referenced from table \"{}\".",
+                    key_text(&parent, &parent_cols, values),
+                    table.name
+                )))
+            }
+        }
+    }
+}
