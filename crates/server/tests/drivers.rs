@@ -1,4 +1,4 @@
-//! Real drivers in other languages against a real server: Python (psycopg 3, psycopg2, asyncpg, pandas),
+//! Real drivers in other languages against a real server: Python (psycopg 3, psycopg2, asyncpg, pandas, Django),
 //! node-postgres and pgjdbc. `scripts/test` installs them and says where (TABULA_PYTHON,
 //! TABULA_NODE_MODULES, TABULA_PGJDBC_JAR); the defaults are where it puts them.
 
@@ -35,6 +35,16 @@ async fn python_psycopg3_psycopg2_asyncpg_pandas() {
     let server = TestServer::start().await;
     let mut cmd = Command::new(tool("TABULA_PYTHON", cache().join("venv/bin/python")));
     cmd.arg(repo().join("tests/python/clients.py")).arg(server.port().to_string());
+    run(cmd);
+    server.stop().await;
+}
+
+/// Django with its defaults: migrate, the ORM, integrity errors, a migration down to zero and back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn django_migrate_and_orm() {
+    let server = TestServer::start().await;
+    let mut cmd = Command::new(tool("TABULA_PYTHON", cache().join("venv/bin/python")));
+    cmd.arg(repo().join("tests/python/django_e2e.py")).arg(server.port().to_string());
     run(cmd);
     server.stop().await;
 }

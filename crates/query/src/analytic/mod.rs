@@ -15,6 +15,7 @@
 //!    (its own writes included), lent to DataFusion for the statement.
 //! 6. Result batches become rows of PostgreSQL-typed values ([`arrow`]).
 
+mod array_in;
 pub mod arrow;
 pub mod catalog;
 mod errors;
@@ -150,6 +151,7 @@ impl Analytics {
             .map_err(map_err)?;
         catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
         ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in limits::checked_udfs() {

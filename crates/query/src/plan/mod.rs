@@ -176,6 +176,9 @@ pub enum ColumnChange {
     Default(Option<String>),
     /// DROP NOT NULL.
     Nullable,
+    /// `TYPE`, between types whose values are stored alike (text to text, integer to integer): the rows
+    /// stay as they are, once checked to fit a shorter length or a narrower integer.
+    Type { ty: SqlType, max_chars: Option<u32> },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -310,9 +310,10 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
-    /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL`: the catalog only, as in
-    /// PostgreSQL (a default applies to rows written from then on). `SET NOT NULL` and `TYPE`, which would
-    /// check or rewrite the rows, are not built (0A000).
+    /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL | TYPE t`: the catalog
+    /// only, as in PostgreSQL (a default applies to rows written from then on; a type between types stored
+    /// alike, the rows checked to fit). `SET NOT NULL` and other `TYPE`s, which would check or rewrite the
+    /// rows, are not built (0A000).
     fn alter_column(&mut self, table: String, column: String, op: &ast::AlterColumnOperation) -> Result<Plan> {
         let t = self.catalog.table(&table)?;
         let i = t
@@ -338,6 +339,20 @@ impl Planner<'_> {
                 return Err(QueryError::InvalidTableDefinition(format!("column \"{column}\" is in a primary key")))
             }
             ast::AlterColumnOperation::DropNotNull => ColumnChange::Nullable,
+            ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
+                let (ty, max_chars) = (sql_type(data_type)?, crate::expr::varchar_length(data_type)?);
+                let old = t.columns[i].ty;
+                let plain_using = using.as_ref().is_none_or(|u| matches!(u, ast::Expr::Identifier(id) if ident_name(id) == column));
+                if !plain_using || !(old == ty || (old.is_text() && ty.is_text()) || (old.is_integer() && ty.is_integer())) {
+                    return Err(QueryError::NotSupported(format!(
+                        "ALTER COLUMN TYPE from {} to {}: it would rewrite every row (text to text and integer to integer \
+                         types are changed in place)",
+                        t.columns[i].type_name(),
+                        data_type
+                    )));
+                }
+                ColumnChange::Type { ty, max_chars }
+            }
             other => return Err(QueryError::NotSupported(format!("ALTER COLUMN {other}: it would check or rewrite every row"))),
         };
         Ok(Plan::AlterColumn { table, column, change })

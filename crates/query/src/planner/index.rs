@@ -26,16 +26,30 @@ impl Planner<'_> {
         let mut columns = Vec::new();
         for ic in &c.columns {
             let o = &ic.column.options;
-            if o.asc == Some(false) || o.nulls_first == Some(true) || ic.operator_class.is_some() {
-                return refuse("with DESC, NULLS FIRST or an operator class");
+            if o.asc == Some(false) || o.nulls_first == Some(true) {
+                return refuse("with DESC or NULLS FIRST");
             }
             let name = match &ic.column.expr {
                 ast::Expr::Identifier(i) => ident_name(i),
                 _ => return refuse("on an expression"),
             };
             // Not `_version`, which no row stores as a column.
-            if schema.column_index(&name).filter(|&i| i < schema.visible().len()).is_none() {
+            let Some(col) = schema.column_index(&name).filter(|&i| i < schema.visible().len()) else {
                 return Err(QueryError::UndefinedColumn(name));
+            };
+            // The pattern operator classes order text by its bytes, as every Tabula index does (Django
+            // makes one for each indexed CharField, for LIKE 'prefix%').
+            if let Some(class) = &ic.operator_class {
+                let class = object_name(class);
+                if !matches!(class.as_str(), "text_pattern_ops" | "varchar_pattern_ops" | "bpchar_pattern_ops") {
+                    return refuse(&format!("with operator class {class}"));
+                }
+                if !schema.column_type(col).is_text() {
+                    return Err(QueryError::DatatypeMismatch(format!(
+                        "operator class \"{class}\" does not accept data type {}",
+                        schema.column_type(col)
+                    )));
+                }
             }
             columns.push(name);
         }

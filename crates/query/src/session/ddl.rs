@@ -10,6 +10,7 @@ use crate::output::Output;
 use crate::plan::CreateTablePlan;
 use crate::planner::Catalog;
 use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
+use crate::types::SqlType;
 
 /// The engine's definition of a table: its key columns' engine types, and the SQL columns as metadata.
 fn table_def(name: &str, columns: &[ColumnDef], pk: &[usize], partition_key_len: usize, options: TableOptions, meta: Vec<u8>) -> TableDef {
@@ -387,13 +388,43 @@ impl Session {
         }
     }
 
-    /// `ALTER TABLE ... ALTER COLUMN`: its default or nullability, in the catalog.
+    /// `ALTER TABLE ... ALTER COLUMN`: its default, nullability or type, in the catalog.
     pub(super) fn alter_column(&mut self, table: &str, column: &str, change: &crate::plan::ColumnChange) -> Result<Output> {
         let mut altered = (*self.db.table(table)?).clone();
         let col = altered.columns.iter_mut().find(|c| c.name == column).ok_or_else(|| QueryError::UndefinedColumn(column.to_string()))?;
         match change {
             crate::plan::ColumnChange::Default(d) => col.default = d.clone(),
             crate::plan::ColumnChange::Nullable => col.not_null = false,
+            crate::plan::ColumnChange::Type { ty, max_chars } => {
+                // A row the new type cannot hold makes it fail, as PostgreSQL's rewrite would.
+                let quoted = format!("\"{}\"", column.replace('"', "\"\""));
+                let (outside, error) = match (ty, max_chars) {
+                    (t, Some(m)) if t.is_text() && col.max_chars.is_none_or(|old| old > *m) => (
+                        Some(format!("char_length({quoted}) > {m}")),
+                        QueryError::StringTooLong(format!("value too long for type character varying({m})")),
+                    ),
+                    (SqlType::Int2, _) if col.ty != SqlType::Int2 => (
+                        Some(format!("{quoted} NOT BETWEEN -32768 AND 32767")),
+                        QueryError::NumericOutOfRange("smallint out of range".into()),
+                    ),
+                    (SqlType::Int4, _) if col.ty == SqlType::Int8 => (
+                        Some(format!("{quoted} NOT BETWEEN -2147483648 AND 2147483647")),
+                        QueryError::NumericOutOfRange("integer out of range".into()),
+                    ),
+                    _ => (None, QueryError::Internal(String::new())),
+                };
+                if let Some(condition) = outside {
+                    let sql = format!("SELECT 1 FROM \"{}\" WHERE {condition} LIMIT 1", table.replace('"', "\"\""));
+                    let q = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&sql)?.parse_query()?;
+                    if !self.query_rows(&q, &[])?.is_empty() {
+                        return Err(error);
+                    }
+                }
+                let col =
+                    altered.columns.iter_mut().find(|c| c.name == column).ok_or_else(|| QueryError::UndefinedColumn(column.to_string()))?;
+                col.ty = *ty;
+                col.max_chars = *max_chars;
+            }
         }
         self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();

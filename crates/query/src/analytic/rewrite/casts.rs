@@ -17,6 +17,21 @@ pub(super) fn float_text_cast(e: &mut Expr) {
     *e = call("pg_text", vec![expr.as_ref().clone()], vec![]);
 }
 
+/// `$1::T[]`, `('{a,b}')::T[]` (Django's `bulk_create` binds its arrays so): the parameter's or the
+/// literal's array text parsed into a list first (`analytic::array_in`), which the cast turns into the
+/// array type.
+pub(super) fn parameter_array_cast(e: &mut Expr) {
+    let Expr::Cast { expr, data_type: DataType::Array(_), .. } = e else { return };
+    let mut inner = expr.as_ref();
+    while let Expr::Nested(n) = inner {
+        inner = n;
+    }
+    if matches!(inner, Expr::Value(v) if matches!(v.value, Value::Placeholder(_) | Value::SingleQuotedString(_) | Value::EscapedStringLiteral(_)))
+    {
+        **expr = call("tabula_array_in", vec![inner.clone()], vec![]);
+    }
+}
+
 /// `x::varchar(n)`: PostgreSQL's explicit cast keeps the first `n` characters (a column of that type
 /// refuses longer values instead); Arrow's ignores the length. `left(x::varchar, n)`.
 pub(super) fn varchar_length_cast(e: &mut Expr) {

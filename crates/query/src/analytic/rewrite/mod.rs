@@ -30,6 +30,7 @@
 //!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`; so does
 //!   `'name'::regclass` as a select-list item (`casts`).
 //! - `array_col = '{1,2}'`: an array literal written as text, compared with an array, is an array.
+//! - `$1::T[]`: the parameter's array text is parsed into a list before the cast (`casts`).
 //! - `x::varchar(n)` keeps the first `n` characters (`left`), as PostgreSQL's explicit cast does; a cast to
 //!   `char(n)` is refused (`casts`).
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
@@ -45,7 +46,7 @@ mod casts;
 mod subqueries;
 mod system_columns;
 
-use casts::{char_cast, float_text_cast, varchar_length_cast, RegclassExists, RegclassOutput};
+use casts::{char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput};
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
@@ -100,6 +101,7 @@ impl Rewriter {
             like_escape(e);
             float_text_cast(e);
             varchar_length_cast(e);
+            parameter_array_cast(e);
             generate_subscripts(e);
             math_functions(e);
             empty_array_subquery(e);
