@@ -41,7 +41,7 @@ ensure_build_deps() {
 }
 
 # The client drivers the end-to-end tests use besides tokio-postgres and psql: Python (psycopg 3, psycopg2,
-# asyncpg, pandas, SQLAlchemy, Django) in a virtualenv, node-postgres, and pgjdbc with a JDK. Kept in
+# asyncpg, pandas, SQLAlchemy, Django, Alembic) in a virtualenv, node-postgres, and pgjdbc with a JDK. Kept in
 # ~/.cache/tabula.
 ensure_drivers() {
     local cache="${TABULA_CACHE:-$HOME/.cache/tabula}"
@@ -51,9 +51,9 @@ ensure_drivers() {
     if [ ! -x "$cache/venv/bin/python" ]; then
         python3 -m venv "$cache/venv" >&2
     fi
-    if ! "$cache/venv/bin/python" -c "import psycopg, psycopg2, asyncpg, pandas, sqlalchemy, django" >/dev/null 2>&1; then
+    if ! "$cache/venv/bin/python" -c "import psycopg, psycopg2, asyncpg, pandas, sqlalchemy, django, alembic" >/dev/null 2>&1; then
         echo "installing Python drivers (pip)" >&2
-        "$cache/venv/bin/pip" install -q "psycopg[binary]" psycopg2-binary asyncpg pandas sqlalchemy "django>=5.2,<5.3" >&2
+        "$cache/venv/bin/pip" install -q "psycopg[binary]" psycopg2-binary asyncpg pandas sqlalchemy "django>=5.2,<5.3" alembic >&2
     fi
     export TABULA_PYTHON="$cache/venv/bin/python"
     ensure_packages "command -v node && command -v npm" nodejs npm

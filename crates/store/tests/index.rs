@@ -289,3 +289,29 @@ fn a_build_asked_to_stop_leaves_no_index() {
     store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
     assert_eq!(by_card(&store, Some(1)).len(), 833);
 }
+
+/// A migration tool runs several migrations, and writes its version table, in one transaction: an index
+/// made after those writes is built (from the committed rows), the transaction commits, and until then it
+/// reads the table without the index, whose entries its snapshot does not hold. Not after rows of the
+/// table itself were written in it.
+#[test]
+fn an_index_made_in_a_transaction_after_writes_to_other_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    store.create_table(table("versions", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    put(&store, 1, Some(7));
+    let mut txn = store.begin_with_view();
+    txn.put_row("versions", &[Some(int(1))], &[], &Condition::ignore()).unwrap();
+    store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_card", &["card".into()], false, false), &|| false).unwrap();
+    assert!(!txn.index_readable("t", "by_card"), "built after the transaction's snapshot");
+    assert!(store.index_readable("t", "by_card"));
+    put(&txn, 2, Some(7));
+    txn.commit().unwrap();
+    assert_eq!(by_card(&store, Some(7)), vec![1, 2], "the committed row's entry, and the transaction's");
+
+    let mut txn = store.begin();
+    put(&txn, 3, Some(8));
+    let err = store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_v", &["v".into()], false, false), &|| false).unwrap_err();
+    assert_eq!(err.sqlstate(), "0A000");
+    txn.rollback().unwrap();
+}

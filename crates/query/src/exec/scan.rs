@@ -136,6 +136,17 @@ impl Executor<'_> {
                     feed(rows, &mut stats)?;
                 }
             }
+            // An index this transaction built after writing holds no entries its snapshot sees: the rows
+            // come from a scan of the table, checked against the whole condition (which an index scan
+            // keeps), unless they were to come in the index's order.
+            AccessPath::IndexScan { index, order, .. } if !self.access.index_readable(&t.name, index) => {
+                if order.is_some() {
+                    return Err(QueryError::NotSupported(format!(
+                        "a read in the order of index \"{index}\", built in this transaction after it wrote rows: commit first"
+                    )));
+                }
+                self.range(scan, Pages::all(&t.name, Direction::Forward, spec), &mut stats, &mut feed)?;
+            }
             AccessPath::IndexScan { index, lookups, lower, upper, order } => {
                 let backward = *order == Some(Direction::Backward);
                 let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(()) };

@@ -168,6 +168,59 @@ impl Executor<'_> {
         Ok(after)
     }
 
+    /// An UPDATE that assigns key columns: the row moves to its new key, deleted and written again (its
+    /// cells at the statement's version: the old versions stay behind with the old key). A row already at
+    /// the new key is 23505, as in PostgreSQL.
+    fn move_row(
+        &self,
+        t: &TableSchema,
+        pk: &[PkValue],
+        before: &SqlRow,
+        assignments: &[(usize, Expr)],
+        version: Option<i64>,
+        checks: &[BoundCheck],
+    ) -> Result<SqlRow> {
+        let mut after = before.clone();
+        for (col, e) in assignments {
+            let v = t.fit(*col, e.eval(before, &self.ctx)?)?;
+            if v.is_null() && (t.columns[*col].not_null || t.is_pk(*col)) {
+                return Err(QueryError::NotNull { table: t.name.clone(), column: t.columns[*col].name.clone() });
+            }
+            after[*col] = v;
+        }
+        check_row(t, checks, &after, &self.ctx)?;
+        let new_pk = self.pk_of(t, &after)?;
+        let cells: Vec<CellWrite> = t
+            .attributes()
+            .filter(|&i| !after[i].is_null())
+            .map(|i| CellWrite { column: t.columns[i].name.clone(), value: after[i].to_value().unwrap(), version })
+            .collect();
+        if new_pk.as_slice() == pk {
+            // The key stays: an update of the other columns.
+            let rest: Vec<(usize, Expr)> = assignments.iter().filter(|(c, _)| !t.is_pk(*c)).cloned().collect();
+            return self.apply_update(t, pk, before, before, &rest, version, checks);
+        }
+        self.access.delete_row(&t.name, pk, &Condition::expect_exist()).map_err(store_err)?;
+        let key: Vec<Option<PkValue>> = new_pk.iter().cloned().map(Some).collect();
+        match self.access.put_row(&t.name, &key, &cells, &Condition::expect_not_exist()) {
+            Ok(outcome) => {
+                after[t.columns.len()] = Datum::Int(version.unwrap_or(outcome.version));
+                Ok(after)
+            }
+            Err(StoreError::RowExists) => {
+                let cols: Vec<&str> = t.pk.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                let vals: Vec<String> =
+                    t.pk.iter().map(|&c| after[c].to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
+                Err(QueryError::UniqueViolation(t.name.clone()).with_message(format!(
+                    "Key ({})=({}) already exists.",
+                    cols.join(", "),
+                    vals.join(", ")
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.scan.table;
         let version = self.eval_version(&p.version)?;
@@ -181,7 +234,12 @@ impl Executor<'_> {
         for row in targets {
             self.interrupt.check()?;
             let pk = self.pk_of(t, &row)?;
-            match self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks) {
+            let moved = if p.assignments.iter().any(|(c, _)| t.is_pk(*c)) {
+                self.move_row(t, &pk, &row, &p.assignments, version, &p.checks)
+            } else {
+                self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks)
+            };
+            match moved {
                 Ok(after) => {
                     self.child_written(t, &after, Some(&row))?;
                     self.parent_changed(t, row, Some(&after))?;

@@ -95,8 +95,10 @@ impl Planner<'_> {
                         // Existing row's columns first, then `excluded`'s.
                         let offset = table.columns.len() + 1;
                         let scope = Scope { tables: vec![(&table, table.name.clone(), 0), (&table, "excluded".to_string(), offset)] };
-                        let (version, assignments): (Vec<_>, Vec<_>) =
-                            self.assignments(&scope, &table, &du.assignments)?.into_iter().partition(|(c, _)| *c == table.columns.len());
+                        let (version, assignments): (Vec<_>, Vec<_>) = self
+                            .assignments(&scope, &table, &du.assignments, false)?
+                            .into_iter()
+                            .partition(|(c, _)| *c == table.columns.len());
                         let version = version.into_iter().next().map(|(_, e)| e);
                         let filter = du.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
                         OnConflict::DoUpdate { assignments, filter, version }
@@ -194,7 +196,14 @@ impl Planner<'_> {
         })
     }
 
-    pub(super) fn assignments(&mut self, scope: &Scope, table: &TableSchema, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>> {
+    /// SET's assignments; of key columns only when `key_allowed` (UPDATE moves such a row to its new key).
+    pub(super) fn assignments(
+        &mut self,
+        scope: &Scope,
+        table: &TableSchema,
+        list: &[ast::Assignment],
+        key_allowed: bool,
+    ) -> Result<Vec<(usize, Expr)>> {
         let mut out = Vec::new();
         for a in list {
             let names: Vec<String> = match &a.target {
@@ -204,10 +213,13 @@ impl Planner<'_> {
             let name = &names[0];
             let idx =
                 table.column_index(name).ok_or_else(|| QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)))?;
-            if table.is_pk(idx) {
+            if table.is_pk(idx) && !key_allowed {
                 return Err(QueryError::NotSupported(format!(
-                    "updating primary key column \"{name}\" is not supported: delete and insert the row"
+                    "ON CONFLICT DO UPDATE of primary key column \"{name}\": update the row with UPDATE"
                 )));
+            }
+            if table.is_pk(idx) && table.columns[idx].hidden.is_some() {
+                return Err(QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)));
             }
             if is_default_keyword(&a.value) {
                 let default = self.column_default(table, idx)?;
@@ -268,7 +280,7 @@ impl Planner<'_> {
         }
         let (table, alias) = self.table_target(&u.table.relation)?;
         let scope = Scope::table(&table, alias.as_deref());
-        let mut assignments = self.assignments(&scope, &table, &u.assignments)?;
+        let mut assignments = self.assignments(&scope, &table, &u.assignments, true)?;
         let version = assignments.iter().position(|(c, _)| *c == table.columns.len()).map(|i| assignments.remove(i).1);
         if version.is_some() && assignments.is_empty() {
             return Err(QueryError::Syntax("SET _version needs at least one column to write at that version".into()));
@@ -279,7 +291,8 @@ impl Planner<'_> {
         let checks = self.bound_checks(&scan.table)?;
         let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
-        if !update.scan.table.foreign_keys.is_empty() || !self.catalog.referencing(&update.scan.table.name)?.is_empty() {
+        let moves = update.assignments.iter().any(|(c, _)| update.scan.table.is_pk(*c));
+        if moves || !update.scan.table.foreign_keys.is_empty() || !self.catalog.referencing(&update.scan.table.name)?.is_empty() {
             update.call = WriteCall::ReadModifyWrite;
         }
         Ok(Plan::Update(update))

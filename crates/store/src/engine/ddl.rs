@@ -116,13 +116,32 @@ impl Ddl<'_> {
 }
 
 impl Ddl<'_> {
-    /// CREATE INDEX (`Store::create_index`). In a transaction, as a rebuild: not after rows were written
-    /// in it (their entries would be missing), and it reads from then on at a snapshot holding the entries.
+    /// CREATE INDEX (`Store::create_index`). In a transaction that has not written rows, it reads from then
+    /// on at a snapshot holding the entries. In one that has written rows to other tables (a migration tool
+    /// that ran an earlier migration, or updated its version table, in the same transaction), its snapshot
+    /// stays, older than the entries: it reads the table without the index. Not after rows of the table
+    /// itself were written in it: their entries would be missing.
     pub fn create_index(&mut self, table: &str, spec: IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
         self.check(&[table])?;
         let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index_until(table, spec, stop) };
         if t.wrote.get() {
-            return Err(StoreError::NotSupported("CREATE INDEX after rows were written in the same transaction".into()));
+            let target = self.store.inner.table(table)?;
+            if t.deltas.borrow().iter().any(|d| Arc::ptr_eq(&d.retired, &target.retired)) {
+                return Err(StoreError::NotSupported("CREATE INDEX on a table written earlier in the same transaction".into()));
+            }
+            t.before_change(table, &[])?;
+            let name = spec.name.clone();
+            let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
+            self.store.create_index_until(table, spec, stop)?;
+            let id = index_id(self.store, table, &name)?;
+            t.index_entries(table, id, true)?;
+            // The build moved the bulk epoch, which fails the commit of a transaction that wrote before it;
+            // this one wrote other tables only. Another move meanwhile (a bulk load) still counts.
+            if t.epoch == epoch && self.store.inner.bulk_epoch.load(Ordering::SeqCst) == epoch + 1 {
+                t.epoch = epoch + 1;
+            }
+            t.unreadable.borrow_mut().push(id);
+            return Ok(());
         }
         t.before_change(table, &[])?;
         let name = spec.name.clone();

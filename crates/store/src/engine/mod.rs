@@ -267,6 +267,7 @@ impl Store {
             epoch,
             wrote: Default::default(),
             journal: Default::default(),
+            unreadable: Default::default(),
             inner: self.inner.clone(),
         }
     }
@@ -443,6 +444,11 @@ pub trait Access {
     /// hold it for (a statement's lock would end with the statement), so by default nothing happens.
     fn lock_row(&self, _table: &str, _pk: &[PkValue]) -> Result<()> {
         Ok(())
+    }
+    /// Whether reads here may go through index `index` of `table`: not in a transaction that built it
+    /// after writing, whose snapshot predates the entries (its reads of the table scan it instead).
+    fn index_readable(&self, _table: &str, _index: &str) -> bool {
+        true
     }
     /// Where each partition after the first starts, as partition-key values: split points at which a scan
     /// may read the table's partitions in parallel. None by default: a transaction's reads also merge its

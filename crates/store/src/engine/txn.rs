@@ -40,6 +40,9 @@ pub struct Txn {
     pub(super) wrote: std::cell::Cell<bool>,
     /// The transaction's DDL, undone unless it commits (see `pending`).
     pub(super) journal: RefCell<pending::Journal>,
+    /// Indexes built by this transaction after it had written rows (to other tables): their entries were
+    /// written after its snapshot, so it reads their tables without them.
+    pub(super) unreadable: RefCell<Vec<u32>>,
     pub(super) inner: Arc<Inner>,
 }
 
@@ -135,6 +138,11 @@ impl Access for Txn {
         Txn::insert_rows(self, table, rows)
     }
     access_reads!();
+    fn index_readable(&self, table: &str, index: &str) -> bool {
+        let unreadable = self.unreadable.borrow();
+        unreadable.is_empty()
+            || !self.inner.table(table).is_ok_and(|t| t.def.read().indexes.iter().any(|i| i.name == index && unreadable.contains(&i.id)))
+    }
     fn lock_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
         let t = self.inner.table(table)?;
         // An optimistic transaction validates at commit every key it read for update, written or not.
