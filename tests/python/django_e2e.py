@@ -1,7 +1,8 @@
 """Django with its defaults on Tabula, end to end: `migrate` of the contrib apps and an app of its own
 (foreign keys declared DEFERRABLE INITIALLY DEFERRED, CHECK and UNIQUE constraints, pattern-ops indexes,
-ALTER COLUMN TYPE, bulk_create through UNNEST of arrays), ORM reads and writes, the integrity errors
-Django reports, and the app migrated to zero and back (a downgrade-then-upgrade cycle).
+ALTER COLUMN TYPE, a non-null field added to a table with rows, bulk_create through UNNEST of arrays),
+ORM reads and writes, the integrity errors Django reports, and the app migrated to zero and back (a
+downgrade-then-upgrade cycle).
 
 Usage: django_e2e.py PORT
 """
@@ -69,6 +70,16 @@ user.delete()
 assert not User.objects.exists()
 
 # Down to nothing and up again.
+# A migration that adds a non-null field to a table with rows.
+call_command("migrate", "shop", "0002", verbosity=0)
+with connection.cursor() as c:
+    c.execute("INSERT INTO shop_seller (name, rating) VALUES ('before', 1)")
+call_command("migrate", "shop", verbosity=0)
+assert Seller.objects.get(name="before").active is True
+with connection.cursor() as c:
+    c.execute("SELECT is_nullable, column_default FROM information_schema.columns WHERE table_name = 'shop_seller' AND column_name = 'active'")
+    assert c.fetchone() == ("NO", None)
+
 call_command("migrate", "shop", "zero", verbosity=0)
 with connection.cursor() as c:
     c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('shop_seller', 'shop_product')")

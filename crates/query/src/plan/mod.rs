@@ -176,6 +176,8 @@ pub enum ColumnChange {
     Default(Option<String>),
     /// DROP NOT NULL.
     Nullable,
+    /// SET NOT NULL, once no row holds a NULL there.
+    NotNull,
     /// `TYPE`, between types whose values are stored alike (text to text, integer to integer): the rows
     /// stay as they are, once checked to fit a shorter length or a narrower integer.
     Type { ty: SqlType, max_chars: Option<u32> },

@@ -236,23 +236,19 @@ impl Planner<'_> {
                 let ty = sql_type(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
                 let max_chars = crate::expr::varchar_length(&column_def.data_type)?;
-                let col = ColumnDef { max_chars, ..ColumnDef::plain(&name, ty) };
+                let mut col = ColumnDef { max_chars, ..ColumnDef::plain(&name, ty) };
                 for opt in &column_def.options {
                     match &opt.option {
-                        ast::ColumnOption::Null => {}
-                        ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => {}
-                        ast::ColumnOption::Default(_) => {
-                            return Err(QueryError::NotSupported(
-                                "ADD COLUMN with a DEFAULT: adding a column is instant and existing rows would not get the default; \
-                                 add the column, then UPDATE the rows and set the default with a new table"
-                                    .into(),
-                            ))
+                        ast::ColumnOption::Null => col.not_null = false,
+                        ast::ColumnOption::NotNull => col.not_null = true,
+                        ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => col.default = None,
+                        // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored. The rows
+                        // there get it when the column is added.
+                        ast::ColumnOption::Default(e) => {
+                            self.bind_default(&e.to_string(), ty, &name)?;
+                            col.default = Some(e.to_string());
                         }
-                        other => {
-                            return Err(QueryError::NotSupported(format!(
-                                "ADD COLUMN with {other}: adding a column is instant and cannot constrain existing rows"
-                            )))
-                        }
+                        other => return Err(QueryError::NotSupported(format!("ADD COLUMN with {other}"))),
                     }
                 }
                 Ok(Plan::AddColumn { table, column: col, if_not_exists: *if_not_exists })
@@ -310,9 +306,9 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
-    /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL | TYPE t`: the catalog
-    /// only, as in PostgreSQL (a default applies to rows written from then on; a type between types stored
-    /// alike, the rows checked to fit). `SET NOT NULL` and other `TYPE`s, which would check or rewrite the
+    /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL | SET NOT NULL | TYPE t`:
+    /// the catalog only, as in PostgreSQL (a default applies to rows written from then on; NOT NULL and a
+    /// type between types stored alike once the rows are checked). Other `TYPE`s, which would rewrite the
     /// rows, are not built (0A000).
     fn alter_column(&mut self, table: String, column: String, op: &ast::AlterColumnOperation) -> Result<Plan> {
         let t = self.catalog.table(&table)?;
@@ -339,6 +335,7 @@ impl Planner<'_> {
                 return Err(QueryError::InvalidTableDefinition(format!("column \"{column}\" is in a primary key")))
             }
             ast::AlterColumnOperation::DropNotNull => ColumnChange::Nullable,
+            ast::AlterColumnOperation::SetNotNull => ColumnChange::NotNull,
             ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
                 let (ty, max_chars) = (sql_type(data_type)?, crate::expr::varchar_length(data_type)?);
                 let old = t.columns[i].ty;

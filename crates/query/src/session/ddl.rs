@@ -179,8 +179,17 @@ impl Session {
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
 
-    /// `ALTER TABLE ... ADD COLUMN`.
+    /// `ALTER TABLE ... ADD COLUMN`: metadata only, unless the rows there need a DEFAULT or NOT NULL
+    /// (`add_column_filled`).
     pub(super) fn add_column(&mut self, table: &str, column: &ColumnDef, if_not_exists: bool) -> Result<Output> {
+        let exists = self.db.table(table)?.column_index(&column.name).is_some();
+        if (column.default.is_some() || column.not_null) && !exists {
+            return self.add_column_filled(table, column, |s, c| s.add_bare_column(table, c, if_not_exists));
+        }
+        self.add_bare_column(table, column, if_not_exists)
+    }
+
+    fn add_bare_column(&mut self, table: &str, column: &ColumnDef, if_not_exists: bool) -> Result<Output> {
         let schema = self.db.table(table)?;
         if schema.column_index(&column.name).is_some() || column.name == VERSION_COLUMN {
             if if_not_exists {
@@ -395,6 +404,10 @@ impl Session {
         match change {
             crate::plan::ColumnChange::Default(d) => col.default = d.clone(),
             crate::plan::ColumnChange::Nullable => col.not_null = false,
+            crate::plan::ColumnChange::NotNull => {
+                self.no_nulls(table, column)?;
+                altered.columns.iter_mut().filter(|c| c.name == column).for_each(|c| c.not_null = true);
+            }
             crate::plan::ColumnChange::Type { ty, max_chars } => {
                 // A row the new type cannot hold makes it fail, as PostgreSQL's rewrite would.
                 let quoted = format!("\"{}\"", column.replace('"', "\"\""));

@@ -4,6 +4,7 @@ from django.db import models
 class Seller(models.Model):
     name = models.CharField(max_length=100, unique=True)
     rating = models.PositiveSmallIntegerField(default=0)
+    active = models.BooleanField(default=True)
 
 
 class Product(models.Model):
