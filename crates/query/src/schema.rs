@@ -166,6 +166,15 @@ pub struct Index {
     pub unique: bool,
     /// The index of a UNIQUE constraint.
     pub constraint: bool,
+    /// The columns in descending order (NULLs first), by position; empty: none.
+    pub descending: Vec<bool>,
+}
+
+impl Index {
+    /// Whether its `i`th column is in descending order.
+    pub fn desc(&self, i: usize) -> bool {
+        self.descending.get(i).copied().unwrap_or(false)
+    }
 }
 
 impl TableSchema {
@@ -242,7 +251,16 @@ impl TableSchema {
             .map(|i| {
                 let columns = i.columns.iter().map(|n| columns.iter().position(|c| c.name == *n)).collect::<Option<Vec<_>>>();
                 let columns = columns.ok_or_else(|| QueryError::Internal(format!("a column of index {} is not declared", i.name)))?;
-                Ok(Index { name: i.name.clone(), columns, ready: i.ready, id: i.id, unique: i.unique, constraint: i.constraint })
+                let descending = i.descending.clone();
+                Ok(Index {
+                    name: i.name.clone(),
+                    columns,
+                    ready: i.ready,
+                    id: i.id,
+                    unique: i.unique,
+                    constraint: i.constraint,
+                    descending,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(TableSchema {

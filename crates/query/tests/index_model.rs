@@ -154,9 +154,12 @@ fn apply(s: &mut Session, clock: &ManualClock, op: &Op) {
 
 /// A query the planner answers through an index, the same query that it cannot, and whether their rows
 /// come in an order to compare. Ties come in key order from a sort (it is stable, over a scan in key
-/// order) and from an index read forward, in reverse from one read backward (only without a ttl).
+/// order) and from an index read forward, in reverse from one read backward (only without a ttl). The
+/// index on `a` is descending, so its ranges and reads run the other way.
 fn pairs(ttl: i64) -> Vec<(String, String, bool)> {
     let tie = if ttl < 0 { "k DESC" } else { "k" };
+    // `t_a` is descending: ORDER BY a reads it backward, ORDER BY a DESC forward.
+    let tie_a = tie;
     let mut out = Vec::new();
     let mut pair = |indexed: String, scanned: String, ordered: bool| out.push((indexed, scanned, ordered));
     for v in -3..5 {
@@ -188,8 +191,8 @@ fn pairs(ttl: i64) -> Vec<(String, String, bool)> {
         "SELECT k FROM t WHERE a + 0 = 1 OR a + 0 = -1".into(),
         false,
     );
-    pair("SELECT k, a FROM t ORDER BY a LIMIT 4".into(), "SELECT k, a FROM t ORDER BY a + 0, k LIMIT 4".into(), true);
-    pair("SELECT k, a FROM t ORDER BY a DESC LIMIT 4".into(), format!("SELECT k, a FROM t ORDER BY a + 0 DESC, {tie} LIMIT 4"), true);
+    pair("SELECT k, a FROM t ORDER BY a LIMIT 4".into(), format!("SELECT k, a FROM t ORDER BY a + 0, {tie_a} LIMIT 4"), true);
+    pair("SELECT k, a FROM t ORDER BY a DESC LIMIT 4".into(), "SELECT k, a FROM t ORDER BY a + 0 DESC, k LIMIT 4".into(), true);
     pair("SELECT k, c FROM t ORDER BY c LIMIT 3 OFFSET 1".into(), "SELECT k, c FROM t ORDER BY c + 0, k LIMIT 3 OFFSET 1".into(), true);
     pair(
         "SELECT k, b, a FROM t WHERE b > 't0' ORDER BY b, a LIMIT 5".into(),
@@ -213,7 +216,7 @@ fn setup(ttl: i64) -> (Arc<ManualClock>, Vec<Session>) {
     let create = format!(
         "CREATE TABLE t (k bigint PRIMARY KEY, a bigint, b text, c bigint) WITH (ttl = {ttl}, max_versions = 2, max_version_offset = 3600)"
     );
-    for sql in [create.as_str(), "CREATE INDEX t_a ON t (a)", "CREATE INDEX t_ba ON t (b, a)", "CREATE UNIQUE INDEX t_c ON t (c)"] {
+    for sql in [create.as_str(), "CREATE INDEX t_a ON t (a DESC)", "CREATE INDEX t_ba ON t (b, a)", "CREATE UNIQUE INDEX t_c ON t (c)"] {
         for r in s.execute_sql(sql) {
             r.unwrap();
         }

@@ -94,12 +94,24 @@ pub struct IndexDef {
     pub unique: bool,
     /// It is SQL's UNIQUE constraint (dropped with the constraint, not by DROP INDEX).
     pub constraint: bool,
+    /// The columns whose entries are in descending order (NULLs first), by position; empty: none.
+    pub descending: Vec<bool>,
 }
 
 impl IndexDef {
     /// What `Store::create_index` takes: the engine gives the id and readiness.
     pub fn new(name: &str, columns: &[String], unique: bool, constraint: bool) -> IndexDef {
-        IndexDef { name: name.to_string(), columns: columns.to_vec(), id: 0, ready: false, unique, constraint }
+        IndexDef { name: name.to_string(), columns: columns.to_vec(), id: 0, ready: false, unique, constraint, descending: Vec::new() }
+    }
+
+    /// The same index with its columns in these directions (`true`: descending).
+    pub fn with_descending(self, descending: Vec<bool>) -> IndexDef {
+        IndexDef { descending, ..self }
+    }
+
+    /// Whether the `i`th column's entries are in descending order.
+    pub fn desc(&self, i: usize) -> bool {
+        self.descending.get(i).copied().unwrap_or(false)
     }
 }
 
@@ -167,10 +179,15 @@ impl TableDef {
         for i in &self.indexes {
             w.str(&i.name);
             w.u32(i.id);
-            w.u8(i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2);
+            let directed = i.descending.iter().any(|d| *d);
+            w.u8(i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2 | (directed as u8) << 3);
             w.u8(i.columns.len() as u8);
             for c in &i.columns {
                 w.str(c);
+            }
+            // Added with descending columns: a bit for each column, the first lowest.
+            if directed {
+                w.u32((0..i.columns.len()).filter(|&c| i.desc(c)).map(|c| 1u32 << c).sum());
             }
         }
         w.buf
@@ -202,7 +219,15 @@ impl TableDef {
             for _ in 0..r.u32()? {
                 let (name, id, flags) = (r.string()?, r.u32()?, r.u8()?);
                 let columns = (0..r.u8()?).map(|_| r.string()).collect::<Result<Vec<_>>>()?;
-                indexes.push(IndexDef { name, columns, id, ready: flags & 1 != 0, unique: flags & 2 != 0, constraint: flags & 4 != 0 });
+                let descending = match flags & 8 {
+                    0 => Vec::new(),
+                    _ => {
+                        let bits = r.u32()?;
+                        (0..columns.len()).map(|c| bits & (1 << c) != 0).collect()
+                    }
+                };
+                let (ready, unique, constraint) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
+                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending });
             }
         }
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))

@@ -315,3 +315,34 @@ fn an_index_made_in_a_transaction_after_writes_to_other_tables() {
     assert_eq!(err.sqlstate(), "0A000");
     txn.rollback().unwrap();
 }
+
+/// A descending column: its entries run from the largest value down, NULLs first; ranges cover the same
+/// values as on an ascending one.
+#[test]
+fn ranges_of_a_descending_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    let ix = IndexDef::new("by_card_desc", &["card".into()], false, false).with_descending(vec![true]);
+    store.create_index("t", ix).unwrap();
+    for k in 0..6 {
+        put(&store, k, (k != 3).then_some(k * 10));
+    }
+    let read = |lower: Option<(i64, bool)>, upper: Option<(i64, bool)>, backward: bool| -> Vec<i64> {
+        let range = IndexRange {
+            eq: vec![],
+            lower: lower.map(|(v, i)| (Value::Integer(v), i)),
+            upper: upper.map(|(v, i)| (Value::Integer(v), i)),
+            backward,
+        };
+        let (pks, _) = store.index_pks("t", "by_card_desc", &range, None, 100).unwrap();
+        pks.iter().map(|pk| if let PkValue::Integer(i) = pk[0] { i } else { unreachable!() }).collect()
+    };
+    assert_eq!(read(None, None, false), vec![3, 5, 4, 2, 1, 0], "NULL first, then the largest value down");
+    assert_eq!(read(None, None, true), vec![0, 1, 2, 4, 5, 3]);
+    assert_eq!(read(Some((10, true)), Some((40, false)), false), vec![2, 1]);
+    assert_eq!(read(Some((10, false)), None, false), vec![5, 4, 2]);
+    assert_eq!(read(None, Some((20, true)), true), vec![0, 1, 2]);
+    assert_eq!(read(Some((25, true)), Some((25, true)), false), Vec::<i64>::new());
+    let eq = IndexRange { eq: vec![Some(Value::Integer(40))], ..IndexRange::default() };
+    assert_eq!(store.index_pks("t", "by_card_desc", &eq, None, 10).unwrap().0, vec![vec![int(4)]]);
+}

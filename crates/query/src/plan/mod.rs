@@ -271,6 +271,8 @@ pub enum Plan {
         /// `ALTER TABLE ... ADD [CONSTRAINT name] UNIQUE (...)`: the index is the constraint's.
         constraint: bool,
         if_not_exists: bool,
+        /// The columns in descending order.
+        descending: Vec<bool>,
     },
     /// `ALTER TABLE t ADD [CONSTRAINT name] CHECK (...) [NOT VALID]`: the rows there are checked first
     /// unless NOT VALID (`check.name` empty: PostgreSQL's name for it is chosen then).

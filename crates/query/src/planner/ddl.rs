@@ -274,7 +274,7 @@ impl Planner<'_> {
                     return Err(QueryError::UndefinedColumn(c.clone()));
                 }
                 let name = u.name.as_ref().map(ident_name);
-                Ok(Plan::CreateIndex { table, name, columns, unique: true, constraint: true, if_not_exists: false })
+                Ok(Plan::CreateIndex { table, name, columns, unique: true, constraint: true, if_not_exists: false, descending: vec![] })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {
                 let t = self.catalog.table(&table)?;

@@ -1,5 +1,5 @@
-//! CREATE [UNIQUE] INDEX: what Tabula builds of it (a global index on plain columns, ascending), and
-//! 0A000 for the rest.
+//! CREATE [UNIQUE] INDEX: what Tabula builds of it (a global index on plain columns, ascending or
+//! descending), and 0A000 for the rest.
 
 use super::*;
 
@@ -24,11 +24,15 @@ impl Planner<'_> {
         let table = created_name(&c.table_name)?;
         let schema = self.catalog.table(&table)?;
         let mut columns = Vec::new();
+        let mut descending = Vec::new();
         for ic in &c.columns {
             let o = &ic.column.options;
-            if o.asc == Some(false) || o.nulls_first == Some(true) {
-                return refuse("with DESC or NULLS FIRST");
+            // NULLs last ascending, first descending: PostgreSQL's defaults, and what the entries hold.
+            let desc = o.asc == Some(false);
+            if o.nulls_first.is_some_and(|first| first != desc) {
+                return refuse("with NULLS FIRST ascending or NULLS LAST descending");
             }
+            descending.push(desc);
             let name = match &ic.column.expr {
                 ast::Expr::Identifier(i) => ident_name(i),
                 _ => return refuse("on an expression"),
@@ -57,7 +61,8 @@ impl Planner<'_> {
             return Err(QueryError::Syntax("an index has 1 to 32 columns".into()));
         }
         let name = c.name.as_ref().map(created_name).transpose()?;
-        Ok(Plan::CreateIndex { table, name, columns, unique: c.unique, constraint: false, if_not_exists: c.if_not_exists })
+        let (unique, if_not_exists) = (c.unique, c.if_not_exists);
+        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending })
     }
 }
 

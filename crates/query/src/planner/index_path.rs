@@ -171,16 +171,18 @@ pub(super) fn index_order(t: &TableSchema, access: &AccessPath, order: &[(Expr, 
             _ => None,
         })
         .collect::<Option<_>>()?;
-    // The direction reading `ix` after its first `fixed` columns yields the order in.
+    // The direction reading `ix` after its first `fixed` columns yields the order in: forward where each
+    // column is wanted in the index's own direction, backward where each is wanted the other way.
     let direction = |ix: &Index, fixed: usize| -> Option<Direction> {
         let (pinned, rest) = ix.columns.split_at(fixed);
         let wanted: Vec<&(usize, bool)> = wanted.iter().filter(|(c, _)| !pinned.contains(c)).collect();
         if wanted.len() > rest.len() || wanted.iter().zip(rest).any(|((c, _), r)| c != r) {
             return None;
         }
-        match wanted.first() {
+        let forward: Vec<bool> = wanted.iter().enumerate().map(|(i, (_, asc))| *asc != ix.desc(fixed + i)).collect();
+        match forward.first() {
             None => Some(Direction::Forward),
-            Some((_, asc)) if wanted.iter().all(|(_, a)| a == asc) => Some(if *asc { Direction::Forward } else { Direction::Backward }),
+            Some(f) if forward.iter().all(|x| x == f) => Some(if *f { Direction::Forward } else { Direction::Backward }),
             Some(_) => None,
         }
     };

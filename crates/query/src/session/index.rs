@@ -12,6 +12,8 @@ use crate::planner::Catalog;
 pub(super) struct IndexKind {
     pub unique: bool,
     pub constraint: bool,
+    /// The columns in descending order.
+    pub descending: Vec<bool>,
 }
 
 /// PostgreSQL's longest name (NAMEDATALEN - 1 bytes).
@@ -77,7 +79,11 @@ impl Session {
         // cancel and statement_timeout stop the build; it then leaves nothing.
         let interrupt = self.interrupt.clone();
         let stop = move || interrupt.check().is_err();
-        let r = self.ddl().create_index(table, IndexDef::new(&name, columns, kind.unique, kind.constraint), &stop);
+        let r = self.ddl().create_index(
+            table,
+            IndexDef::new(&name, columns, kind.unique, kind.constraint).with_descending(kind.descending),
+            &stop,
+        );
         self.db.invalidate();
         match r {
             Err(StoreError::Interrupted) => Err(self.interrupt.check().err().unwrap_or(QueryError::Cancelled)),

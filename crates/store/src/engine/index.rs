@@ -6,6 +6,8 @@
 //! key   = index_id:u32-BE  column+  row-key
 //! value = row-key                               (the row's key columns, as keys::encode_pk writes them)
 //! column = 0x02 tag value  |  0x03 (NULL: after every value, as PostgreSQL's ascending indexes put them)
+//!          of a descending column, every byte of that inverted (values in reverse order, NULLs first:
+//!          the encoding is prefix-free, so the inverse orders the other way)
 //!   tag 0x01 Boolean  1 byte
 //!       0x02 Integer  8 bytes big-endian of (v XOR 1<<63)
 //!       0x03 Double   8 bytes big-endian: the bits, all flipped when negative, else the sign bit set
@@ -52,11 +54,20 @@ fn encode_value(out: &mut Vec<u8>, v: Option<&Value>) {
     }
 }
 
+/// Column `i`'s encoding of `v`, inverted for a descending column.
+fn encode_column(out: &mut Vec<u8>, ix: &IndexDef, i: usize, v: Option<&Value>) {
+    let start = out.len();
+    encode_value(out, v);
+    if ix.desc(i) {
+        out[start..].iter_mut().for_each(|b| *b = !*b);
+    }
+}
+
 /// The key prefix of the entries whose first columns hold `values` (the whole index for none).
 pub(crate) fn prefix(ix: &IndexDef, values: &[Option<Value>]) -> Vec<u8> {
     let mut k = keys::table_prefix(ix.id).to_vec();
-    for v in values {
-        encode_value(&mut k, v.as_ref());
+    for (i, v) in values.iter().enumerate() {
+        encode_column(&mut k, ix, i, v.as_ref());
     }
     k
 }
@@ -64,10 +75,11 @@ pub(crate) fn prefix(ix: &IndexDef, values: &[Option<Value>]) -> Vec<u8> {
 /// The keys of a range's entries: from the first (inclusive) to the end (exclusive).
 fn bounds(ix: &IndexDef, r: &IndexRange) -> (Vec<u8>, Vec<u8>) {
     let p = prefix(ix, &r.eq);
+    let next = r.eq.len();
     let after_all = |k: &[u8]| keys::prefix_successor(k).unwrap_or_else(|| keys::table_end(ix.id).to_vec());
     let at = |v: &Value| {
         let mut k = p.clone();
-        encode_value(&mut k, Some(v));
+        encode_column(&mut k, ix, next, Some(v));
         k
     };
     let with = |tag: u8| {
@@ -77,6 +89,21 @@ fn bounds(ix: &IndexDef, r: &IndexRange) -> (Vec<u8>, Vec<u8>) {
     };
     if r.lower.is_none() && r.upper.is_none() {
         return (p.clone(), after_all(&p));
+    }
+    // Ascending, the values run from the lower bound up to the NULLs; descending, from the NULLs (the
+    // inverted tags put them first) and the upper bound down to the lower.
+    if ix.desc(next) {
+        let start = match &r.upper {
+            None => with(!NOT_NULL),
+            Some((v, true)) => at(v),
+            Some((v, false)) => after_all(&at(v)),
+        };
+        let end = match &r.lower {
+            None => after_all(&p),
+            Some((v, true)) => after_all(&at(v)),
+            Some((v, false)) => at(v),
+        };
+        return (start, end);
     }
     let start = match &r.lower {
         None => with(NOT_NULL),

@@ -372,6 +372,7 @@ mod tests {
                 ready: true,
                 unique: true,
                 constraint: true,
+                descending: vec![false, true],
             }],
         };
         let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];

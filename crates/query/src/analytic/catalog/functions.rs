@@ -62,7 +62,9 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
         None => ("UNIQUE ", format!("{}_pkey", t.name), &t.pk),
         Some(ix) => (if ix.unique { "UNIQUE " } else { "" }, ix.name.clone(), &ix.columns),
     };
-    let cols: Vec<String> = columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+    let desc = |i: usize| index.is_some_and(|ix| ix.desc(i));
+    let cols: Vec<String> =
+        columns.iter().enumerate().map(|(i, &c)| quote_ident(&t.columns[c].name) + if desc(i) { " DESC" } else { "" }).collect();
     format!("CREATE {unique}INDEX {} ON public.{} USING btree ({})", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
 }
 

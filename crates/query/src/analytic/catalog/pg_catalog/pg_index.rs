@@ -85,7 +85,8 @@ impl Relation for PgIndex {
                     Cell::Ints(ix.columns.iter().map(|&c| c as i64 + 1).collect()),
                     Cell::Ints(ix.columns.iter().map(|&c| collation(t.columns[c].ty) as i64).collect()),
                     Cell::Ints(vec![0; n as usize]),
-                    Cell::Ints(vec![0; n as usize]),
+                    // indoption: DESC (1) with NULLS FIRST (2), as PostgreSQL's descending default.
+                    Cell::Ints((0..ix.columns.len()).map(|i| if ix.desc(i) { 3 } else { 0 }).collect()),
                     Cell::Null,
                     Cell::Null,
                 ]);
