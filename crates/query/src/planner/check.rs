@@ -71,33 +71,18 @@ impl Planner<'_> {
             return Err(QueryError::NotSupported("CHECK ... NOT ENFORCED".into()));
         }
         let bound = self.bind_check(t, &c.expr)?;
-        let name = match &c.name {
-            Some(n) => {
-                let n = ident_name(n);
-                if taken.contains(&n) {
-                    return Err(QueryError::Engine {
-                        sqlstate: "42710",
-                        message: format!("constraint \"{n}\" for relation \"{}\" already exists", t.name),
-                    });
-                }
-                n
-            }
-            None => {
-                let mut cols = Vec::new();
-                bound.columns(&mut cols);
-                cols.sort_unstable();
-                cols.dedup();
-                let stem = match (column, cols.as_slice()) {
-                    (Some(c), _) => format!("{}_{c}", t.name),
-                    (None, [c]) => format!("{}_{}", t.name, t.columns[*c].name),
-                    _ => t.name.clone(),
-                };
-                (0..)
-                    .map(|n| if n == 0 { format!("{stem}_check") } else { format!("{stem}_check{n}") })
-                    .find(|n| !taken.contains(n))
-                    .unwrap()
+        let stem = || {
+            let mut cols = Vec::new();
+            bound.columns(&mut cols);
+            cols.sort_unstable();
+            cols.dedup();
+            match (column, cols.as_slice()) {
+                (Some(c), _) => format!("{}_{c}", t.name),
+                (None, [c]) => format!("{}_{}", t.name, t.columns[*c].name),
+                _ => t.name.clone(),
             }
         };
+        let name = constraint_name(&t.name, c.name.as_ref(), stem, "check", taken)?;
         Ok(CheckDef { name, expr: c.expr.to_string() })
     }
 }
@@ -111,6 +96,28 @@ impl<F: FnMut(&ast::Expr)> ast::Visitor for ExprVisitor<F> {
         (self.0)(e);
         std::ops::ControlFlow::Continue(())
     }
+}
+
+/// A new constraint's name: the one given, which must be free among the table's constraints (42710), or
+/// PostgreSQL's `<stem>_<kind>`, numbered from 1 while taken.
+pub(super) fn constraint_name(
+    table: &str,
+    given: Option<&ast::Ident>,
+    stem: impl FnOnce() -> String,
+    kind: &str,
+    taken: &[String],
+) -> Result<String> {
+    if let Some(n) = given.map(ident_name) {
+        if taken.contains(&n) {
+            return Err(QueryError::Engine {
+                sqlstate: "42710",
+                message: format!("constraint \"{n}\" for relation \"{table}\" already exists"),
+            });
+        }
+        return Ok(n);
+    }
+    let stem = stem();
+    Ok((0..).map(|n| if n == 0 { format!("{stem}_{kind}") } else { format!("{stem}_{kind}{n}") }).find(|n| !taken.contains(n)).unwrap())
 }
 
 /// The names a table's constraints hold: its primary key's, its UNIQUE constraints', its CHECKs' and its

@@ -84,22 +84,8 @@ impl Planner<'_> {
                 message: format!("there is no unique constraint matching given keys for referenced table \"{parent_name}\""),
             });
         }
-        let name = match &c.name {
-            Some(n) => {
-                let n = ident_name(n);
-                if taken.contains(&n) {
-                    return Err(QueryError::Engine {
-                        sqlstate: "42710",
-                        message: format!("constraint \"{n}\" for relation \"{}\" already exists", t.name),
-                    });
-                }
-                n
-            }
-            None => {
-                let stem = format!("{}_{}", t.name, columns.join("_"));
-                (0..).map(|n| if n == 0 { format!("{stem}_fkey") } else { format!("{stem}_fkey{n}") }).find(|n| !taken.contains(n)).unwrap()
-            }
-        };
+        let stem = || format!("{}_{}", t.name, columns.join("_"));
+        let name = super::check::constraint_name(&t.name, c.name.as_ref(), stem, "fkey", taken)?;
         for (&a, &b) in child_cols.iter().zip(&parent_cols) {
             let (ta, tb) = (t.column_type(a), parent.column_type(b));
             if !(ta == tb || (ta.is_integer() && tb.is_integer()) || (ta.is_text() && tb.is_text())) {

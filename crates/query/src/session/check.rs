@@ -22,10 +22,16 @@ impl Session {
         }
         let mut altered = (*self.db.table(table)?).clone();
         altered.checks.push(check.clone());
+        self.store_schema(table, &altered)?;
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// Stores a table's changed metadata (journaled in the session's transaction, if any); the catalog's
+    /// cache is made again even when it fails.
+    pub(super) fn store_schema(&mut self, table: &str, altered: &crate::schema::TableSchema) -> Result<()> {
         let r = self.ddl().set_user_meta(table, altered.encode());
         self.db.invalidate();
-        r?;
-        Ok(Output::Command { tag: "ALTER TABLE".into() })
+        Ok(r?)
     }
 
     /// The rows of a query, run here (in the session's transaction, if any).
@@ -74,9 +80,7 @@ impl Session {
                 self.no_nulls(table, &column.name)?;
                 let mut altered = (*self.db.table(table)?).clone();
                 altered.columns.iter_mut().filter(|c| c.name == column.name).for_each(|c| c.not_null = true);
-                let r = self.ddl().set_user_meta(table, altered.encode());
-                self.db.invalidate();
-                r?;
+                self.store_schema(table, &altered)?;
             }
             Ok(out)
         })();

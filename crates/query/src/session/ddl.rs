@@ -118,9 +118,7 @@ impl Session {
             self.notice("00000", format!("drop cascades to constraint {name} on table {}", child.name), None);
             let mut altered = (*self.db.table(&child.name)?).clone();
             altered.foreign_keys.retain(|fk| fk.name != *name);
-            let r = self.ddl().set_user_meta(&child.name, altered.encode());
-            self.db.invalidate();
-            r?;
+            self.store_schema(&child.name, &altered)?;
         }
         for n in names {
             match self.ddl().drop_table(n) {

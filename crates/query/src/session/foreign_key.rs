@@ -154,9 +154,7 @@ impl Session {
         }
         let mut altered = (*self.db.table(table)?).clone();
         altered.foreign_keys.push(fk.clone());
-        let r = self.ddl().set_user_meta(table, altered.encode());
-        self.db.invalidate();
-        r?;
+        self.store_schema(table, &altered)?;
         Ok(Output::Command { tag: "ALTER TABLE".into() })
     }
 
@@ -192,9 +190,7 @@ impl Session {
                     fk.parent = t.to_string();
                 }
             }
-            let r = self.ddl().set_user_meta(&name, altered.encode());
-            self.db.invalidate();
-            r?;
+            self.store_schema(&name, &altered)?;
         }
         Ok(())
     }

@@ -146,9 +146,7 @@ impl Session {
             let mut altered = (*schema).clone();
             altered.checks.retain(|c| c.name != name);
             altered.foreign_keys.retain(|f| f.name != name);
-            let r = self.ddl().set_user_meta(table, altered.encode());
-            self.db.invalidate();
-            r?;
+            self.store_schema(table, &altered)?;
         } else if name == format!("{table}_pkey") && !schema.keyless() {
             return Err(QueryError::NotSupported(format!("dropping the primary key of \"{table}\": rows are stored by it")));
         } else if if_exists {
