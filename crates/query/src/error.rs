@@ -42,9 +42,16 @@ pub enum QueryError {
     NotNull { table: String, column: String },
     #[error("duplicate key value violates unique constraint \"{0}_pkey\"")]
     UniqueViolation(String),
-    /// Of a unique secondary index.
+    /// Of a unique secondary index: its columns and the values that collided, printed in DETAIL as their
+    /// column types print them once `types` is known (`Session` fills it in from the catalog).
     #[error("duplicate key value violates unique constraint \"{index}\"")]
-    UniqueIndex { table: String, index: String },
+    UniqueIndex {
+        table: String,
+        index: String,
+        columns: Vec<String>,
+        values: Vec<Option<tabula_store::Value>>,
+        types: Option<Vec<crate::types::SqlType>>,
+    },
     #[error("new row for relation \"{table}\" violates check constraint \"{constraint}\"")]
     CheckViolation { table: String, constraint: String },
     /// 23503, on the table named (the referencing one, or the referenced one for a reference left behind).
@@ -181,6 +188,13 @@ impl QueryError {
     pub fn detail(&self) -> Option<String> {
         match self {
             QueryError::VersionOutOfWindow { detail, .. } => Some(detail.clone()),
+            QueryError::UniqueIndex { columns, values, types, .. } => {
+                let text = match types {
+                    Some(types) => typed_key_values(values, types),
+                    None => key_values(values),
+                };
+                Some(format!("Key ({})=({text}) already exists.", columns.join(", ")))
+            }
             QueryError::SyntaxAt { expected, .. } => expected.clone(),
             QueryError::WithContext { inner, context } => Some(match inner.detail() {
                 Some(d) => format!("{d} ({context})"),
@@ -195,7 +209,7 @@ impl QueryError {
     pub fn object(&self) -> (Option<String>, Option<String>, Option<String>) {
         match self {
             QueryError::UniqueViolation(t) => (Some(t.clone()), None, Some(format!("{t}_pkey"))),
-            QueryError::UniqueIndex { table, index } => (Some(table.clone()), None, Some(index.clone())),
+            QueryError::UniqueIndex { table, index, .. } => (Some(table.clone()), None, Some(index.clone())),
             QueryError::NotNull { table, column } => (Some(table.clone()), Some(column.clone()), None),
             QueryError::CheckViolation { table, constraint } | QueryError::ForeignKey { table, constraint, .. } => {
                 (Some(table.clone()), None, Some(constraint.clone()))
@@ -286,16 +300,26 @@ impl From<StoreError> for QueryError {
                 detail: format!("Allowed versions are [{start}, {end}) ms: within max_version_offset of the server's clock and not expired under the TTL."),
             },
             StoreError::InvalidName { name, reason } => QueryError::InvalidName(format!("invalid name \"{name}\": {reason}")),
-            // PostgreSQL's DETAIL: Key (a, b)=(x, 1) already exists. (Values as the engine stores them: a
-            // date or timestamp shows its number.)
-            StoreError::UniqueViolation { table, index, columns, values } => QueryError::UniqueIndex { table, index }
-                .with_message(format!("Key ({})=({}) already exists.", columns.join(", "), key_values(&values))),
+            // PostgreSQL's DETAIL: Key (a, b)=(x, 1) already exists.
+            StoreError::UniqueViolation { table, index, columns, values } => QueryError::UniqueIndex { table, index, columns, values, types: None },
             other => QueryError::Store(other),
         }
     }
 }
 
-/// Values of an index's columns as PostgreSQL's key DETAILs print them.
+/// Values of an index's columns as PostgreSQL's key DETAILs print them, by their columns' types.
+pub(crate) fn typed_key_values(values: &[Option<tabula_store::Value>], types: &[crate::types::SqlType]) -> String {
+    let text = |(v, ty): (&Option<tabula_store::Value>, &crate::types::SqlType)| {
+        v.as_ref()
+            .and_then(|v| crate::types::Datum::from_value(v, *ty).ok())
+            .and_then(|d| d.to_pg_text(*ty))
+            .unwrap_or_else(|| "null".into())
+    };
+    values.iter().zip(types).map(text).collect::<Vec<_>>().join(", ")
+}
+
+/// Values of an index's columns as the engine stores them (a date as its day number), where the columns'
+/// types are not known.
 pub(crate) fn key_values(values: &[Option<tabula_store::Value>]) -> String {
     use tabula_store::Value;
     let text = |v: &Option<Value>| match v {

@@ -143,3 +143,26 @@ fn copy_rows_meet_check_constraints() {
     }
     assert_eq!(rows(s.execute_sql("SELECT id FROM t")).len(), 2);
 }
+
+/// A unique index's 23505 names the values as their columns' types print them, as PostgreSQL's DETAIL
+/// does (a date as a date, not the day number the engine stores); so does a build over duplicates.
+#[test]
+fn a_duplicate_key_detail_prints_values_by_type() {
+    let store = Arc::new(Store::open(Arc::new(MemoryEngine::new()), StoreConfig::default()).unwrap());
+    let db = Database::new(store).unwrap();
+    let mut s = tabula_query::Session::new(&db, "tabula", "tabula");
+    for sql in [
+        "CREATE TABLE t (id int PRIMARY KEY, d date UNIQUE, at timestamp, u uuid)",
+        "INSERT INTO t VALUES (1, '2024-01-02', '2024-01-02 03:04:05', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')",
+        "INSERT INTO t VALUES (2, '2024-01-03', '2024-01-02 03:04:05', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')",
+    ] {
+        for r in s.execute_sql(sql) {
+            r.unwrap();
+        }
+    }
+    let err = |s: &mut tabula_query::Session, sql: &str| s.execute_sql(sql).pop().unwrap().unwrap_err();
+    let e = err(&mut s, "INSERT INTO t VALUES (3, '2024-01-02', NULL, NULL)");
+    assert_eq!((e.sqlstate(), e.detail().as_deref()), ("23505", Some("Key (d)=(2024-01-02) already exists.")));
+    let e = err(&mut s, "CREATE UNIQUE INDEX t_at_u ON t (at, u)");
+    assert_eq!(e.detail().as_deref(), Some("Key (at, u)=(2024-01-02 03:04:05, a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11) is duplicated."));
+}

@@ -49,6 +49,10 @@ impl Session {
 
     /// The end of COPY data: the remaining rows are written and the statement commits. Returns the count.
     pub fn copy_done(&mut self) -> Result<u64> {
+        self.copy_finish().map_err(|e| self.typed_values(e))
+    }
+
+    fn copy_finish(&mut self) -> Result<u64> {
         self.copy_feed(&[], true);
         let Some(copy) = self.copy.take() else { return Err(QueryError::Internal("no COPY in progress".into())) };
         if let Some(e) = copy.error {

@@ -90,8 +90,12 @@ impl Session {
             Ok(()) => Ok(Output::Command { tag: tag.into() }),
             // Two rows already hold the same values: PostgreSQL's words for a build that finds them.
             Err(StoreError::UniqueViolation { columns, values, .. }) => {
-                Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{name}\"") }
-                    .with_message(format!("Key ({})=({}) is duplicated.", columns.join(", "), crate::error::key_values(&values))))
+                let t = self.db.table(table)?;
+                let types: Vec<_> =
+                    columns.iter().map(|c| t.column_index(c).map_or(crate::types::SqlType::Text, |i| t.column_type(i))).collect();
+                Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{name}\"") }.with_message(
+                    format!("Key ({})=({}) is duplicated.", columns.join(", "), crate::error::typed_key_values(&values, &types)),
+                ))
             }
             Err(e) => Err(e.into()),
         }
@@ -158,6 +162,22 @@ impl Session {
             });
         }
         Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// A unique index's 23505 with its values printed as their columns' types print them (a date as
+    /// `2024-01-01`, not the day number the engine stores).
+    pub(super) fn typed_values(&self, e: QueryError) -> QueryError {
+        match e {
+            QueryError::WithContext { inner, context } => QueryError::WithContext { inner: Box::new(self.typed_values(*inner)), context },
+            QueryError::UniqueIndex { table, index, columns, values, types: None } => {
+                let types =
+                    self.db.table(&table).ok().map(|t| {
+                        columns.iter().map(|c| t.column_index(c).map_or(crate::types::SqlType::Text, |i| t.column_type(i))).collect()
+                    });
+                QueryError::UniqueIndex { table, index, columns, values, types }
+            }
+            e => e,
+        }
     }
 
     pub(super) fn rename_index(&mut self, name: &str, to: &str) -> Result<Output> {

@@ -327,7 +327,7 @@ impl Session {
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
     pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
         self.absorb_stream_failure();
-        match self.execute_here(p, params)? {
+        match self.execute_here(p, params).map_err(|e| self.typed_values(e))? {
             Output::Stream { columns, cursor } => Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) }),
             out => Ok(out),
         }
