@@ -20,6 +20,9 @@ use crate::settings::{check_setting, default_settings, Settings, SERVER_SETTINGS
 pub const DEFAULT_MAX_STATEMENT_BYTES: usize = 16 << 20;
 
 /// The SQL layer over one store, shared by all sessions.
+/// Foreign keys by the table they reference: (referencing table, position of the key in it).
+type References = HashMap<String, Vec<(Arc<TableSchema>, usize)>>;
+
 pub struct Database {
     store: Arc<Store>,
     max_statement_bytes: AtomicUsize,
@@ -29,6 +32,9 @@ pub struct Database {
     /// Bumped by every DDL statement; cached plans of older versions are re-planned.
     catalog_version: AtomicU64,
     schemas: RwLock<HashMap<String, Arc<TableSchema>>>,
+    /// Each referenced table's referencing foreign keys (`Catalog::referencing`), made from every table's
+    /// schema on first need after DDL: every UPDATE and DELETE asks, for each row it changes.
+    references: RwLock<Option<Arc<References>>>,
     /// What a new session's settings start as (and `RESET`, `DISCARD ALL` return to).
     defaults: RwLock<Settings>,
     /// Memory budgets of analytic statements.
@@ -45,6 +51,7 @@ impl Database {
             max_statement_bytes: AtomicUsize::new(DEFAULT_MAX_STATEMENT_BYTES),
             catalog_version: AtomicU64::new(1),
             schemas: RwLock::new(HashMap::new()),
+            references: RwLock::new(None),
             defaults: RwLock::new(Arc::new(default_settings(store_durability))),
             memory: Default::default(),
         }))
@@ -124,6 +131,7 @@ impl Database {
     /// DDL changed the catalog: cached schemas are read again, and prepared plans made again.
     pub(crate) fn invalidate(&self) {
         self.schemas.write().clear();
+        *self.references.write() = None;
         self.catalog_version.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -144,14 +152,27 @@ impl Catalog for Database {
     }
 
     fn referencing(&self, parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
-        let mut out = Vec::new();
-        for name in self.store.table_names() {
-            let t = self.table(&name)?;
-            for i in (0..t.foreign_keys.len()).filter(|&i| t.foreign_keys[i].parent == parent) {
-                out.push((t.clone(), i));
+        let cached = self.references.read().clone();
+        let refs = match cached {
+            Some(r) => r,
+            None => {
+                let version = self.catalog_version();
+                let mut refs = References::new();
+                for name in self.store.table_names() {
+                    let t = self.table(&name)?;
+                    for (i, fk) in t.foreign_keys.iter().enumerate() {
+                        refs.entry(fk.parent.clone()).or_default().push((t.clone(), i));
+                    }
+                }
+                let refs = Arc::new(refs);
+                // Kept only if no DDL came meanwhile (it would have been read from older schemas).
+                if self.catalog_version() == version {
+                    *self.references.write() = Some(refs.clone());
+                }
+                refs
             }
-        }
-        Ok(out)
+        };
+        Ok(refs.get(parent).cloned().unwrap_or_default())
     }
 }
 impl Source for Database {
