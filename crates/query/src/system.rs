@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tabula_store::{PkValue, Store, TableOptions};
+use tabula_store::{PartitionInfo, PkValue, Store, TableDef, TableOptions};
 
 use crate::error::Result;
 use crate::schema::{ColumnDef, TableSchema};
@@ -48,6 +48,7 @@ impl SystemView {
                     col("writes", SqlType::Int8),
                     col("read_rate", SqlType::Float8),
                     col("write_rate", SqlType::Float8),
+                    col("advice", SqlType::Text),
                 ],
             ),
         };
@@ -107,6 +108,7 @@ impl SystemView {
                             Datum::Int(p.writes as i64),
                             Datum::Float(p.read_rate),
                             Datum::Float(p.write_rate),
+                            advice(&def, p),
                             Datum::Null,
                         ]);
                     }
@@ -115,6 +117,28 @@ impl SystemView {
         }
         Ok(out)
     }
+}
+
+/// What to do about a partition that one partition-key value fills: the partition key is the smallest unit
+/// of distribution, never split, and Tablestore advises keeping one value under 10 GB by splicing more
+/// primary-key columns into the partition key.
+fn advice(def: &TableDef, p: &PartitionInfo) -> Datum {
+    if !p.single_value {
+        return Datum::Null;
+    }
+    let names: Vec<&str> = def.primary_key.iter().map(|c| c.name.as_str()).collect();
+    let n = def.partition_key_len;
+    Datum::Text(if n < names.len() {
+        let rest: String = names[n + 1..].iter().map(|c| format!(", {c}")).collect();
+        format!(
+            "one partition-key value holds these {} bytes and is never split; keep each value under 10 GB by \
+             splicing more key columns into the partition key, e.g. PRIMARY KEY (({}){rest})",
+            p.approx_bytes,
+            names[..=n].join(", "),
+        )
+    } else {
+        format!("one row holds these {} bytes and is never split; keep fewer versions or columns per row", p.approx_bytes)
+    })
 }
 
 fn show(v: &PkValue) -> String {

@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use parking_lot::Mutex;
+
 use crate::codec::{Reader, Writer};
 use crate::error::Result;
 
@@ -24,6 +26,12 @@ pub struct Partition {
     write_rate: AtomicU64,
     last_reads: AtomicU64,
     last_writes: AtomicU64,
+    /// Set when a split found one partition-key value filling the whole partition (the smallest unit: it is
+    /// never split inside): that value's key prefix and the write count then. The next rounds do not scan the
+    /// partition again while no write came, and while its first and last rows still share that value.
+    pub single_value: Mutex<Option<(Vec<u8>, u64)>>,
+    /// Full scans a split made of this partition (each reads all its bytes).
+    pub split_scans: AtomicU64,
 }
 
 /// A copy of one partition's state for callers outside the engine.
@@ -38,6 +46,9 @@ pub struct PartitionInfo {
     pub writes: u64,
     pub read_rate: f64,
     pub write_rate: f64,
+    /// The whole partition is one partition-key value, too big to split (see `Partition::single_value`).
+    pub single_value: bool,
+    pub split_scans: u64,
 }
 
 impl Partition {
@@ -54,6 +65,8 @@ impl Partition {
             write_rate: AtomicU64::new(0f64.to_bits()),
             last_reads: AtomicU64::new(0),
             last_writes: AtomicU64::new(0),
+            single_value: Mutex::new(None),
+            split_scans: AtomicU64::new(0),
         }
     }
 
@@ -72,6 +85,8 @@ impl Partition {
             writes: self.writes.load(Ordering::Relaxed),
             read_rate: self.read_rate(),
             write_rate: self.write_rate(),
+            single_value: self.single_value.lock().is_some(),
+            split_scans: self.split_scans.load(Ordering::Relaxed),
         }
     }
 
@@ -96,10 +111,10 @@ impl Partition {
         smooth(&self.writes, &self.last_writes, &self.write_rate);
     }
 
-    pub fn add(&self, bytes: i64, rows: i64) {
+    pub fn add(&self, bytes: i64, rows: i64, writes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.rows.fetch_add(rows, Ordering::Relaxed);
-        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(writes, Ordering::Relaxed);
     }
 }
 

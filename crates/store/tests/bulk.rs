@@ -285,3 +285,14 @@ fn bulk_loads_small_and_ingested_are_atomic_and_checked() {
     assert!(store.get_row("t", &[s("u"), int(12_345)], &all()).unwrap().is_some());
     assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("bulk-")));
 }
+
+#[test]
+fn bulk_loads_count_each_row_in_the_partition_statistics() {
+    let (_dir, store) = bulk_store(16 << 20);
+    let mut load = store.bulk_load("t").unwrap();
+    load.add(&bulk_rows("a", 0..1000, 10)).unwrap();
+    load.commit().unwrap();
+    let parts = store.partitions("t").unwrap();
+    assert_eq!(parts.iter().map(|p| p.writes).sum::<u64>(), 1000, "an import looks as busy as it is: {parts:?}");
+    assert_eq!(parts.iter().map(|p| p.approx_rows).sum::<i64>(), 1000);
+}

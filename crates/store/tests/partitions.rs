@@ -128,7 +128,7 @@ fn split_and_merge_under_concurrent_reads_and_writes() {
 fn one_partition_key_value_is_never_split() {
     let dir = tempfile::tempdir().unwrap();
     let config =
-        StoreConfig { clock: Arc::new(ManualClock::new(NOW)), split_bytes: 4 * 1024, maintenance_interval: None, ..StoreConfig::default() };
+        StoreConfig { clock: Arc::new(ManualClock::new(NOW)), split_bytes: 4 * 1024, merge_bytes: 0, maintenance_interval: None, ..StoreConfig::default() };
     let store = open_with(dir.path(), config);
     store.create_table(table("one", &[("g", PkType::String), ("i", PkType::Integer)], TableOptions::default())).unwrap();
     for i in 0..200 {
@@ -137,7 +137,34 @@ fn one_partition_key_value_is_never_split() {
             .unwrap();
     }
     store.run_maintenance().unwrap();
-    assert_eq!(store.partitions("one").unwrap().len(), 1);
+    let parts = store.partitions("one").unwrap();
+    assert_eq!(parts.len(), 1);
+    assert!(parts[0].single_value, "{parts:?}");
+    let scans = parts[0].split_scans;
+    assert!(scans > 0);
+    // Nothing written: later rounds read nothing of it again.
+    for _ in 0..5 {
+        store.run_maintenance().unwrap();
+    }
+    assert_eq!(store.partitions("one").unwrap()[0].split_scans, scans, "an unchanged partition is not scanned again");
+    // Writes under the same value: two seeks show it is still one value, no scan.
+    for i in 200..220 {
+        store
+            .put_row("one", &[Some(s("only")), Some(int(i))], &[CellWrite::new("v", Value::Binary(vec![1; 100]))], &Condition::ignore())
+            .unwrap();
+    }
+    store.run_maintenance().unwrap();
+    assert_eq!(store.partitions("one").unwrap()[0].split_scans, scans, "more rows of the same value: no scan");
+    // A second partition-key value: now it splits.
+    for i in 0..200 {
+        store
+            .put_row("one", &[Some(s("other")), Some(int(i))], &[CellWrite::new("v", Value::Binary(vec![1; 100]))], &Condition::ignore())
+            .unwrap();
+    }
+    store.run_maintenance().unwrap();
+    let parts = store.partitions("one").unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(parts.iter().all(|p| !p.single_value), "{parts:?}");
 }
 
 #[test]

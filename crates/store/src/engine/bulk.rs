@@ -308,7 +308,7 @@ impl BulkLoad {
             }
         }
         for d in self.deltas.drain(..) {
-            d.partition.add(d.bytes, d.rows);
+            d.partition.add(d.bytes, d.rows, d.writes);
         }
         Ok(())
     }

@@ -19,6 +19,8 @@ pub(crate) struct Table {
     /// Set while the table's rows are rebuilt (`rebuild`): every commit that wrote it from then on
     /// is refused, so that no write lands in rows already copied.
     pub retired: Arc<AtomicBool>,
+    /// The partitions record as last written to the catalog: maintenance writes it again only when it changed.
+    pub persisted: Mutex<Vec<u8>>,
 }
 
 impl Table {
@@ -194,6 +196,8 @@ pub(super) struct Delta {
     pub(super) retired: Arc<AtomicBool>,
     pub(super) bytes: i64,
     pub(super) rows: i64,
+    /// Rows written: each counts in the partition's write rate (what makes a bulk load look hot, as it is).
+    pub(super) writes: u64,
 }
 
 /// The error for a commit that wrote a table being moved under a new key, if it did.
@@ -209,7 +213,8 @@ pub(super) fn add_delta(deltas: &mut Vec<Delta>, t: &Table, key: &[u8], bytes: i
         Some(d) if Arc::ptr_eq(&d.partition, &partition) => {
             d.bytes += bytes;
             d.rows += 1;
+            d.writes += 1;
         }
-        _ => deltas.push(Delta { partition, retired: t.retired.clone(), bytes, rows: 1 }),
+        _ => deltas.push(Delta { partition, retired: t.retired.clone(), bytes, rows: 1, writes: 1 }),
     }
 }

@@ -120,7 +120,7 @@ impl Txn {
         }
         self.end_ddl(true);
         for d in self.deltas.take() {
-            d.partition.add(d.bytes, d.rows);
+            d.partition.add(d.bytes, d.rows, d.writes);
         }
         Ok(())
     }

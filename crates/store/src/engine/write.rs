@@ -52,7 +52,7 @@ impl WriteCtx<'_> {
                 (0, if old.is_some() { -1 } else { 0 })
             }
         };
-        self.deltas.push(Delta { partition: t.partition_of(&key), retired: t.retired.clone(), bytes: new_len - old_len, rows });
+        self.deltas.push(Delta { partition: t.partition_of(&key), retired: t.retired.clone(), bytes: new_len - old_len, rows, writes: 1 });
         Ok(())
     }
 
