@@ -47,6 +47,10 @@ WRITES = [
     ("UPDATE by key (durable)", "update.sql", "prepared", 1, "sync"),
     # Concurrent committers share each log sync (group commit) on both servers.
     ("UPDATE by key (durable, 16 clients)", "update.sql", "prepared", 16, "sync"),
+    # One cell of a row whose other cells are few, many, or large: the cost should not grow with the rest.
+    ("UPDATE one cell of a narrow row (durable)", "update_wide1.sql", "prepared", 1, "sync"),
+    ("UPDATE one cell of a 100-column row (durable)", "update_wide100.sql", "prepared", 1, "sync"),
+    ("UPDATE one cell beside 10 MB of other cells (durable)", "update_widebig.sql", "prepared", 1, "sync"),
 ]
 ASYNC_WRITES = [
     ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
@@ -63,10 +67,29 @@ SCHEMA_COMMON = [
     "CREATE TABLE kv (k bigint PRIMARY KEY, v text, n bigint)",
     "CREATE TABLE ins (k bigint PRIMARY KEY, v text, n bigint)",
 ]
+# Wide rows: 1,000 narrow rows, 1,000 rows of 100 columns, and 20 rows holding five 2 MB texts each (md5 hex
+# repeated: PostgreSQL stores them out of line uncompressed, as Tabula does, so both keep 10 MB a row).
+WIDE_ROWS, WIDEBIG_ROWS = 1000, 20
+WIDE_COLUMNS = ", ".join(f"c{i} bigint" for i in range(1, 100))
+WIDEBIG_COLUMNS = ", ".join(f"b{i} text" for i in range(1, 6))
+SCHEMA_WIDE = [
+    "CREATE TABLE wide1 (k bigint PRIMARY KEY, n bigint, v text)",
+    f"CREATE TABLE wide100 (k bigint PRIMARY KEY, n bigint, {WIDE_COLUMNS})",
+    f"CREATE TABLE widebig (k bigint PRIMARY KEY, n bigint, {WIDEBIG_COLUMNS})",
+]
 SCHEMA = {
-    "tabula": SCHEMA_COMMON + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
-    "postgres": SCHEMA_COMMON + ["CREATE TABLE vt (k bigint, ver bigint, v text, PRIMARY KEY (k, ver))"],
+    "tabula": SCHEMA_COMMON + SCHEMA_WIDE + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
+    "postgres": SCHEMA_COMMON + SCHEMA_WIDE + [f"ALTER TABLE widebig ALTER COLUMN b{i} SET STORAGE EXTERNAL" for i in range(1, 6)]
+    + ["CREATE TABLE vt (k bigint, ver bigint, v text, PRIMARY KEY (k, ver))"],
 }
+
+
+def load_wide(server):
+    server.psql(f"INSERT INTO wide1 SELECT g, 0, repeat('x', 100) FROM generate_series(1, {WIDE_ROWS}) g")
+    server.psql(f"INSERT INTO wide100 SELECT g, 0, {', '.join('g' for _ in range(99))} FROM generate_series(1, {WIDE_ROWS}) g")
+    big = ", ".join(f"repeat(md5((g * {i})::text), 65536)" for i in range(1, 6))
+    for k in range(1, WIDEBIG_ROWS + 1):
+        server.psql(f"INSERT INTO widebig SELECT g, 0, {big} FROM generate_series({k}, {k}) g")
 
 
 def log(msg):
@@ -423,6 +446,7 @@ def load(server, rows, vrows, csv, results):
         server.psql(ddl)
     secs = timed(lambda: server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)"))
     results.setdefault("load", {}).setdefault(server.name, {})["kv_copy_rows_per_s"] = rows / secs
+    load_wide(server)
     # Versioned rows: three versions of each key.
     if server.name == "tabula":
         for version in range(3):
@@ -469,6 +493,8 @@ def main():
     ap.add_argument("--growth-rows", type=int, default=10_000_000, help="0 skips the growth measurement")
     ap.add_argument("--port", type=int, default=55432)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--only", help="run only the workloads whose name contains this (no bulk loads, no growth; "
+                    "BENCHMARKS.md is left alone, the report goes to bench/results)")
     a = ap.parse_args()
     if a.rounds < 5:
         log("fewer than 5 rounds: fine for a try, not for BENCHMARKS.md")
@@ -491,13 +517,16 @@ def main():
         for rnd in range(1, a.rounds + 1):
             log(f"round {rnd} of {a.rounds}")
             # The point select's share of the wire ceiling, both statements in one run (see pgbench_mixed).
-            for server in (tabula, pg):
+            for server in (tabula, pg) if not a.only else ():
                 server.start("sync")
                 lat = pgbench_mixed(server, [CEILING_SCRIPT, POINT_SCRIPT], "prepared", a.seconds, variables, work)
                 results.setdefault("ceiling_share_mixed", {"tabula": [], "postgres": []})[server.name].append(lat[CEILING_SCRIPT] / lat[POINT_SCRIPT])
-            log(f"  point select / SELECT 1 in one run: tabula {results['ceiling_share_mixed']['tabula'][-1]:.0%}, postgres {results['ceiling_share_mixed']['postgres'][-1]:.0%}")
+            if not a.only:
+                log(f"  point select / SELECT 1 in one run: tabula {results['ceiling_share_mixed']['tabula'][-1]:.0%}, postgres {results['ceiling_share_mixed']['postgres'][-1]:.0%}")
             for phase in (READS + WRITES, ASYNC_WRITES):
                 for name, script, protocol, clients, durability in phase:
+                    if a.only and a.only not in name:
+                        continue
                     for server in (tabula, pg):
                         server.start(durability)
                         s = script[server.name] if isinstance(script, dict) else script
@@ -507,13 +536,13 @@ def main():
                     log(f"  {name}: tabula {t['tps']:.0f} tps, postgres {p['tps']:.0f} tps")
         # Bulk loads last, interleaved round by round like the rest: each leaves a million rows behind, and
         # the background work that follows (compaction, autovacuum) must not fall on the other workloads.
-        for rnd in range(1, a.rounds + 1):
+        for rnd in range(1, a.rounds + 1) if not a.only else ():
             for server in (tabula, pg):
                 server.start("sync")
                 copy_s, insert_s = bulk_loads(server, csv, inserts, results)
                 log(f"  bulk loads, round {rnd}: {server.name} COPY {copy_s:.2f} s, INSERT {insert_s:.2f} s")
         tabula.start("sync")
-        if a.growth_rows > a.rows:
+        if a.growth_rows > a.rows and not a.only:
             growth(a, tabula, pg, work, variables, results)
     finally:
         for s in (tabula, pg):
@@ -523,7 +552,7 @@ def main():
                 log(f"stopping {s.name}: {e}")
         results["peak_rss_mb"] = {"tabula": tabula.peak_rss_kb / 1024, "postgres": pg.peak_rss_kb / 1024}
         shutil.rmtree(work, ignore_errors=True)
-    report(results, Path(a.out))
+    report(results, Path(a.out), partial=bool(a.only))
 
 
 def growth(a, tabula, pg, work, variables, results):
@@ -573,7 +602,7 @@ def machine():
     return {"cpus": cpus, "cpu": model, "memory": mem, "kernel": platform.release(), "postgres": pgv}
 
 
-def report(results, out):
+def report(results, out, partial=False):
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     rows = []
@@ -599,6 +628,9 @@ def report(results, out):
     chart = ROOT / "bench" / "chart.svg"
     chart.write_text(svg(rows))
     md = markdown(results, rows)
+    if partial:
+        print(md)
+        return
     (out / "latest.md").write_text(md)
     bm = ROOT / "BENCHMARKS.md"
     text = bm.read_text() if bm.exists() else "# Benchmarks\n"

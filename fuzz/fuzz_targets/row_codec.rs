@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
     let columns = (choice & 16 != 0).then_some(&names[..2]);
     let time_range = (choice & 32 != 0).then_some(TimeRange::Range { start: 100, end: 1_500 });
-    let _ = read_visible(row, &ReadFilter { rules, now_ms: now, columns, max_versions: 2, time_range });
+    let _ = read_visible(row, &ReadFilter { rules, now_ms: now, columns, max_versions: 2, time_range }, &mut Vec::new());
     let mut cells = Vec::new();
     if locate_latest(row, rules, now, &names, &mut cells).is_ok() {
         for c in cells.into_iter().flatten() {

@@ -21,6 +21,8 @@ mod engine;
 mod index;
 #[path = "../../store/tests/model.rs"]
 mod model;
+#[path = "../../store/tests/outside.rs"]
+mod outside;
 #[path = "../../store/tests/partitions.rs"]
 mod partitions;
 #[path = "../../store/tests/rebuild.rs"]

@@ -55,6 +55,10 @@ impl<'a> Reader<'a> {
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
+    /// The next byte, not consumed.
+    pub fn peek(&self) -> Result<u8> {
+        self.buf.first().copied().ok_or_else(|| StoreError::Corrupt("truncated record".into()))
+    }
     pub fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
     }

@@ -34,6 +34,59 @@ pub fn table_end(table_id: u32) -> [u8; 4] {
     (table_id + 1).to_be_bytes()
 }
 
+/// The table id bit that marks a table's out-of-line values (see `row`): they live in a key space of their
+/// own, so scans of rows never step over them.
+///
+/// ```text
+/// outside = (table_id | 1<<31):u32-BE  [bucket:u8]  column+   name   (version XOR 1<<63):u64-BE
+///           \______ the row's key with the bit set ______/    the column's name as a string key column
+/// ```
+pub const OUTSIDE_BIT: u32 = 1 << 31;
+
+/// The key of the value of `column` at `version` of the row whose key is `row_key`, stored out of line.
+pub fn outside_key(row_key: &[u8], column: &str, version: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(row_key.len() + column.len() + 12);
+    let id = u32::from_be_bytes(row_key[..4].try_into().expect("a row key starts with its table id"));
+    k.extend_from_slice(&(id | OUTSIDE_BIT).to_be_bytes());
+    k.extend_from_slice(&row_key[4..]);
+    k.push(TAG_VALUE);
+    encode_bytes(&mut k, column.as_bytes());
+    k.extend_from_slice(&((version as u64) ^ (1 << 63)).to_be_bytes());
+    k
+}
+
+/// Whether a data key is an out-of-line value's (not a row's).
+pub fn is_outside(key: &[u8]) -> bool {
+    key.first().is_some_and(|b| b & 0x80 != 0)
+}
+
+/// The version an out-of-line value's key ends with.
+pub fn outside_version(key: &[u8]) -> Option<i64> {
+    let tail: [u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
+    Some((u64::from_be_bytes(tail) ^ (1 << 63)) as i64)
+}
+
+/// An out-of-line value's key taken apart: the key of its row (`head` bytes between the table id and the
+/// key columns, `types` the key's column types), its column and its version.
+pub fn split_outside(key: &[u8], head: usize, types: &[PkType]) -> Result<(Vec<u8>, String, i64)> {
+    let version = outside_version(key).ok_or_else(corrupt)?;
+    let body = key.get(4..key.len() - 8).ok_or_else(corrupt)?;
+    let row_len = head + prefix_len(body.get(head..).ok_or_else(corrupt)?, types, types.len())?;
+    let id = u32::from_be_bytes(key[..4].try_into().unwrap()) & !OUTSIDE_BIT;
+    let mut row = id.to_be_bytes().to_vec();
+    row.extend_from_slice(&body[..row_len]);
+    let (column, rest) = decode_pk_value(&body[row_len..], PkType::String)?;
+    match (column, rest.is_empty()) {
+        (PkValue::String(c), true) => Ok((row, c, version)),
+        _ => Err(corrupt()),
+    }
+}
+
+/// Every key of table `id`: its rows, and its values out of line.
+pub fn table_ranges(id: u32) -> [(Vec<u8>, Vec<u8>); 2] {
+    [(table_prefix(id).to_vec(), table_end(id).to_vec()), (table_prefix(id | OUTSIDE_BIT).to_vec(), table_end(id | OUTSIDE_BIT).to_vec())]
+}
+
 pub fn encode_pk_value(out: &mut Vec<u8>, v: &PkValue) {
     out.push(TAG_VALUE);
     match v {

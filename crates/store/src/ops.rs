@@ -93,11 +93,13 @@ pub struct LatestRow<'a> {
     pub key: &'a [PkValue],
     raw: &'a [u8],
     cells: &'a [Option<CellAt>],
+    /// The values of cells stored out of line, read for this row (empty when it has none).
+    outside: &'a [Option<Value>],
 }
 
 impl<'a> LatestRow<'a> {
-    pub(crate) fn new(key: &'a [PkValue], raw: &'a [u8], cells: &'a [Option<CellAt>]) -> Self {
-        LatestRow { key, raw, cells }
+    pub(crate) fn new(key: &'a [PkValue], raw: &'a [u8], cells: &'a [Option<CellAt>], outside: &'a [Option<Value>]) -> Self {
+        LatestRow { key, raw, cells, outside }
     }
 
     /// How many columns were asked for.
@@ -112,6 +114,13 @@ impl<'a> LatestRow<'a> {
 
     /// The value of the `i`th asked-for column's newest cell, borrowed; `None` where it has none.
     pub fn value(&self, i: usize) -> Result<Option<ValueRef<'a>>> {
+        if let Some(Some(v)) = self.outside.get(i) {
+            return Ok(Some(match v {
+                Value::String(s) => ValueRef::String(s),
+                Value::Binary(b) => ValueRef::Binary(b),
+                _ => unreachable!("only strings and binaries are out of line"),
+            }));
+        }
         self.cells[i].map(|c| value_at(self.raw, c)).transpose()
     }
 }

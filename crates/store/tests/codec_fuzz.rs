@@ -125,7 +125,7 @@ fn damaged_rows_fail_to_decode_without_panicking() {
         let now = 1_000 + rng.below(10_000) as i64;
         let columns = (rng.below(2) == 0).then_some(&names[..2]);
         let time_range = (rng.below(2) == 0).then_some(TimeRange::Range { start: 100, end: 1_500 });
-        let _ = read_visible(&damaged, &ReadFilter { rules, now_ms: now, columns, max_versions: 2, time_range });
+        let _ = read_visible(&damaged, &ReadFilter { rules, now_ms: now, columns, max_versions: 2, time_range }, &mut Vec::new());
         let mut cells = Vec::new();
         if locate_latest(&damaged, rules, now, &names, &mut cells).is_ok() {
             for c in cells.into_iter().flatten() {

@@ -127,8 +127,13 @@ fn split_and_merge_under_concurrent_reads_and_writes() {
 #[test]
 fn one_partition_key_value_is_never_split() {
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        StoreConfig { clock: Arc::new(ManualClock::new(NOW)), split_bytes: 4 * 1024, merge_bytes: 0, maintenance_interval: None, ..StoreConfig::default() };
+    let config = StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        split_bytes: 4 * 1024,
+        merge_bytes: 0,
+        maintenance_interval: None,
+        ..StoreConfig::default()
+    };
     let store = open_with(dir.path(), config);
     store.create_table(table("one", &[("g", PkType::String), ("i", PkType::Integer)], TableOptions::default())).unwrap();
     for i in 0..200 {

@@ -129,8 +129,37 @@ impl BulkLoad {
             }
         }
         let key = self.table.key(pk)?;
+        if cells.iter().any(|c| c.value.size() > self.inner.config.inline_value_bytes) {
+            return self.add_stored(key, &self.table.new_row(cells, self.now)?.into_stored());
+        }
         let v = self.table.encode_new_row(cells, self.now)?;
         self.add_encoded(key, v)
+    }
+
+    /// Adds a row, its long values out of line: each under its own key, loaded beside the row (at the
+    /// row's position, so that a failed load names the row) and counted in the row's partition.
+    pub(super) fn add_stored(&mut self, key: Vec<u8>, row: &StoredRow<Stored>) -> Result<()> {
+        let mut outside = Vec::new();
+        let v = row.encode_spilling(self.inner.config.inline_value_bytes, |column, version, value| {
+            let bytes = match value {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Binary(b) => b.clone(),
+                _ => unreachable!("only strings and binaries go out of line"),
+            };
+            outside.push((keys::outside_key(&key, column, version), bytes));
+            Ok(())
+        })?;
+        let pos = self.next_pos;
+        self.add_encoded(key, v)?;
+        for (k, b) in outside {
+            let size = k.len() + b.len();
+            self.bytes += size;
+            if let Some(d) = self.deltas.last_mut() {
+                d.bytes += size as i64;
+            }
+            self.add_entry(k, b, pos)?;
+        }
+        Ok(())
     }
 
     /// Adds a row already encoded: its key, and its value as stored.
@@ -140,6 +169,12 @@ impl BulkLoad {
         add_delta(&mut self.deltas, &self.table, &key, size as i64);
         let pos = self.next_pos;
         self.next_pos += 1;
+        self.add_entry(key, v, pos)
+    }
+
+    /// Adds one key and value of the load (a row, or a value out of line) at position `pos`.
+    fn add_entry(&mut self, key: Vec<u8>, v: Vec<u8>, pos: usize) -> Result<()> {
+        let size = key.len() + v.len();
         if let Some(s) = &mut self.streamed {
             if key.as_slice() > s.keys.last() {
                 return s.push(&self.inner, &key, &v, pos);
@@ -218,9 +253,11 @@ impl BulkLoad {
         }
         let src = self.inner.reader();
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
+        // Values out of line sort after every row of the table: the span ends with its rows.
         let stored_in_span = {
             let mut upper = last;
             upper.push(0);
+            let upper = upper.min(keys::table_end(self.table.id).to_vec());
             let mut it = src.scan(first, upper, true);
             it.seek_to_first();
             it.status().map_err(StoreError::from)?;
@@ -285,7 +322,8 @@ impl BulkLoad {
                     Sink::Table(files) => put_in_files(&self.inner, files, &k, &v)?,
                 }
             }
-            if stored_in_span {
+            // Only rows can be duplicates (a value out of line goes with its row).
+            if stored_in_span && !keys::is_outside(&k) {
                 pending.push((k.to_vec(), pos));
                 if pending.len() == 4096 {
                     check(&mut pending, &mut duplicate)?;

@@ -16,6 +16,13 @@ impl CompactionFilterFactory for VersionFilter {
             let Some(id) = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap())) else { return Decision::Keep };
             // A table this filter does not know is kept: at open, the engine may compact before the catalog
             // is loaded, and a dropped table's rows are removed by its range deletion anyway.
+            //
+            // A value out of line is kept: its row may still hold the cell (rows and values are compacted
+            // at different times), and an index computes the row's old entry from it. Once its row no longer
+            // holds it, `Inner::sweep_outside` removes it.
+            if keys::is_outside(key) {
+                return Decision::Keep;
+            }
             let Some(rules) = rules.get(&id) else { return Decision::Keep };
             match row::compact(value, *rules, now_ms) {
                 row::Compacted::Keep => Decision::Keep,

@@ -38,6 +38,13 @@ pub struct StoreConfig {
     /// Rows of a streamed bulk load per table file: a file's filter holds a hash of each of its keys (8 bytes)
     /// until the file is finished, so one file for a load of 100M rows would hold 800 MB of them.
     pub bulk_file_rows: u64,
+    /// A string or binary value longer than this, written by a transaction, is stored out of line under a
+    /// key of its own (see `row`): a row's other writes then neither read nor rewrite it. 2 KiB, as
+    /// PostgreSQL's TOAST threshold: a row of small cells stays one lookup.
+    pub inline_value_bytes: usize,
+    /// How often maintenance looks for values out of line that compactions left without a row (tables with a
+    /// ttl, or versions hidden by lowered options, only).
+    pub outside_sweep_interval: Duration,
 }
 
 impl Default for StoreConfig {
@@ -54,6 +61,8 @@ impl Default for StoreConfig {
             bulk_spill_bytes: 64 << 20,
             bulk_ingest_bytes: 16 << 20,
             bulk_file_rows: 4 << 20,
+            inline_value_bytes: 2048,
+            outside_sweep_interval: Duration::from_secs(600),
         }
     }
 }

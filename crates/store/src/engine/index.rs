@@ -129,14 +129,23 @@ fn pk_as_value(v: &PkValue) -> Value {
 /// The entry key of a row: its key columns `pk` (encoded: `row_key`) and its stored cells. A unique index's
 /// entry without NULLs is its values alone, so that two rows with them meet at one key (a concurrent
 /// writer of the same values then conflicts); one with a NULL is followed by the row key, as in any index.
-fn entry_key(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row_key: &[u8], row: &StoredRow) -> Entry {
-    let values = entry_values(def, ix, pk, row);
+/// `data_key` is the row's whole key, to read an indexed value stored out of line from `src`.
+fn entry_key(
+    def: &TableDef,
+    ix: &IndexDef,
+    pk: &[PkValue],
+    row_key: &[u8],
+    row: &StoredRow<Stored>,
+    src: &dyn Read,
+    data_key: &[u8],
+) -> Result<Entry> {
+    let values = entry_values(def, ix, pk, row, src, data_key)?;
     let mut key = prefix(ix, &values);
     let unique = ix.unique && values.iter().all(Option::is_some);
     if !unique {
         key.extend_from_slice(row_key);
     }
-    Entry { key, unique, values }
+    Ok(Entry { key, unique, values })
 }
 
 /// One row's entry in one index.
@@ -148,16 +157,28 @@ struct Entry {
     values: Vec<Option<Value>>,
 }
 
-fn entry_values(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row: &StoredRow) -> Vec<Option<Value>> {
+fn entry_values(
+    def: &TableDef,
+    ix: &IndexDef,
+    pk: &[PkValue],
+    row: &StoredRow<Stored>,
+    src: &dyn Read,
+    data_key: &[u8],
+) -> Result<Vec<Option<Value>>> {
     ix.columns
         .iter()
         .map(|c| match def.primary_key.iter().position(|k| k.name == *c) {
-            Some(i) => Some(pk_as_value(&pk[i])),
-            None => row
-                .columns
-                .binary_search_by(|(n, _)| n.as_str().cmp(c))
-                .ok()
-                .and_then(|i| row.columns[i].1.first().map(|cell| cell.value.clone())),
+            Some(i) => Ok(Some(pk_as_value(&pk[i]))),
+            None => match row.column(c).and_then(|cells| cells.first()) {
+                None => Ok(None),
+                Some(Cell { value: Stored::Inline(v), .. }) => Ok(Some(v.clone())),
+                Some(Cell { value: Stored::Outside { kind, .. }, version }) => {
+                    let bytes = src
+                        .get(&keys::outside_key(data_key, c, *version))?
+                        .ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {c} is missing")))?;
+                    Ok(Some(row::outside_value(*kind, bytes)?))
+                }
+            },
         })
         .collect()
 }
@@ -166,14 +187,15 @@ fn entry_values(def: &TableDef, ix: &IndexDef, pk: &[PkValue], row: &StoredRow) 
 /// live claim on them, not one left by a row that has changed since.
 fn still_holds(t: &Table, src: &dyn Read, def: &TableDef, ix: &IndexDef, other: &[u8], entry: &Entry) -> Result<bool> {
     let pk = keys::decode_pk(other, &t.pk_types)?;
-    let Some(raw) = src.get(&t.key(&pk)?)? else { return Ok(false) };
-    Ok(entry_key(def, ix, &pk, other, &StoredRow::decode(&raw)?).key == entry.key)
+    let key = t.key(&pk)?;
+    let Some(raw) = src.get(&key)? else { return Ok(false) };
+    Ok(entry_key(def, ix, &pk, other, &StoredRow::decode(&raw)?, src, &key)?.key == entry.key)
 }
 
 impl WriteCtx<'_> {
     /// Keeps the table's indexes in step with one row's write: `old` the row's stored bytes before,
     /// `new` what it holds after (`None`: deleted).
-    pub(super) fn index_row(&mut self, t: &Table, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow>) -> Result<()> {
+    pub(super) fn index_row(&mut self, t: &Table, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow<Stored>>) -> Result<()> {
         // A copy, not the lock held: the checks below take it again (`Table::key`), and a second read of a
         // fair lock deadlocks once a writer (DDL) waits between the two.
         let def = {
@@ -190,8 +212,8 @@ impl WriteCtx<'_> {
         let mut deletes = Vec::new();
         let mut puts = Vec::new();
         for ix in &def.indexes {
-            let before = old.as_ref().map(|r| entry_key(&def, ix, &pk, row_key, r));
-            let after = new.map(|r| entry_key(&def, ix, &pk, row_key, r));
+            let before = old.as_ref().map(|r| entry_key(&def, ix, &pk, row_key, r, self.txn, key)).transpose()?;
+            let after = new.map(|r| entry_key(&def, ix, &pk, row_key, r, self.txn, key)).transpose()?;
             if before == after {
                 continue;
             }
@@ -387,7 +409,7 @@ impl Store {
             let row = StoredRow::decode(cursor.value())?;
             let pk = t.decode_pk(cursor.key())?;
             let row_key = &cursor.key()[t.prefix_len()..];
-            let e = entry_key(&def, ix, &pk, row_key, &row);
+            let e = entry_key(&def, ix, &pk, row_key, &row, reader, cursor.key())?;
             if e.unique {
                 let other = match in_batch.get(&e.key) {
                     Some(o) => Some(o.clone()),

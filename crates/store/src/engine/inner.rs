@@ -66,6 +66,9 @@ impl Inner {
             Some(v) => u32::from_be_bytes(v.as_slice().try_into().map_err(|_| StoreError::Corrupt("next table id".into()))?),
             None => 1,
         };
+        if id >= keys::OUTSIDE_BIT {
+            return Err(StoreError::NotSupported("more than 2^31 tables and indexes created over the store's life".into()));
+        }
         let part = Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0);
         // An empty table's indexes (a TRUNCATE's new table) are complete, each in a key space of its own.
         for (i, ix) in def.indexes.iter_mut().enumerate() {
@@ -91,7 +94,7 @@ impl Inner {
         // The definition, partitions, auto-increment counters and rows go in one atomic write.
         let gone = self.drop_writes(&t, name)?;
         let mut ranges = Inner::index_ranges(&t);
-        ranges.push((keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec()));
+        ranges.extend(keys::table_ranges(t.id));
         self.kv.meta_write(&gone, &ranges)?;
         self.tables.write().remove(name);
         self.rules.write().remove(&t.id);
@@ -138,7 +141,7 @@ impl Inner {
         let pid = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
         let part = Partition::new(pid, keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), 0, 0);
         let mut ranges = Inner::index_ranges(&t);
-        ranges.push((keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec()));
+        ranges.extend(keys::table_ranges(t.id));
         self.kv.meta_write(&[(catalog::partitions_key(t.id), Some(partition::encode_all(pid + 1, &[&part])))], &ranges)?;
         *t.partitions.write() = vec![Arc::new(part)];
         Ok(())
@@ -181,6 +184,7 @@ impl Inner {
                 Ok(())
             })?;
             self.kv.compact(Some((&keys::table_prefix(t.id), &keys::table_end(t.id))))?;
+            self.sweep_outside(&t)?;
             new.stored_versions = old.max_versions;
         }
         new.stored_versions = new.stored_versions.max(new.max_versions);
@@ -201,7 +205,13 @@ impl Inner {
             || {
                 let epoch = self.bulk_epoch.load(Ordering::SeqCst);
                 let txn = self.kv.begin(false);
-                let mut ctx = WriteCtx { txn: &*txn, kv: &*self.kv, deltas: Vec::new(), now: self.config.clock.now_ms() };
+                let mut ctx = WriteCtx {
+                    txn: &*txn,
+                    kv: &*self.kv,
+                    deltas: Vec::new(),
+                    now: self.config.clock.now_ms(),
+                    inline_max: self.config.inline_value_bytes,
+                };
                 let value = f(&mut ctx)?;
                 let deltas = std::mem::take(&mut ctx.deltas);
                 let _shared = self.commit_gate.read();
@@ -227,9 +237,13 @@ impl Inner {
     pub(super) fn get_row(&self, src: &dyn Read, t: &Table, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
         let key = t.key(pk)?;
         let filter = read_filter(t, read, self.config.clock.now_ms());
-        let row = src.get_map(&key, |v| materialize(pk.to_vec(), v, &filter))?;
+        // Decoded inside the engine's lookup (no copy of the value), out-of-line values read after it.
+        let mut outside = Vec::new();
+        let found = src.get_map(&key, |v| row::read_visible(v, &filter, &mut outside))?.transpose()?.flatten();
         t.partition_of(&key).reads.fetch_add(1, Ordering::Relaxed);
-        row.transpose().map(Option::flatten)
+        let Some(mut columns) = found else { return Ok(None) };
+        fill_outside(src, &key, &mut columns, &outside)?;
+        Ok(Some(Row { pk: pk.to_vec(), columns }))
     }
 
     pub(super) fn batch_get(&self, src: &dyn Read, t: &Table, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
@@ -239,7 +253,8 @@ impl Inner {
         values
             .into_iter()
             .zip(pks)
-            .map(|(v, pk)| v.map(|v| materialize(pk.clone(), &v, &filter)).transpose().map(Option::flatten))
+            .zip(&keys)
+            .map(|((v, pk), key)| v.map(|v| materialize(src, key, pk.clone(), &v, &filter)).transpose().map(Option::flatten))
             .collect()
     }
 
@@ -247,7 +262,7 @@ impl Inner {
         let filter = read_filter(t, &req.read, self.config.clock.now_ms());
         let mut rows = Vec::new();
         let next_start = self.scan_range(src, t, req, |key, raw| {
-            let Some(row) = materialize(t.decode_pk(key)?, raw, &filter)? else { return Ok(Step::Skip) };
+            let Some(row) = materialize(src, key, t.decode_pk(key)?, raw, &filter)? else { return Ok(Step::Skip) };
             rows.push(row);
             Ok(Step::Row)
         })?;
@@ -293,13 +308,23 @@ impl Inner {
         }
         let (rules, now) = (t.rules(), self.config.clock.now_ms());
         let (mut cells, mut key) = (Vec::with_capacity(columns.len()), Vec::with_capacity(t.pk_types.len()));
+        let mut outside: Vec<Option<Value>> = Vec::new();
         self.scan_range(src, t, req, |k, raw| {
             if !row::locate_latest(raw, rules, now, columns, &mut cells)? {
                 return Ok(Step::Skip);
             }
+            outside.clear();
+            for (i, c) in cells.iter().enumerate() {
+                let Some((c, kind)) = c.and_then(|c| Some((c, row::outside_at(raw, c)?))) else { continue };
+                let bytes = src
+                    .get(&keys::outside_key(k, &columns[i], c.version))?
+                    .ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {} is missing", columns[i])))?;
+                outside.resize(cells.len(), None);
+                outside[i] = Some(row::outside_value(kind, bytes)?);
+            }
             key.clear();
             keys::decode_pk_into(&k[t.prefix_len()..], &t.pk_types, &mut key)?;
-            Ok(if visit(&LatestRow::new(&key, raw, &cells)) { Step::Row } else { Step::Stop })
+            Ok(if visit(&LatestRow::new(&key, raw, &cells, &outside)) { Step::Row } else { Step::Stop })
         })
     }
 
@@ -401,172 +426,6 @@ impl Inner {
         t.partition_of(&first).reads.fetch_add(scanned, Ordering::Relaxed);
         Ok(None)
     }
-
-    pub(super) fn persist_partitions(&self) -> Result<()> {
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
-        // Only what changed: an idle server writes nothing.
-        let puts: Vec<_> = tables
-            .iter()
-            .filter_map(|t| {
-                let record = partition::encode_all(t.next_partition_id.load(Ordering::SeqCst), &t.partitions.read());
-                let mut persisted = t.persisted.lock();
-                (*persisted != record).then(|| {
-                    *persisted = record.clone();
-                    (catalog::partitions_key(t.id), Some(record))
-                })
-            })
-            .collect();
-        if puts.is_empty() {
-            return Ok(());
-        }
-        Ok(self.kv.meta_write(&puts, &[])?)
-    }
-
-    /// One round of partition maintenance: rates, splits, merges, persisted statistics.
-    pub(super) fn maintain(&self) -> Result<()> {
-        thread_local!(static LAST: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) });
-        let now = Instant::now();
-        let elapsed = LAST.with(|l| l.replace(Some(now))).map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(1.0);
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
-        for t in tables {
-            let parts: Vec<Arc<Partition>> = t.partitions.read().clone();
-            for p in &parts {
-                p.tick(elapsed);
-            }
-            for p in &parts {
-                let hot = p.write_rate() > self.config.split_write_rate;
-                if (p.bytes.load(Ordering::Relaxed) > self.config.split_bytes || hot) && !self.still_one_value(&t, p)? {
-                    self.split(&t, p)?;
-                }
-            }
-            self.merge_idle(&t);
-        }
-        self.persist_partitions()
-    }
-
-    /// Whether a partition that a split found to be one partition-key value still is: nothing was written to
-    /// it since, or its first and last rows still share that value (two seeks, whatever its size). Without
-    /// this, a partition-key value past the split size was read whole every round, for ever: 348 MB under one
-    /// key cost about 0.3 of a core while nothing happened.
-    fn still_one_value(&self, t: &Table, p: &Partition) -> Result<bool> {
-        let mut single = p.single_value.lock();
-        let Some((prefix, seen_writes)) = single.as_mut() else { return Ok(false) };
-        let writes = p.writes.load(Ordering::Relaxed);
-        if writes == *seen_writes {
-            return Ok(true);
-        }
-        let src = self.reader();
-        let mut it = src.scan(p.start.clone(), p.end.clone(), false);
-        let mut ends = Vec::with_capacity(2);
-        for last in [false, true] {
-            if last {
-                it.seek_to_last();
-            } else {
-                it.seek_to_first();
-            }
-            if it.valid() {
-                ends.push(t.partition_key_prefix(it.key())?.to_vec());
-            }
-            it.status()?;
-        }
-        if ends.len() == 2 && ends.iter().all(|e| e == prefix) {
-            *seen_writes = writes;
-            return Ok(true);
-        }
-        *single = None;
-        Ok(false)
-    }
-
-    /// Splits a partition near the middle of its bytes, on a partition-key boundary: the first
-    /// partition-key value whose middle lies past half of the bytes starts the right half (the last value
-    /// when none does). Two streaming passes that keep nothing per key: with a one-column primary key every
-    /// row is a partition-key value of its own, millions of them.
-    pub(super) fn split(&self, t: &Table, p: &Arc<Partition>) -> Result<()> {
-        let src = self.reader();
-        let writes = p.writes.load(Ordering::Relaxed);
-        let scan = |f: &mut dyn FnMut(&[u8], i64) -> bool| -> Result<()> {
-            p.split_scans.fetch_add(1, Ordering::Relaxed);
-            let mut it = src.scan(p.start.clone(), p.end.clone(), false);
-            it.seek_to_first();
-            while it.valid() {
-                let size = (it.key().len() + it.value().len()) as i64;
-                if !f(t.partition_key_prefix(it.key())?, size) {
-                    break;
-                }
-                it.advance(false);
-            }
-            Ok(it.status()?)
-        };
-        let (mut total, mut total_rows) = (0i64, 0i64);
-        scan(&mut |_, size| {
-            total += size;
-            total_rows += 1;
-            true
-        })?;
-        // The current value's key, bytes and rows; the bytes and rows of the values before it.
-        let mut current: Option<(Vec<u8>, i64, i64)> = None;
-        let (mut before, mut before_rows, mut index) = (0i64, 0i64, 0usize);
-        let mut cut: Option<(Vec<u8>, i64, i64)> = None;
-        scan(&mut |prefix, size| {
-            if let Some((_, b, r)) = current.as_mut().filter(|c| c.0 == prefix) {
-                *b += size;
-                *r += 1;
-                return true;
-            }
-            if let Some((k, b, r)) = current.take() {
-                if index > 0 && before + b / 2 >= total / 2 {
-                    cut = Some((k, before, before_rows));
-                    return false;
-                }
-                before += b;
-                before_rows += r;
-                index += 1;
-            }
-            current = Some((prefix.to_vec(), size, 1));
-            true
-        })?;
-        let Some((split_key, left_bytes, left_rows)) =
-            cut.or_else(|| current.clone().filter(|_| index > 0).map(|(k, _, _)| (k, before, before_rows)))
-        else {
-            // One partition-key value is never split (it is the smallest unit, as in Tablestore).
-            *p.single_value.lock() = current.map(|(k, _, _)| (k, writes));
-            return Ok(());
-        };
-        let left = (left_bytes, left_rows);
-        let right_rows = total_rows - left_rows;
-        let lid = t.next_partition_id.fetch_add(2, Ordering::SeqCst);
-        let rid = lid + 1;
-        let l = Arc::new(Partition::new(lid, p.start.clone(), split_key.clone(), left.0, left.1));
-        let r = Arc::new(Partition::new(rid, split_key, p.end.clone(), total - left.0, right_rows));
-        let mut parts = t.partitions.write();
-        if let Some(i) = parts.iter().position(|q| Arc::ptr_eq(q, p)) {
-            parts.splice(i..=i, [l, r]);
-        }
-        Ok(())
-    }
-
-    pub(super) fn merge_idle(&self, t: &Table) {
-        let mut parts = t.partitions.write();
-        let mut i = 0;
-        while i + 1 < parts.len() {
-            let (a, b) = (&parts[i], &parts[i + 1]);
-            let idle = |p: &Partition| p.read_rate() + p.write_rate() < self.config.idle_rate;
-            let small = a.bytes.load(Ordering::Relaxed).max(0) + b.bytes.load(Ordering::Relaxed).max(0) < self.config.merge_bytes;
-            if small && idle(a) && idle(b) {
-                let id = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
-                let merged = Partition::new(
-                    id,
-                    a.start.clone(),
-                    b.end.clone(),
-                    a.bytes.load(Ordering::Relaxed) + b.bytes.load(Ordering::Relaxed),
-                    a.rows.load(Ordering::Relaxed) + b.rows.load(Ordering::Relaxed),
-                );
-                parts.splice(i..=i + 1, [Arc::new(merged)]);
-            } else {
-                i += 1;
-            }
-        }
-    }
 }
 
 pub(super) fn stripe(key: &[u8], n: usize) -> usize {
@@ -578,9 +437,21 @@ pub(super) fn stripe(key: &[u8], n: usize) -> usize {
     (h % n as u64) as usize
 }
 
-/// Turns a stored row into what a read returns, or `None` when nothing of it is visible.
-pub(super) fn materialize(pk: Vec<PkValue>, raw: &[u8], filter: &ReadFilter) -> Result<Option<Row>> {
-    Ok(row::read_visible(raw, filter)?.map(|columns| Row { pk, columns }))
+/// Turns a stored row (under `key`) into what a read returns, or `None` when nothing of it is visible; its
+/// values out of line are read from `src`.
+pub(super) fn materialize(src: &dyn Read, key: &[u8], pk: Vec<PkValue>, raw: &[u8], filter: &ReadFilter) -> Result<Option<Row>> {
+    let mut outside = Vec::new();
+    let Some(mut columns) = row::read_visible(raw, filter, &mut outside)? else { return Ok(None) };
+    fill_outside(src, key, &mut columns, &outside)?;
+    Ok(Some(Row { pk, columns }))
+}
+
+/// Reads the out-of-line values of a read's answer (of the row under `key`) into their slots.
+pub(super) fn fill_outside(src: &dyn Read, key: &[u8], columns: &mut row::Columns, outside: &[row::OutsideCell]) -> Result<()> {
+    if outside.is_empty() {
+        return Ok(());
+    }
+    row::fill_outside(columns, outside, |column, version| Ok(src.get(&keys::outside_key(key, column, version))?))
 }
 
 /// A read's filter under the table's current rules, taken once per read rather than per row.

@@ -15,7 +15,7 @@ use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::ops::*;
 use crate::partition::{self, Partition, PartitionInfo};
-use crate::row::{self, ReadFilter, StoredRow, VersionRules};
+use crate::row::{self, Cell, ReadFilter, Stored, StoredRow, VersionRules};
 use crate::runs;
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
 
@@ -233,13 +233,8 @@ impl Store {
         Ok(self.inner.kv.flush()?)
     }
 
-    /// Flushes memtables and compacts everything: expired and surplus versions are physically removed.
-    pub fn compact(&self) -> Result<()> {
-        Ok(self.inner.kv.compact(None)?)
-    }
-
     /// Stored versions of a row as they are on disk, visible or not (for tests and diagnostics).
-    pub fn raw_row(&self, table: &str, pk: &[PkValue]) -> Result<Option<StoredRow>> {
+    pub fn raw_row(&self, table: &str, pk: &[PkValue]) -> Result<Option<StoredRow<Stored>>> {
         let t = self.inner.table(table)?;
         let key = t.key(pk)?;
         self.inner.reader().get_map(&key, StoredRow::decode)?.transpose()
@@ -526,6 +521,8 @@ mod config;
 mod ddl;
 mod index;
 mod inner;
+mod maintain;
+mod outside;
 mod pending;
 mod rebuild;
 mod sequence;

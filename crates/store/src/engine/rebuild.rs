@@ -104,7 +104,7 @@ impl Store {
         let mut null = None;
         self.each_moved_row(old, def, columns, |moved| {
             match moved {
-                Ok((pk, row)) => load.add_encoded(new.key(&pk)?, row.encode())?,
+                Ok((pk, row)) => load.add_stored(new.key(&pk)?, &row.into_stored())?,
                 Err(column) => {
                     null.get_or_insert(column);
                 }
@@ -147,10 +147,14 @@ impl Store {
             }
         };
         let old_key: Vec<String> = old.def.read().primary_key.iter().map(|c| renamed(&c.name).unwrap_or_else(|| c.name.clone())).collect();
-        let mut cursor = self.inner.reader().scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
+        let reader = self.inner.reader();
+        let mut cursor = reader.scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
         cursor.seek_to_first();
         while cursor.valid() {
-            if let Some(mut row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
+            if let Some(row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
+                // Read whole: the new table's rows keep their long values under keys of their own.
+                let key = cursor.key();
+                let mut row = row.resolve(|c, v| Ok(reader.get(&keys::outside_key(key, c, v))?))?;
                 if !columns.is_empty() {
                     row.columns =
                         std::mem::take(&mut row.columns).into_iter().filter_map(|(n, cells)| Some((renamed(&n)?, cells))).collect();
@@ -212,7 +216,7 @@ impl Inner {
             old_def.name = aside.clone();
             (vec![(catalog::table_key(&aside), Some(old_def.encode(old.id)))], vec![])
         } else {
-            (self.drop_writes(&old, name)?, vec![(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec())])
+            (self.drop_writes(&old, name)?, keys::table_ranges(old.id).to_vec())
         };
         // The generated keys' counters go on where the old table's were.
         let counters = catalog::autoinc_key(old.id, &[]);

@@ -60,7 +60,13 @@ impl Txn {
 
     fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
         self.wrote.set(true);
-        let mut ctx = WriteCtx { txn: self.kv(), kv: &*self.inner.kv, deltas: Vec::new(), now: self.inner.config.clock.now_ms() };
+        let mut ctx = WriteCtx {
+            txn: self.kv(),
+            kv: &*self.inner.kv,
+            deltas: Vec::new(),
+            now: self.inner.config.clock.now_ms(),
+            inline_max: self.inner.config.inline_value_bytes,
+        };
         let r = f(&mut ctx)?;
         self.deltas.borrow_mut().extend(ctx.deltas);
         Ok(r)

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// A stored row as a write reads it: long values stay out of line, unread.
+type Decoded = StoredRow<Stored>;
+
 /// The state of one write operation inside a transaction.
 pub(super) struct WriteCtx<'a> {
     pub(super) txn: &'a dyn Transaction,
@@ -10,6 +13,8 @@ pub(super) struct WriteCtx<'a> {
     pub(super) kv: &'a dyn Engine,
     pub(super) deltas: Vec<Delta>,
     pub(super) now: i64,
+    /// Strings and binaries longer than this are written out of line (`StoreConfig::inline_value_bytes`).
+    pub(super) inline_max: usize,
 }
 
 impl WriteCtx<'_> {
@@ -26,7 +31,7 @@ impl WriteCtx<'_> {
     }
 
     /// Reads the row a write depends on: the raw bytes (for statistics) and what is visible of it.
-    pub(super) fn read_for_write(&self, t: &Table, key: &[u8]) -> Result<(Option<Vec<u8>>, Option<StoredRow>)> {
+    pub(super) fn read_for_write(&self, t: &Table, key: &[u8]) -> Result<(Option<Vec<u8>>, Option<Decoded>)> {
         let raw = self.txn.get_for_update(Space::Data, key)?;
         let visible = match &raw {
             Some(v) => StoredRow::decode(v)?.visible(t.rules(), self.now),
@@ -35,25 +40,56 @@ impl WriteCtx<'_> {
         Ok((raw, visible))
     }
 
-    pub(super) fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow>) -> Result<()> {
+    pub(super) fn finish(&mut self, t: &Table, key: Vec<u8>, old: Option<Vec<u8>>, new: Option<StoredRow<Stored>>) -> Result<()> {
         self.index_row(t, &key, old.as_deref(), new.as_ref())?;
-        let old_len = old.as_ref().map(|v| v.len() + key.len()).unwrap_or(0) as i64;
-        let (new_len, rows) = match &new {
+        let bytes = self.store_row(&key, old.as_deref(), new.as_ref())?;
+        let rows = match (&old, &new) {
+            (None, Some(_)) => 1,
+            (Some(_), None) => -1,
+            _ => 0,
+        };
+        self.deltas.push(Delta { partition: t.partition_of(&key), retired: t.retired.clone(), bytes, rows, writes: 1 });
+        Ok(())
+    }
+
+    /// Writes a row's new bytes over `old` (or deletes it): long values go out of line under keys of their
+    /// own, and the out-of-line values of `old` that the new row no longer holds are deleted with it.
+    /// Returns the change in stored bytes, out-of-line values included.
+    pub(super) fn store_row(&mut self, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow<Stored>>) -> Result<i64> {
+        // Hidden versions' values too: a write drops what no read can see.
+        let old_outside = old.map(row::outside_cells).transpose()?.unwrap_or_default();
+        let old_len = old.map_or(0, |v| (v.len() + key.len()) as i64) + old_outside.iter().map(|o| o.2 as i64).sum::<i64>();
+        let (new_len, new_outside) = match new {
             Some(row) => {
-                let v = row.encode();
-                let n = (v.len() + key.len()) as i64;
-                self.txn.put(Space::Data, &key, &v)?;
-                (n, if old.is_none() { 1 } else { 0 })
+                let txn = self.txn;
+                let mut spilled = false;
+                let v = row.encode_spilling(self.inline_max, |column, version, value| {
+                    spilled = true;
+                    let bytes = match value {
+                        Value::String(s) => s.as_bytes(),
+                        Value::Binary(b) => b.as_slice(),
+                        _ => unreachable!("only strings and binaries go out of line"),
+                    };
+                    Ok(txn.put(Space::Data, &keys::outside_key(key, column, version), bytes)?)
+                })?;
+                self.txn.put(Space::Data, key, &v)?;
+                // Most rows have nothing out of line: no second pass over them.
+                let outside = if spilled || row.has_outside() { row::outside_cells(&v)? } else { Vec::new() };
+                ((v.len() + key.len()) as i64 + outside.iter().map(|o| o.2 as i64).sum::<i64>(), outside)
             }
             None => {
                 if old.is_some() {
-                    self.txn.delete(Space::Data, &key)?;
+                    self.txn.delete(Space::Data, key)?;
                 }
-                (0, if old.is_some() { -1 } else { 0 })
+                (0, Vec::new())
             }
         };
-        self.deltas.push(Delta { partition: t.partition_of(&key), retired: t.retired.clone(), bytes: new_len - old_len, rows, writes: 1 });
-        Ok(())
+        for (column, version, _) in &old_outside {
+            if !new_outside.iter().any(|(c, v, _)| c == column && v == version) {
+                self.txn.delete(Space::Data, &keys::outside_key(key, column, *version))?;
+            }
+        }
+        Ok(new_len - old_len)
     }
 
     /// Fills auto-increment columns and validates the key.
@@ -125,15 +161,19 @@ impl WriteCtx<'_> {
         Ok(())
     }
 
-    pub(super) fn check_condition(&self, cond: &Condition, visible: Option<&StoredRow>) -> Result<()> {
+    /// `key`: the row's key, to read the values a column condition compares that are out of line.
+    pub(super) fn check_condition(&self, cond: &Condition, key: &[u8], visible: Option<&StoredRow<Stored>>) -> Result<()> {
         match (cond.row, visible.is_some()) {
             (RowExistence::ExpectExist, false) => return Err(StoreError::RowNotFound),
             (RowExistence::ExpectNotExist, true) => return Err(StoreError::RowExists),
             _ => {}
         }
         if let Some(c) = &cond.column {
-            let empty = StoredRow::default();
-            if !eval_condition(c, visible.unwrap_or(&empty)) {
+            let row = match visible {
+                Some(r) => r.clone().resolve(|column, version| Ok(self.src().get(&keys::outside_key(key, column, version))?))?,
+                None => StoredRow::default(),
+            };
+            if !eval_condition(c, &row) {
                 return Err(StoreError::ConditionFailed("the column condition is false".into()));
             }
         }
@@ -143,9 +183,9 @@ impl WriteCtx<'_> {
     pub(super) fn put_row(&mut self, t: &Table, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
         let pk = self.resolve_pk(t, pk)?;
         let key = t.key(&pk)?;
-        let row = t.new_row(cells, self.now)?;
+        let row = t.new_row(cells, self.now)?.into_stored();
         let (raw, visible) = self.read_for_write(t, &key)?;
-        self.check_condition(cond, visible.as_ref())?;
+        self.check_condition(cond, &key, visible.as_ref())?;
         let existed = visible.is_some();
         self.finish(t, key, raw, Some(row))?;
         Ok(WriteOutcome { pk, existed, increments: Vec::new(), version: self.now })
@@ -166,6 +206,7 @@ impl WriteCtx<'_> {
         let existing = self.src().multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let rules = t.rules();
         let mut batch_keys = std::collections::HashSet::with_capacity(keys.len());
+        let values: Vec<StoredRow<Stored>> = values.into_iter().map(StoredRow::into_stored).collect();
         for (i, old) in existing.iter().enumerate() {
             let visible = match &old {
                 Some(v) => StoredRow::decode(v)?.visible(rules, self.now).is_some(),
@@ -178,9 +219,7 @@ impl WriteCtx<'_> {
         }
         for ((key, row), old) in keys.into_iter().zip(values).zip(&existing) {
             self.index_row(t, &key, old.as_deref(), Some(&row))?;
-            let v = row.encode();
-            let size = (key.len() + v.len()) as i64;
-            self.txn.put(Space::Data, &key, &v)?;
+            let size = self.store_row(&key, old.as_deref(), Some(&row))?;
             add_delta(&mut self.deltas, t, &key, size);
         }
         Ok(pks)
@@ -190,7 +229,7 @@ impl WriteCtx<'_> {
         let key = t.key(pk)?;
         let max_versions = t.def.read().options.max_versions;
         let (raw, visible) = self.read_for_write(t, &key)?;
-        self.check_condition(cond, visible.as_ref())?;
+        self.check_condition(cond, &key, visible.as_ref())?;
         let existed = visible.is_some();
         // Start from what is visible: versions a read could not see are dropped now, so that deleting a
         // version never brings back one that max_versions or the ttl had hidden.
@@ -206,7 +245,7 @@ impl WriteCtx<'_> {
                         t.check_version(column, *v, self.now)?;
                     }
                     let version = version.unwrap_or(assigned);
-                    row.put_cell(column, version, value.clone(), max_versions);
+                    row.put_cell(column, version, Stored::Inline(value.clone()), max_versions);
                     newest_written = newest_written.max(Some(version));
                 }
                 UpdateOp::DeleteVersion(v) => {
@@ -224,14 +263,14 @@ impl WriteCtx<'_> {
                     let current = match (earlier, visible.as_ref().and_then(|r| r.column(column)).and_then(|c| c.first())) {
                         (Some(v), _) => v,
                         (None, Some(c)) => match &c.value {
-                            Value::Integer(i) => *i,
+                            Stored::Inline(Value::Integer(i)) => *i,
                             other => return Err(StoreError::IncrementNonInteger { column: column.clone(), got: other.type_name() }),
                         },
                         (None, None) if matches!(op, UpdateOp::Increment(_)) => 0,
                         (None, None) => continue,
                     };
                     let next = current.checked_add(*delta).ok_or_else(|| StoreError::IncrementOverflow(column.clone()))?;
-                    row.put_cell(column, assigned, Value::Integer(next), max_versions);
+                    row.put_cell(column, assigned, Stored::Inline(Value::Integer(next)), max_versions);
                     newest_written = newest_written.max(Some(assigned));
                     increments.push((column.clone(), next));
                 }
@@ -247,7 +286,7 @@ impl WriteCtx<'_> {
     pub(super) fn delete_row(&mut self, t: &Table, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
         let key = t.key(pk)?;
         let (raw, visible) = self.read_for_write(t, &key)?;
-        self.check_condition(cond, visible.as_ref())?;
+        self.check_condition(cond, &key, visible.as_ref())?;
         let existed = visible.is_some();
         self.finish(t, key, raw, None)?;
         Ok(WriteOutcome { pk: pk.to_vec(), existed, increments: Vec::new(), version: self.now })
