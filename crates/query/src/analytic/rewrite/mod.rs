@@ -15,7 +15,8 @@
 //! - A SELECT over a relation Tabula never fills (pg_policy, pg_publication, ...) returns no rows, so the
 //!   subqueries in its select list are never evaluated: they become NULL, sparing DataFusion plans it
 //!   cannot make for them.
-//! - Unaliased select-list expressions that print alike (`NULL, NULL`; casts of one value, `x::int, x::bigint`) get distinct aliases: PostgreSQL
+//! - Unaliased select-list expressions that print alike (`NULL, NULL`; casts of one value, `x::int, x::bigint`;
+//!   a column twice, `g, g`) get distinct aliases: PostgreSQL
 //!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
 //! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
 //!   PostgreSQL resolves the unknown literal to the parameter's oid type.
@@ -325,7 +326,12 @@ fn unique_names(select: &mut Select) {
     let mut seen = std::collections::HashSet::new();
     for (i, item) in select.projection.iter_mut().enumerate() {
         let SelectItem::UnnamedExpr(e) = item else { continue };
+        // A column named twice (`SELECT g, g`): the second gets an alias. Different columns of one name
+        // (`a.x, b.x`) DataFusion tells apart by their qualifiers.
         if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            if !seen.insert(format!("column {e}")) {
+                *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
+            }
             continue;
         }
         // DataFusion names a cast after what it casts: `x::bigint, x::integer` would both be `x`.
