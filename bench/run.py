@@ -41,6 +41,8 @@ READS = [
     ("range scan of 100 rows", "range_100.sql", "prepared", 1, "sync"),
     ("range scan of 1000 rows", "range_1000.sql", "prepared", 1, "sync"),
     ("versioned read: latest 3 versions", {"tabula": "versioned_tabula.sql", "postgres": "versioned_postgres.sql"}, "prepared", 1, "sync"),
+    ("secondary index: point select by an indexed column", "index_select.sql", "prepared", 1, "sync"),
+    ("secondary index: range of 10 by an indexed column", "index_range_10.sql", "prepared", 1, "sync"),
 ]
 WRITES = [
     ("single-row INSERT of new keys (durable)", "insert.sql", "prepared", 1, "sync"),
@@ -51,6 +53,9 @@ WRITES = [
     ("UPDATE one cell of a narrow row (durable)", "update_wide1.sql", "prepared", 1, "sync"),
     ("UPDATE one cell of a 100-column row (durable)", "update_wide100.sql", "prepared", 1, "sync"),
     ("UPDATE one cell beside 10 MB of other cells (durable)", "update_widebig.sql", "prepared", 1, "sync"),
+    # Each write also writes its index entries, in the same transaction on both servers.
+    ("secondary index: INSERT into an indexed table (durable)", "index_insert.sql", "prepared", 1, "sync"),
+    ("secondary index: UPDATE of an indexed column (durable)", "index_update.sql", "prepared", 1, "sync"),
 ]
 ASYNC_WRITES = [
     ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
@@ -77,11 +82,21 @@ SCHEMA_WIDE = [
     f"CREATE TABLE wide100 (k bigint PRIMARY KEY, n bigint, {WIDE_COLUMNS})",
     f"CREATE TABLE widebig (k bigint PRIMARY KEY, n bigint, {WIDEBIG_COLUMNS})",
 ]
+# A table with a secondary index: `card` is unique per row, so a lookup finds one row.
+INDEX_ROWS = 100_000
+SCHEMA_INDEX = [
+    "CREATE TABLE ix (k bigint PRIMARY KEY, card bigint, v text)",
+    "CREATE INDEX ix_card ON ix (card)",
+]
 SCHEMA = {
-    "tabula": SCHEMA_COMMON + SCHEMA_WIDE + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
-    "postgres": SCHEMA_COMMON + SCHEMA_WIDE + [f"ALTER TABLE widebig ALTER COLUMN b{i} SET STORAGE EXTERNAL" for i in range(1, 6)]
+    "tabula": SCHEMA_COMMON + SCHEMA_WIDE + SCHEMA_INDEX + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
+    "postgres": SCHEMA_COMMON + SCHEMA_WIDE + SCHEMA_INDEX + [f"ALTER TABLE widebig ALTER COLUMN b{i} SET STORAGE EXTERNAL" for i in range(1, 6)]
     + ["CREATE TABLE vt (k bigint, ver bigint, v text, PRIMARY KEY (k, ver))"],
 }
+
+
+def load_index(server):
+    server.psql(f"INSERT INTO ix SELECT g, g * 7, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
 
 
 def load_wide(server):
@@ -447,6 +462,7 @@ def load(server, rows, vrows, csv, results):
     secs = timed(lambda: server.psql(f"\\copy kv FROM '{csv}' WITH (FORMAT csv)"))
     results.setdefault("load", {}).setdefault(server.name, {})["kv_copy_rows_per_s"] = rows / secs
     load_wide(server)
+    load_index(server)
     # Versioned rows: three versions of each key.
     if server.name == "tabula":
         for version in range(3):
@@ -513,7 +529,7 @@ def main():
         load(tabula, a.rows, a.vrows, csv, results)
         load(pg, a.rows, a.vrows, csv, results)
         results["settings"] = {s.name: s.settings() for s in (tabula, pg)}
-        variables = {"rows": a.rows, "vrows": a.vrows}
+        variables = {"rows": a.rows, "vrows": a.vrows, "irows": INDEX_ROWS}
         for rnd in range(1, a.rounds + 1):
             log(f"round {rnd} of {a.rounds}")
             # The point select's share of the wire ceiling, both statements in one run (see pgbench_mixed).

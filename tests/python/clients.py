@@ -27,6 +27,15 @@ def psycopg3():
             check("psycopg3 row", cur.fetchone(), (3, "n3", decimal.Decimal("3.75"), False))
             cur.execute("SELECT k FROM py3 WHERE k >= %s ORDER BY k DESC LIMIT 3", (5,))
             check("psycopg3 range", [r[0] for r in cur.fetchall()], [9, 8, 7])
+            # A list as an array parameter (`= ANY(%s)`), of integers and of strings, with ALL and in a join.
+            cur.execute("SELECT k FROM py3 WHERE k = ANY(%s) ORDER BY k", ([2, 5, 7, 42],))
+            check("psycopg3 = ANY(ints)", [r[0] for r in cur.fetchall()], [2, 5, 7])
+            cur.execute("SELECT count(*) FROM py3 WHERE name = ANY(%s)", (["n1", "n3", "none"],))
+            check("psycopg3 = ANY(strings)", cur.fetchone()[0], 2)
+            cur.execute("SELECT count(*) FROM py3 WHERE k <> ALL(%s)", ([0, 1],))
+            check("psycopg3 <> ALL(ints)", cur.fetchone()[0], 8)
+            cur.execute("SELECT count(*) FROM py3 a JOIN py3 b ON a.k = b.k WHERE a.k = ANY(%s)", ([1, 2],))
+            check("psycopg3 = ANY in a join", cur.fetchone()[0], 2)
             # Binary results.
             with conn.cursor(binary=True) as bcur:
                 bcur.execute("SELECT k, name FROM py3 WHERE k = %s", (4,))

@@ -19,7 +19,7 @@ impl CompactionFilterFactory for VersionFilter {
             //
             // A value out of line is kept: its row may still hold the cell (rows and values are compacted
             // at different times), and an index computes the row's old entry from it. Once its row no longer
-            // holds it, `Inner::sweep_outside` removes it.
+            // holds it, a sweep (`engine/sweep.rs`) removes it.
             if keys::is_outside(key) {
                 return Decision::Keep;
             }

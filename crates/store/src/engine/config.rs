@@ -42,9 +42,9 @@ pub struct StoreConfig {
     /// key of its own (see `row`): a row's other writes then neither read nor rewrite it. 2 KiB, as
     /// PostgreSQL's TOAST threshold: a row of small cells stays one lookup.
     pub inline_value_bytes: usize,
-    /// How often maintenance looks for values out of line that compactions left without a row (tables with a
-    /// ttl, or versions hidden by lowered options, only).
-    pub outside_sweep_interval: Duration,
+    /// How often maintenance looks for what compactions left behind: values out of line without a row, index
+    /// entries of expired values (tables with a ttl, or versions hidden by changed options, only).
+    pub sweep_interval: Duration,
 }
 
 impl Default for StoreConfig {
@@ -62,7 +62,7 @@ impl Default for StoreConfig {
             bulk_ingest_bytes: 16 << 20,
             bulk_file_rows: 4 << 20,
             inline_value_bytes: 2048,
-            outside_sweep_interval: Duration::from_secs(600),
+            sweep_interval: Duration::from_secs(600),
         }
     }
 }

@@ -17,7 +17,8 @@
 //! down (a ttl hides a cell's oldest versions first, `max_versions` its oldest), so the newest stored
 //! value is the visible one unless nothing of the column is visible. Entries therefore cover every row a
 //! read could find, and may also name rows whose values have since expired, whose entries stay until
-//! the row is written again: a read through an index checks each row it finds against its condition.
+//! the row is written again, or a compaction drops those values and a sweep (`engine/sweep.rs`) the entry:
+//! a read through an index checks each row it finds against its condition.
 
 use super::*;
 use crate::catalog::IndexDef;
@@ -186,10 +187,15 @@ fn entry_values(
 /// Whether the row named by entry value `other` (a row key) still holds `entry`'s values: the entry is a
 /// live claim on them, not one left by a row that has changed since.
 fn still_holds(t: &Table, src: &dyn Read, def: &TableDef, ix: &IndexDef, other: &[u8], entry: &Entry) -> Result<bool> {
-    let pk = keys::decode_pk(other, &t.pk_types)?;
+    holds_entry(t, src, def, ix, other, &entry.key)
+}
+
+/// Whether the row whose key columns are `row_key` (encoded) is stored and makes index entry `entry`.
+pub(super) fn holds_entry(t: &Table, src: &dyn Read, def: &TableDef, ix: &IndexDef, row_key: &[u8], entry: &[u8]) -> Result<bool> {
+    let pk = keys::decode_pk(row_key, &t.pk_types)?;
     let key = t.key(&pk)?;
     let Some(raw) = src.get(&key)? else { return Ok(false) };
-    Ok(entry_key(def, ix, &pk, other, &StoredRow::decode(&raw)?, src, &key)?.key == entry.key)
+    Ok(entry_key(def, ix, &pk, row_key, &StoredRow::decode(&raw)?, src, &key)?.key == entry)
 }
 
 impl WriteCtx<'_> {
@@ -307,6 +313,9 @@ impl Inner {
             Some(v) => u32::from_be_bytes(v.as_slice().try_into().map_err(|_| StoreError::Corrupt("next table id".into()))?),
             None => 1,
         };
+        if id >= keys::OUTSIDE_BIT {
+            return Err(StoreError::NotSupported("more than 2^31 tables and indexes created over the store's life".into()));
+        }
         self.kv.meta_write(&[(catalog::NEXT_TABLE_ID.to_vec(), Some((id + 1).to_be_bytes().to_vec()))], &[])?;
         Ok(id)
     }

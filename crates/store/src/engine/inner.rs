@@ -184,7 +184,7 @@ impl Inner {
                 Ok(())
             })?;
             self.kv.compact(Some((&keys::table_prefix(t.id), &keys::table_end(t.id))))?;
-            self.sweep_outside(&t)?;
+            self.sweep(&t)?;
             new.stored_versions = old.max_versions;
         }
         new.stored_versions = new.stored_versions.max(new.max_versions);

@@ -31,11 +31,11 @@ impl Inner {
         let now = Instant::now();
         let elapsed = LAST.with(|l| l.replace(Some(now))).map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(1.0);
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
-        // Values out of line that compactions left without a row, now and then, for tables where they can be.
-        if SWEPT.with(|s| s.get()).is_none_or(|t| now.duration_since(t) >= self.config.outside_sweep_interval) {
+        // What compactions left behind, now and then (tables where compactions drop nothing are skipped).
+        if SWEPT.with(|s| s.get()).is_none_or(|t| now.duration_since(t) >= self.config.sweep_interval) {
             SWEPT.with(|s| s.set(Some(now)));
-            for t in tables.iter().filter(|t| Inner::may_leave_outside(t)) {
-                self.sweep_outside(t)?;
+            for t in &tables {
+                self.sweep(t)?;
             }
         }
         for t in tables {

@@ -32,6 +32,28 @@ pub(super) fn parameter_array_cast(e: &mut Expr) {
     }
 }
 
+/// `x = ANY($1)`, `x <> ALL($1)`: PostgreSQL types the parameter as an array of `x`'s type; DataFusion, which
+/// would plan `array_has($1, x)`, cannot infer it and refuses. The parameter is read as `$1::text[]`, whose
+/// elements DataFusion then compares with `x` as it compares a text array literal (`x = ANY('{1,2}')`).
+/// Drivers send such a list as an array's text form (psycopg 3, postgres.js, pgx).
+pub(super) fn any_parameter(e: &mut Expr) {
+    let (Expr::AnyOp { right, .. } | Expr::AllOp { right, .. }) = e else { return };
+    let mut inner = right.as_ref();
+    while let Expr::Nested(n) = inner {
+        inner = n;
+    }
+    if matches!(inner, Expr::Value(v) if matches!(v.value, Value::Placeholder(_))) {
+        let text = DataType::Text;
+        **right = Expr::Cast {
+            kind: sqlparser::ast::CastKind::DoubleColon,
+            expr: Box::new(inner.clone()),
+            data_type: DataType::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(Box::new(text), None)),
+            array: false,
+            format: None,
+        };
+    }
+}
+
 /// `x::varchar(n)`: PostgreSQL's explicit cast keeps the first `n` characters (a column of that type
 /// refuses longer values instead); Arrow's ignores the length. `left(x::varchar, n)`.
 pub(super) fn varchar_length_cast(e: &mut Expr) {

@@ -26,6 +26,8 @@
 //!   zips with other `unnest`s of the select list as in PostgreSQL.
 //! - Functions in FROM: a set-returning one's alias also names its column (`generate_series(1, 3) AS i`
 //!   gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
+//! - `x = ANY($1)` / `x op ALL($1)`: the parameter is read as a text array (`$1::text[]`), whose elements
+//!   compare with `x` as a text array literal's do; DataFusion cannot infer the parameter's type there.
 //! - `user`, `current_user`, `session_user`, `current_role` written bare are calls of the session's user.
 //! - `col::regtype` and `col::regclass` of an OID column print a name, as in PostgreSQL
 //!   (`format_type(col, NULL)`, `regclass_name(col)`); `col::regclass::oid` is `col`; so does
@@ -47,7 +49,7 @@ mod casts;
 mod subqueries;
 mod system_columns;
 
-use casts::{char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput};
+use casts::{any_parameter, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput};
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
@@ -82,6 +84,11 @@ impl Rewriter {
         let _ = s.visit(&mut RegclassOutput);
         let _ = s.visit(&mut RegclassExists);
         let _ = s.visit(&mut system_columns::SystemColumns::default());
+        // Before the library's ANY/ALL rule, which makes them `array_has` calls.
+        let _ = visit_expressions_mut(&mut s, |e| {
+            any_parameter(e);
+            ControlFlow::<()>::Continue(())
+        });
         for rule in &self.rules {
             s = rule.rewrite(s);
         }

@@ -1,0 +1,127 @@
+//! Removing what compactions leave behind. A write removes, in its own transaction, the values out of line
+//! of the cells it drops and the index entries its row no longer makes. A compaction cannot: it rewrites one
+//! key at a time, so the expired or surplus versions it drops from a row leave their values out of line
+//! behind, and a row whose indexed values expired (or that expired whole) leaves its index entries. A sweep
+//! finds both and deletes them, for tables where compactions drop anything (a ttl, or versions hidden by
+//! changed options): at `Store::compact`, after a compaction under a lowered `max_versions`, and every
+//! `StoreConfig::sweep_interval` in maintenance.
+
+use super::*;
+use crate::catalog::IndexDef;
+
+/// Keys read per page of a sweep: no cursor is held while it deletes.
+const PAGE: usize = 1024;
+
+impl Inner {
+    /// Sweeps table `t` if compactions may have left anything of it behind; returns what it removed.
+    pub(super) fn sweep(&self, t: &Table) -> Result<usize> {
+        let o = t.def.read().options;
+        if o.ttl < 0 && o.hidden_before == i64::MIN && o.stored_versions <= o.max_versions {
+            // Nothing here is ever dropped by a compaction: only writes, which clean up after themselves.
+            return Ok(0);
+        }
+        let mut removed = self.sweep_outside(t)?;
+        let indexes: Vec<IndexDef> = t.def.read().indexes.iter().filter(|i| i.ready).cloned().collect();
+        for ix in &indexes {
+            removed += self.sweep_index(t, ix)?;
+        }
+        Ok(removed)
+    }
+
+    /// Deletes table `t`'s out-of-line values whose row no longer holds their cell.
+    fn sweep_outside(&self, t: &Table) -> Result<usize> {
+        let [_, (lo, hi)] = keys::table_ranges(t.id);
+        let head = t.prefix_len() - 4;
+        let holds = |src: &dyn Read, row_key: &[u8], column: &str, version: i64| -> Result<bool> {
+            Ok(match src.get(row_key)? {
+                Some(raw) => row::outside_cells(&raw)?.iter().any(|(c, v, _)| c == column && *v == version),
+                None => false,
+            })
+        };
+        self.sweep_range(lo, hi, |src, key, _| {
+            let (row_key, column, version) = keys::split_outside(key, head, &t.pk_types)?;
+            Ok((holds(src, &row_key, &column, version)?, row_key))
+        })
+    }
+
+    /// Deletes index `ix`'s entries whose row (stored, with its newest stored values) no longer makes them.
+    fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
+        let def = t.def.read().clone();
+        let (lo, hi) = (keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec());
+        self.sweep_range(lo, hi, |src, key, row_key| {
+            let pk = keys::decode_pk(row_key, &t.pk_types)?;
+            Ok((super::index::holds_entry(t, src, &def, ix, row_key, key)?, t.key(&pk)?))
+        })
+    }
+
+    /// Walks the keys of `[lo, hi)` a page at a time; `kept(src, key, value)` says whether a key is still
+    /// needed, and the key of the row it belongs to. One that is not is deleted in a transaction that reads
+    /// it and its row for update and asks again, so a writer of either meanwhile conflicts with it (and the
+    /// key then stays).
+    fn sweep_range(&self, lo: Vec<u8>, hi: Vec<u8>, kept: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>) -> Result<usize> {
+        let (mut removed, mut start) = (0, lo);
+        loop {
+            let page = {
+                let mut it = self.reader().scan(start, hi.clone(), false);
+                it.seek_to_first();
+                let mut page = Vec::with_capacity(PAGE);
+                while it.valid() && page.len() < PAGE {
+                    page.push((it.key().to_vec(), it.value().to_vec()));
+                    it.advance(false);
+                }
+                it.status()?;
+                page
+            };
+            let Some((last, _)) = page.last() else { return Ok(removed) };
+            start = [last.as_slice(), &[0]].concat();
+            for (key, value) in &page {
+                let (needed, row_key) = kept(self.reader(), key, value)?;
+                if needed {
+                    continue;
+                }
+                let txn = self.kv.begin(true);
+                txn.get_for_update(Space::Data, &row_key)?;
+                let Some(value) = txn.get_for_update(Space::Data, key)? else {
+                    txn.rollback()?;
+                    continue;
+                };
+                if kept(&*txn, key, &value)?.0 {
+                    txn.rollback()?;
+                    continue;
+                }
+                txn.delete(Space::Data, key)?;
+                match txn.commit().map_err(StoreError::from) {
+                    Ok(()) => removed += 1,
+                    Err(StoreError::Conflict) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Flushes memtables and compacts everything: expired and surplus versions are physically removed,
+    /// with their values out of line and the index entries of what expired.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.kv.compact(None)?;
+        let tables: Vec<Arc<Table>> = self.inner.tables.read().values().cloned().collect();
+        for t in &tables {
+            self.inner.sweep(t)?;
+        }
+        Ok(())
+    }
+
+    /// How many values of `table` are stored out of line now, visible or not (for tests and diagnostics).
+    pub fn outside_values(&self, table: &str) -> Result<usize> {
+        let [_, (lo, hi)] = keys::table_ranges(self.inner.table(table)?.id);
+        let mut it = self.inner.reader().scan(lo, hi, false);
+        let mut n = 0;
+        it.seek_to_first();
+        while it.valid() {
+            n += 1;
+            it.advance(false);
+        }
+        Ok(it.status().map(|_| n)?)
+    }
+}
