@@ -140,13 +140,8 @@ impl BulkLoad {
     /// row's position, so that a failed load names the row) and counted in the row's partition.
     pub(super) fn add_stored(&mut self, key: Vec<u8>, row: &StoredRow<Stored>) -> Result<()> {
         let mut outside = Vec::new();
-        let v = row.encode_spilling(self.inner.config.inline_value_bytes, |column, version, value| {
-            let bytes = match value {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Binary(b) => b.clone(),
-                _ => unreachable!("only strings and binaries go out of line"),
-            };
-            outside.push((keys::outside_key(&key, column, version), bytes));
+        let v = row.encode_spilling(self.inner.config.inline_value_bytes, |column, version, bytes| {
+            outside.push((keys::outside_key(&key, column, version), bytes.to_vec()));
             Ok(())
         })?;
         let pos = self.next_pos;

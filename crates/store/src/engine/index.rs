@@ -174,10 +174,7 @@ fn entry_values(
                 None => Ok(None),
                 Some(Cell { value: Stored::Inline(v), .. }) => Ok(Some(v.clone())),
                 Some(Cell { value: Stored::Outside { kind, .. }, version }) => {
-                    let bytes = src
-                        .get(&keys::outside_key(data_key, c, *version))?
-                        .ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {c} is missing")))?;
-                    Ok(Some(row::outside_value(*kind, bytes)?))
+                    Ok(Some(row::outside_value(c, *kind, src.get(&keys::outside_key(data_key, c, *version))?)?))
                 }
             },
         })

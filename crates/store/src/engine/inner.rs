@@ -316,11 +316,9 @@ impl Inner {
             outside.clear();
             for (i, c) in cells.iter().enumerate() {
                 let Some((c, kind)) = c.and_then(|c| Some((c, row::outside_at(raw, c)?))) else { continue };
-                let bytes = src
-                    .get(&keys::outside_key(k, &columns[i], c.version))?
-                    .ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {} is missing", columns[i])))?;
+                let found = src.get(&keys::outside_key(k, &columns[i], c.version))?;
                 outside.resize(cells.len(), None);
-                outside[i] = Some(row::outside_value(kind, bytes)?);
+                outside[i] = Some(row::outside_value(&columns[i], kind, found)?);
             }
             key.clear();
             keys::decode_pk_into(&k[t.prefix_len()..], &t.pk_types, &mut key)?;

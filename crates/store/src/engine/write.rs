@@ -63,13 +63,8 @@ impl WriteCtx<'_> {
             Some(row) => {
                 let txn = self.txn;
                 let mut spilled = false;
-                let v = row.encode_spilling(self.inline_max, |column, version, value| {
+                let v = row.encode_spilling(self.inline_max, |column, version, bytes| {
                     spilled = true;
-                    let bytes = match value {
-                        Value::String(s) => s.as_bytes(),
-                        Value::Binary(b) => b.as_slice(),
-                        _ => unreachable!("only strings and binaries go out of line"),
-                    };
                     Ok(txn.put(Space::Data, &keys::outside_key(key, column, version), bytes)?)
                 })?;
                 self.txn.put(Space::Data, key, &v)?;

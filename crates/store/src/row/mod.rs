@@ -85,8 +85,10 @@ fn write_outside(w: &mut Writer, kind: u8, len: u32) {
     w.u32(len);
 }
 
-/// The value of an out-of-line cell of `kind`, from the bytes under its key.
-pub fn outside_value(kind: u8, bytes: Vec<u8>) -> Result<Value> {
+/// The value of column `column`'s out-of-line cell of `kind`, from what its key holds (nothing there is a
+/// damaged store, never an empty value).
+pub fn outside_value(column: &str, kind: u8, found: Option<Vec<u8>>) -> Result<Value> {
+    let bytes = found.ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {column} is missing")))?;
     match kind {
         1 => String::from_utf8(bytes).map(Value::String).map_err(|_| StoreError::Corrupt("bad utf-8".into())),
         5 => Ok(Value::Binary(bytes)),
@@ -176,12 +178,17 @@ impl StoredRow<Stored> {
     }
 
     /// The row's bytes with each inline string or binary longer than `inline_max` moved out of line:
-    /// `spill(column, version, value)` writes it under its own key.
-    pub fn encode_spilling(&self, inline_max: usize, mut spill: impl FnMut(&str, i64, &Value) -> Result<()>) -> Result<Vec<u8>> {
+    /// `spill(column, version, bytes)` writes its bytes under its own key.
+    pub fn encode_spilling(&self, inline_max: usize, mut spill: impl FnMut(&str, i64, &[u8]) -> Result<()>) -> Result<Vec<u8>> {
         self.encode_with(|w, name, version, v| match v {
             Stored::Inline(value @ (Value::String(_) | Value::Binary(_))) if value.size() > inline_max => {
-                spill(name, version, value)?;
-                write_outside(w, if matches!(value, Value::String(_)) { 1 } else { 5 }, value.size() as u32);
+                let (kind, bytes) = match value {
+                    Value::String(s) => (1, s.as_bytes()),
+                    Value::Binary(b) => (5, b.as_slice()),
+                    _ => unreachable!("matched above"),
+                };
+                spill(name, version, bytes)?;
+                write_outside(w, kind, bytes.len() as u32);
                 Ok(())
             }
             v => {
@@ -199,10 +206,7 @@ impl StoredRow<Stored> {
             for c in cells {
                 let value = match c.value {
                     Stored::Inline(v) => v,
-                    Stored::Outside { kind, .. } => outside_value(
-                        kind,
-                        fetch(&name, c.version)?.ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {name} is missing")))?,
-                    )?,
+                    Stored::Outside { kind, .. } => outside_value(&name, kind, fetch(&name, c.version)?)?,
                 };
                 out.push(Cell { version: c.version, value });
             }

@@ -21,8 +21,7 @@ pub fn fill_outside(
 ) -> Result<()> {
     for o in outside {
         let (name, cells) = &mut columns[o.column];
-        let bytes = fetch(name, o.version)?.ok_or_else(|| StoreError::Corrupt(format!("out-of-line value of {name} is missing")))?;
-        cells[o.cell].value = outside_value(o.kind, bytes)?;
+        cells[o.cell].value = outside_value(name, o.kind, fetch(name, o.version)?)?;
     }
     Ok(())
 }

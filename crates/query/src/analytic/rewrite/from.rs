@@ -1,0 +1,59 @@
+//! Functions in FROM: a set-returning one's alias also names its column (`generate_series(1, 3) AS i`
+//! gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{TableFactor, VisitorMut};
+
+use super::unnamed_args;
+
+pub(super) struct FunctionsInFrom;
+
+/// Table functions DataFusion knows; any other function in FROM is a scalar one.
+const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "unnest", "pg_get_keywords"];
+
+impl VisitorMut for FunctionsInFrom {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        // `unnest(a) AS o` parsed as UNNEST: the alias names its column too.
+        if let TableFactor::UNNEST { alias: Some(a), array_exprs, .. } = f {
+            if a.columns.is_empty() && array_exprs.len() == 1 {
+                a.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+            }
+        }
+        let TableFactor::Table { name, args: Some(args), alias, .. } = f else { return ControlFlow::Continue(()) };
+        let fname = name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        // `[pg_catalog.]unnest(a) x`: DataFusion's UNNEST relation, whose column the alias names.
+        if fname == "unnest" {
+            if let Some(array_exprs) = unnamed_args(&args.args) {
+                let mut alias = alias.clone();
+                if let Some(a) = alias.as_mut().filter(|a| a.columns.is_empty()) {
+                    a.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+                }
+                *f = TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality: false };
+            }
+            return ControlFlow::Continue(());
+        }
+        if TABLE_FUNCTIONS.contains(&fname.as_str()) && name.0.len() > 1 {
+            // pg_catalog.generate_series: DataFusion knows it unqualified.
+            name.0 = vec![name.0.last().cloned().expect("a name")];
+        }
+        let Some(alias) = alias else { return ControlFlow::Continue(()) };
+        if !alias.columns.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        if TABLE_FUNCTIONS.contains(&fname.as_str()) {
+            alias.columns = vec![sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
+            return ControlFlow::Continue(());
+        }
+        let call = format!("SELECT {name}({}) AS {}", args.args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "), alias.name);
+        let Ok(query) =
+            sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_query())
+        else {
+            return ControlFlow::Continue(());
+        };
+        *f = TableFactor::Derived { lateral: false, subquery: query, alias: Some(alias.clone()), sample: None };
+        ControlFlow::Continue(())
+    }
+}
