@@ -204,6 +204,16 @@ impl QueryError {
         }
     }
 
+    /// What PostgreSQL's HINT field would suggest.
+    pub fn hint(&self) -> Option<String> {
+        match self.root() {
+            QueryError::Store(StoreError::TransactionTooLarge { .. }) => {
+                Some("Split the work over several transactions, or raise the server's --max-transaction-mb.".into())
+            }
+            _ => None,
+        }
+    }
+
     /// The table, column and constraint an integrity error is about, as PostgreSQL names them in its error
     /// fields (drivers read them: psycopg's `diag.constraint_name`, what Django and Rails report).
     pub fn object(&self) -> (Option<String>, Option<String>, Option<String>) {

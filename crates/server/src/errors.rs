@@ -11,6 +11,7 @@ pub fn error_info(e: &QueryError) -> ErrorInfo {
     }
     let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string());
     info.detail = e.detail();
+    info.hint = e.hint();
     info.position = e.position().map(|p| p.to_string());
     let (table, column, constraint) = e.object();
     // Tabula's tables are all in `public`.

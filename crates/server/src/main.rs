@@ -46,6 +46,10 @@ struct Cli {
     /// MiB of memory all analytic statements together may hold; over it statements fail with 53200 [default: 4096]
     #[arg(long, env = "TABULA_MEMORY_LIMIT_MB")]
     memory_limit_mb: Option<usize>,
+    /// MiB of keys and values one transaction block may write (its writes are held in memory until it
+    /// commits); over it a write fails with 54000 [default: 64]
+    #[arg(long, env = "TABULA_MAX_TRANSACTION_MB")]
+    max_transaction_mb: Option<usize>,
     /// MiB of log blocks written at start, for durable commits to overwrite rather than append to (0: none) [default: 16]
     #[arg(long, env = "TABULA_WAL_PREFILL_MB")]
     wal_prefill_mb: Option<usize>,
@@ -90,6 +94,7 @@ struct FileConfig {
     statement_memory_mb: Option<usize>,
     memory_limit_mb: Option<usize>,
     wal_prefill_mb: Option<usize>,
+    max_transaction_mb: Option<usize>,
     log_level: Option<String>,
     auth: Option<String>,
     allow_trust_remote: Option<bool>,
@@ -196,6 +201,11 @@ async fn run() -> anyhow::Result<()> {
         wal_prefill_bytes: match cli.wal_prefill_mb.or(file.wal_prefill_mb) {
             Some(mb) => mib("--wal-prefill-mb", mb)?,
             None => defaults.wal_prefill_bytes,
+        },
+        max_transaction_bytes: match cli.max_transaction_mb.or(file.max_transaction_mb) {
+            Some(0) => anyhow::bail!("--max-transaction-mb must be at least 1"),
+            Some(mb) => mib("--max-transaction-mb", mb)? as u64,
+            None => defaults.max_transaction_bytes,
         },
     };
     let server = start(config.clone()).await?;

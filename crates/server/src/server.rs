@@ -62,6 +62,8 @@ pub struct ServerConfig {
     pub busy_poll: Duration,
     /// Bytes of log blocks written at start, for durable commits to overwrite (`RocksOptions::log_prefill_bytes`).
     pub wal_prefill_bytes: usize,
+    /// Most bytes of keys and values one transaction block may write (`StoreConfig::max_transaction_bytes`).
+    pub max_transaction_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +87,7 @@ impl Default for ServerConfig {
             max_statement_bytes: tabula_query::database::DEFAULT_MAX_STATEMENT_BYTES,
             busy_poll: Duration::from_micros(100),
             wal_prefill_bytes: RocksOptions::default().log_prefill_bytes,
+            max_transaction_bytes: StoreConfig::default().max_transaction_bytes,
         }
     }
 }
@@ -121,6 +124,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         durability: Durability::Group { interval: config.wal_writer_delay },
         split_bytes: config.split_bytes,
         merge_bytes: config.split_bytes / 8,
+        max_transaction_bytes: config.max_transaction_bytes,
         ..StoreConfig::default()
     };
     // The log is synced by the store's group commit (sessions with synchronous_commit on wait for it), so

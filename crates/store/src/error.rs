@@ -71,6 +71,10 @@ pub enum StoreError {
     IndexExists(String),
     #[error("corrupt data: {0}")]
     Corrupt(String),
+    /// A transaction that would hold more than its limit of written bytes (`Txn::limit_size`): its writes
+    /// are held in memory until it commits.
+    #[error("transaction is too large: it would write more than {limit} bytes")]
+    TransactionTooLarge { limit: u64 },
 }
 
 impl StoreError {
@@ -104,6 +108,7 @@ impl StoreError {
             Storage(_) => "58030",
             DiskFull(_) => "53100",
             Corrupt(_) => "XX001",
+            TransactionTooLarge { .. } => "54000",
         }
     }
 

@@ -181,3 +181,43 @@ fn a_sequence_goes_on_from_where_it_is_set() {
         assert!(next > 2 && next < 1000, "after the block reserved from 2 on, not after 1000: {next}");
     }
 }
+
+#[test]
+fn a_limited_transaction_fails_past_its_size_and_a_savepoint_gives_the_room_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig { maintenance_interval: None, max_transaction_bytes: 10_000, ..StoreConfig::default() };
+    let store = open_with(dir.path(), config);
+    store.create_table(table("t", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    let row = |txn: &Txn, k: i64| {
+        let cells = [CellWrite::new("v", Value::String("x".repeat(100)))];
+        txn.put_row("t", &[Some(int(k))], &cells, &Condition::ignore())
+    };
+    // Unlimited unless asked: a transaction of the store's own callers (a COPY into an indexed table).
+    let txn = store.begin();
+    for k in 0..200 {
+        row(&txn, k).unwrap();
+    }
+    assert!(txn.written_bytes() > 10_000);
+    txn.rollback().unwrap();
+
+    let txn = store.begin();
+    txn.limit_size();
+    assert_eq!(txn.size_limit(), Some(10_000));
+    for k in 0..10 {
+        row(&txn, k).unwrap();
+    }
+    let after_ten = txn.written_bytes();
+    assert!(after_ten > 1000 && after_ten < 10_000, "{after_ten}");
+    txn.savepoint();
+    let failed = (10..200).map(|k| row(&txn, k)).find_map(Result::err);
+    assert!(matches!(failed, Some(StoreError::TransactionTooLarge { limit: 10_000 })), "{failed:?}");
+    assert_eq!(failed.unwrap().sqlstate(), "54000");
+    // Back to the savepoint: its writes and their bytes are gone, and the rows before it stay.
+    txn.rollback_to_savepoint().unwrap();
+    assert_eq!(txn.written_bytes(), after_ten);
+    row(&txn, 10).unwrap();
+    txn.commit().unwrap();
+    let keys: Vec<PkValue> =
+        store.get_range("t", &RangeRequest::full(Direction::Forward)).unwrap().rows.into_iter().map(|r| r.pk[0].clone()).collect();
+    assert_eq!(keys, (0..11).map(int).collect::<Vec<_>>());
+}

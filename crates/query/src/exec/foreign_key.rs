@@ -39,7 +39,7 @@ fn key_text(t: &TableSchema, cols: &[usize], values: &[Datum]) -> String {
 }
 
 impl Executor<'_> {
-    fn catalog(&self) -> Result<&dyn crate::planner::Catalog> {
+    pub(super) fn catalog(&self) -> Result<&dyn crate::planner::Catalog> {
         self.catalog.ok_or_else(|| QueryError::Internal("foreign keys need the catalog".into()))
     }
 

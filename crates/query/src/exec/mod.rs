@@ -17,15 +17,17 @@ use crate::schema::TableSchema;
 use crate::types::{Datum, SqlRow, SqlType};
 
 mod foreign_key;
+mod modify;
 mod one_call;
 mod pages;
 mod scan;
 mod write;
 
 pub use foreign_key::FkCheck;
+pub use modify::{Enough, Modified};
 pub use one_call::{key_update, upsert};
 pub use pages::{latest, page_rows, FanOut, Pages, Reader};
-pub use scan::latest_sql_rows;
+pub use scan::{latest_sql_rows, Resume};
 pub use write::{check_row, prepare_row, PreparedRow};
 
 /// Stops a running statement: a cancel request or a statement timeout.
@@ -80,6 +82,8 @@ pub struct ScanStats {
     pub returned: u64,
     pub engine_calls: u64,
     pub micros: u64,
+    /// Transactions an UPDATE or DELETE outside a transaction block committed (see `modify`).
+    pub batches: u64,
 }
 
 pub struct Executor<'a> {

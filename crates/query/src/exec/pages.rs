@@ -81,6 +81,16 @@ impl Pages {
         self.next.is_some()
     }
 
+    /// The same range, read from `start` on: where an earlier read of it stopped (`position`).
+    pub fn resumed(self, start: Vec<PkBound>) -> Pages {
+        Pages { next: self.next.map(|_| start), ..self }
+    }
+
+    /// Where the next page starts; `None` once the range is read.
+    pub fn position(&self) -> Option<Vec<PkBound>> {
+        self.next.clone()
+    }
+
     /// Ends the read early (the consumer is done, or failed).
     pub fn stop(&mut self) {
         self.next = None;

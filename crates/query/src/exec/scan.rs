@@ -32,6 +32,24 @@ pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f
     Ok(())
 }
 
+/// Where a scan stopped between two pages, for a later scan of the same plan to go on from (a batched
+/// UPDATE or DELETE, each batch in a transaction of its own).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resume {
+    /// A range or full scan: where its next page starts.
+    Range(Vec<PkBound>),
+    /// An index scan: which of its key ranges, and the entry its next page starts after.
+    Index { range: usize, after: Vec<u8> },
+}
+
+fn resume_range(pages: Pages, from: Option<&Resume>) -> Result<Pages> {
+    match from {
+        None => Ok(pages),
+        Some(Resume::Range(start)) => Ok(pages.resumed(start.clone())),
+        Some(Resume::Index { .. }) => Err(QueryError::Internal("a range scan resumed as an index scan".into())),
+    }
+}
+
 impl Executor<'_> {
     /// Turns an engine row into SQL rows: one, or one per version in history mode. Takes the row so that
     /// its values move into the SQL row rather than being copied.
@@ -79,8 +97,22 @@ impl Executor<'_> {
     }
 
     /// Runs a scan, calling `f` with each row that passes the filter until it returns `false`.
-    pub fn scan(&self, scan: &Scan, mut f: impl FnMut(SqlRow) -> Result<bool>) -> Result<()> {
+    pub fn scan(&self, scan: &Scan, f: impl FnMut(SqlRow) -> Result<bool>) -> Result<()> {
+        self.scan_from(scan, None, &mut || Ok(true), f).map(|_| ())
+    }
+
+    /// [`Self::scan`], from where an earlier scan of the same plan stopped (`from`). `page_done` runs after
+    /// each page of a range, full or index scan has been handed to `f`, and stops the scan there when it
+    /// returns false: the result is then where the scan would have gone on.
+    pub fn scan_from(
+        &self,
+        scan: &Scan,
+        from: Option<&Resume>,
+        page_done: &mut dyn FnMut() -> Result<bool>,
+        mut f: impl FnMut(SqlRow) -> Result<bool>,
+    ) -> Result<Option<Resume>> {
         let started = Instant::now();
+        let mut stopped = None;
         let t = &scan.table;
         let spec = self.read_spec(scan)?;
         let mut limit = self.eval_u64(&scan.limit)?;
@@ -145,18 +177,23 @@ impl Executor<'_> {
                         "a read in the order of index \"{index}\", built in this transaction after it wrote rows: commit first"
                     )));
                 }
-                self.range(scan, Pages::all(&t.name, Direction::Forward, spec), &mut stats, &mut feed)?;
+                let pages = Pages::all(&t.name, Direction::Forward, spec);
+                stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
             }
             AccessPath::IndexScan { index, lookups, lower, upper, order } => {
                 let backward = *order == Some(Direction::Backward);
-                let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(()) };
+                let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(None) };
                 // Under a LIMIT that every row meets, a first page of that many entries is likely the last.
                 let page = match (&scan.filter, self.eval_u64(&scan.limit)?) {
                     (None, Some(l)) => (l as usize).clamp(1, INDEX_PAGE),
                     _ => INDEX_PAGE,
                 };
-                'lookups: for range in &ranges {
-                    let mut after = None;
+                let (first, mut after) = match from {
+                    None => (0, None),
+                    Some(Resume::Index { range, after }) => (*range, Some(after.clone())),
+                    Some(Resume::Range(_)) => return Err(QueryError::Internal("an index scan resumed as a range".into())),
+                };
+                'lookups: for (i, range) in ranges.iter().enumerate().skip(first) {
                     loop {
                         self.interrupt.check()?;
                         stats.engine_calls += 1;
@@ -170,8 +207,15 @@ impl Executor<'_> {
                             }
                         }
                         match next {
+                            Some(n) if !page_done()? => {
+                                stopped = Some(Resume::Index { range: i, after: n });
+                                break 'lookups;
+                            }
                             Some(n) => after = Some(n),
-                            None => break,
+                            None => {
+                                after = None;
+                                break;
+                            }
                         }
                     }
                 }
@@ -182,7 +226,7 @@ impl Executor<'_> {
                     // A NULL bound matches nothing.
                     _ => Pages::empty(&t.name, *direction, spec),
                 };
-                self.range(scan, pages, &mut stats, &mut feed)?;
+                stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
             }
             AccessPath::System(view) => {
                 let store = self.system.ok_or_else(|| QueryError::Internal("system views need the store".into()))?;
@@ -216,23 +260,28 @@ impl Executor<'_> {
                             }
                         }
                     }
-                    None => self.range(scan, Pages::all(&t.name, *direction, spec), &mut stats, &mut feed)?,
+                    None => {
+                        let pages = Pages::all(&t.name, *direction, spec);
+                        stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
+                    }
                 }
             }
         }
         stats.micros += started.elapsed().as_micros() as u64;
         self.stats.set(stats);
-        Ok(())
+        Ok(stopped)
     }
 
-    /// Feeds a range's pages to `feed` until it has had enough.
+    /// Feeds a range's pages to `feed` until it has had enough, or `page_done` stops it between two pages:
+    /// then where the next page starts.
     pub(super) fn range(
         &self,
         scan: &Scan,
         mut pages: Pages,
         stats: &mut ScanStats,
         feed: &mut dyn FnMut(Vec<Row>, &mut ScanStats) -> Result<bool>,
-    ) -> Result<()> {
+        page_done: &mut dyn FnMut() -> Result<bool>,
+    ) -> Result<Option<Resume>> {
         let rows = page_rows(scan.filter.is_some(), self.eval_u64(&scan.limit)?);
         while pages.more() {
             stats.engine_calls += 1;
@@ -240,8 +289,13 @@ impl Executor<'_> {
             if !feed(page, stats)? {
                 break;
             }
+            if let Some(next) = pages.position() {
+                if !page_done()? {
+                    return Ok(Some(Resume::Range(next)));
+                }
+            }
         }
-        Ok(())
+        Ok(None)
     }
 
     pub fn select(&self, p: &SelectPlan) -> Result<Vec<SqlRow>> {

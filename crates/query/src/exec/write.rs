@@ -171,7 +171,7 @@ impl Executor<'_> {
     /// An UPDATE that assigns key columns: the row moves to its new key, deleted and written again (its
     /// cells at the statement's version: the old versions stay behind with the old key). A row already at
     /// the new key is 23505, as in PostgreSQL.
-    fn move_row(
+    pub(super) fn move_row(
         &self,
         t: &TableSchema,
         pk: &[PkValue],
@@ -219,84 +219,6 @@ impl Executor<'_> {
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    pub fn update(&self, p: &UpdatePlan) -> Result<(u64, Vec<SqlRow>)> {
-        let t = &p.scan.table;
-        let version = self.eval_version(&p.version)?;
-        let mut targets = Vec::new();
-        self.scan(&p.scan, |r| {
-            targets.push(r);
-            Ok(true)
-        })?;
-        let mut count = 0;
-        let mut returned = Vec::new();
-        for row in targets {
-            self.interrupt.check()?;
-            let pk = self.pk_of(t, &row)?;
-            let moved = if p.assignments.iter().any(|(c, _)| t.is_pk(*c)) {
-                self.move_row(t, &pk, &row, &p.assignments, version, &p.checks)
-            } else {
-                self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks)
-            };
-            match moved {
-                Ok(after) => {
-                    self.child_written(t, &after, Some(&row))?;
-                    self.parent_changed(t, row, Some(&after))?;
-                    count += 1;
-                    self.returning(&p.returning, &after, &mut returned)?;
-                }
-                // Deleted meanwhile: nothing to update.
-                Err(QueryError::Store(StoreError::RowNotFound)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((count, returned))
-    }
-
-    pub fn delete(&self, p: &DeletePlan) -> Result<(u64, Vec<SqlRow>)> {
-        let t = &p.scan.table;
-        let mut targets = Vec::new();
-        self.scan(&p.scan, |r| {
-            targets.push(r);
-            Ok(true)
-        })?;
-        let version = self.eval_version(&p.version)?;
-        let mut count = 0;
-        let mut returned = Vec::new();
-        for row in targets {
-            self.interrupt.check()?;
-            let pk = self.pk_of(t, &row)?;
-            let res = match version {
-                Some(v) => {
-                    let ops: Vec<(String, UpdateOp)> =
-                        t.attributes().map(|i| (t.columns[i].name.clone(), UpdateOp::DeleteVersion(v))).collect();
-                    // Only rows that have that version count.
-                    let had = self
-                        .access
-                        .get_row(&t.name, &pk, &ReadSpec { columns: None, max_versions: Some(1), time_range: Some(TimeRange::Exact(v)) })
-                        .map_err(store_err)?
-                        .is_some_and(|r| !r.columns.is_empty());
-                    if !had {
-                        continue;
-                    }
-                    self.access.update_row(&t.name, &pk, &ops, &Condition::expect_exist()).map(|_| ())
-                }
-                None => self.access.delete_row(&t.name, &pk, &Condition::expect_exist()).map(|_| ()),
-            };
-            match res {
-                Ok(()) => {
-                    count += 1;
-                    self.returning(&p.returning, &row, &mut returned)?;
-                    if version.is_none() {
-                        self.parent_changed(t, row, None)?;
-                    }
-                }
-                Err(StoreError::RowNotFound) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok((count, returned))
     }
 }
 

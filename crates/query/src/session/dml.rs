@@ -100,6 +100,9 @@ impl Session {
         if call == WriteCall::Single {
             return self.exec_on_store(&store, plan, params, now_us);
         }
+        if matches!(plan, Plan::Update(_) | Plan::Delete(_)) {
+            return self.run_batched(plan, params, now_us);
+        }
         tabula_store::retry::on_conflict(
             || {
                 let txn = self.db.store().begin();
@@ -153,12 +156,12 @@ impl Session {
                 dml_output(format!("INSERT 0 {n}"), &i.returning, rows)
             }
             Plan::Update(u) => {
-                let (n, rows) = ex.update(u)?;
-                dml_output(format!("UPDATE {n}"), &u.returning, rows)
+                let m = ex.update(u, None, None)?;
+                dml_output(format!("UPDATE {}", m.count), &u.returning, m.returned)
             }
             Plan::Delete(d) => {
-                let (n, rows) = ex.delete(d)?;
-                dml_output(format!("DELETE {n}"), &d.returning, rows)
+                let m = ex.delete(d, None, None)?;
+                dml_output(format!("DELETE {}", m.count), &d.returning, m.returned)
             }
             _ => return Err(QueryError::Internal("not a DML plan".into())),
         };
@@ -199,7 +202,7 @@ impl Session {
     }
 }
 
-fn dml_output(tag: String, returning: &Option<Returning>, rows: Vec<SqlRow>) -> Output {
+pub(super) fn dml_output(tag: String, returning: &Option<Returning>, rows: Vec<SqlRow>) -> Output {
     match returning {
         Some(r) => Output::Rows { columns: r.columns.clone(), rows, tag },
         None => Output::Command { tag },

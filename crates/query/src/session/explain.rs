@@ -38,6 +38,13 @@ impl Session {
             if let Some(first) = lines.first_mut() {
                 first.push_str(&format!(" (actual rows={rows})"));
             }
+            if let Some(stats) = stats.filter(|s| s.batches > 1) {
+                lines.push(format!(
+                    "Batches: {} (outside a transaction block, each of at most {} rows committed on its own)",
+                    stats.batches,
+                    super::batches::BATCH_ROWS
+                ));
+            }
             lines.push(format!("Execution Time: {:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
         }
         Ok(Output::Rows {

@@ -24,6 +24,7 @@ use copy::CopyIn;
 
 mod access;
 mod analytic;
+mod batches;
 mod check;
 mod copy;
 mod ddl;
@@ -308,6 +309,19 @@ impl Session {
                         let inner = self.prepare_query(query, param_types)?;
                         (plan, inner.param_types, Some(s))
                     }
+                    // The parameters of INSERT ... SELECT are those of the query too, which runs later.
+                    Ok(plan @ Plan::InsertSelect { .. }) => {
+                        let Plan::InsertSelect { query, .. } = &plan else { unreachable!() };
+                        let inner = self.prepare_query(query, param_types)?.param_types;
+                        let own = planner.params;
+                        let merged = (0..own.len().max(inner.len()))
+                            .map(|i| match own.get(i) {
+                                Some(t) if *t != SqlType::Unknown => *t,
+                                _ => inner.get(i).copied().unwrap_or(SqlType::Unknown),
+                            })
+                            .collect();
+                        (plan, merged, Some(s))
+                    }
                     Ok(Plan::ExecutePrepared { name, args, .. }) => {
                         let columns =
                             self.statements.get(&name).ok_or_else(|| QueryError::UndefinedPreparedStatement(name.clone()))?.columns.clone();
@@ -445,7 +459,9 @@ impl Session {
             }
             Plan::Begin => {
                 if self.txn.is_none() {
-                    self.txn = Some(self.db.store().begin_with_view());
+                    let txn = self.db.store().begin_with_view();
+                    txn.limit_size();
+                    self.txn = Some(txn);
                     self.failed = false;
                     self.savepoints.clear();
                 }

@@ -45,6 +45,10 @@ pub struct StoreConfig {
     /// How often maintenance looks for what compactions left behind: values out of line without a row, index
     /// entries of expired values (tables with a ttl, or versions hidden by changed options, only).
     pub sweep_interval: Duration,
+    /// The most a transaction limited by `Txn::limit_size` may write, in bytes of keys and values: a
+    /// transaction holds its writes in memory until it commits. 64 MiB: TiKV's own limit on one
+    /// transaction is 100 MB, and the engine's index of the writes about doubles what they take.
+    pub max_transaction_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -63,6 +67,7 @@ impl Default for StoreConfig {
             bulk_file_rows: 4 << 20,
             inline_value_bytes: 2048,
             sweep_interval: Duration::from_secs(600),
+            max_transaction_bytes: 64 << 20,
         }
     }
 }

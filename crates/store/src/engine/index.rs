@@ -245,9 +245,11 @@ impl WriteCtx<'_> {
         }
         for k in deletes {
             self.txn.delete(Space::Data, &k)?;
+            self.written += k.len() as u64;
         }
         for k in puts {
             self.txn.put(Space::Data, &k, row_key)?;
+            self.written += (k.len() + row_key.len()) as u64;
         }
         Ok(())
     }

@@ -211,6 +211,7 @@ impl Inner {
                     deltas: Vec::new(),
                     now: self.config.clock.now_ms(),
                     inline_max: self.config.inline_value_bytes,
+                    written: 0,
                 };
                 let value = f(&mut ctx)?;
                 let deltas = std::mem::take(&mut ctx.deltas);

@@ -263,6 +263,9 @@ impl Store {
             wrote: Default::default(),
             journal: Default::default(),
             unreadable: Default::default(),
+            size: Default::default(),
+            size_marks: Default::default(),
+            size_limit: Default::default(),
             inner: self.inner.clone(),
         }
     }

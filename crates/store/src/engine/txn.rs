@@ -43,6 +43,11 @@ pub struct Txn {
     /// Indexes built by this transaction after it had written rows (to other tables): their entries were
     /// written after its snapshot, so it reads their tables without them.
     pub(super) unreadable: RefCell<Vec<u32>>,
+    /// Bytes of keys and values written so far (`WriteCtx::written`), what it was at each savepoint, and
+    /// the most it may write (`limit_size`).
+    pub(super) size: std::cell::Cell<u64>,
+    pub(super) size_marks: RefCell<Vec<u64>>,
+    pub(super) size_limit: std::cell::Cell<Option<u64>>,
     pub(super) inner: Arc<Inner>,
 }
 
@@ -66,10 +71,36 @@ impl Txn {
             deltas: Vec::new(),
             now: self.inner.config.clock.now_ms(),
             inline_max: self.inner.config.inline_value_bytes,
+            written: 0,
         };
         let r = f(&mut ctx)?;
         self.deltas.borrow_mut().extend(ctx.deltas);
-        Ok(r)
+        let size = self.size.get() + ctx.written;
+        self.size.set(size);
+        match self.size_limit.get() {
+            // The write that went past the limit is in the transaction: the statement fails and its
+            // caller rolls back (to the statement's savepoint, or the whole transaction).
+            Some(limit) if size > limit => Err(StoreError::TransactionTooLarge { limit }),
+            _ => Ok(r),
+        }
+    }
+
+    /// Limits what the transaction may write to `StoreConfig::max_transaction_bytes`: a write past it fails
+    /// with `TransactionTooLarge`. Its writes are held in memory until it commits, so a transaction of the
+    /// SQL layer is limited; the loads that must be atomic whatever their size (a COPY into a table with
+    /// secondary indexes) are not.
+    pub fn limit_size(&self) {
+        self.size_limit.set(Some(self.inner.config.max_transaction_bytes));
+    }
+
+    /// The most the transaction may write, when it is limited.
+    pub fn size_limit(&self) -> Option<u64> {
+        self.size_limit.get()
+    }
+
+    /// Bytes of keys and values the transaction has written.
+    pub fn written_bytes(&self) -> u64 {
+        self.size.get()
     }
 
     /// Inserts many new rows (COPY, multi-row INSERT): one multi-get checks that none exists, then the
@@ -83,12 +114,16 @@ impl Txn {
     /// Marks a point the transaction can return to (a statement's start).
     pub fn savepoint(&self) {
         self.kv().set_savepoint();
+        self.size_marks.borrow_mut().push(self.size.get());
         self.mark_savepoint();
     }
 
     /// Undoes everything since the last savepoint (a failed statement), DDL included.
     pub fn rollback_to_savepoint(&self) -> Result<()> {
         self.kv().rollback_to_savepoint()?;
+        if let Some(size) = self.size_marks.borrow_mut().pop() {
+            self.size.set(size);
+        }
         self.undo_to_savepoint()
     }
 

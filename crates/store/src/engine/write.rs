@@ -15,6 +15,8 @@ pub(super) struct WriteCtx<'a> {
     pub(super) now: i64,
     /// Strings and binaries longer than this are written out of line (`StoreConfig::inline_value_bytes`).
     pub(super) inline_max: usize,
+    /// Bytes of keys and values this write put in its transaction's write set (deletes count their key).
+    pub(super) written: u64,
 }
 
 impl WriteCtx<'_> {
@@ -63,11 +65,15 @@ impl WriteCtx<'_> {
             Some(row) => {
                 let txn = self.txn;
                 let mut spilled = false;
+                let mut written = 0;
                 let v = row.encode_spilling(self.inline_max, |column, version, bytes| {
                     spilled = true;
-                    Ok(txn.put(Space::Data, &keys::outside_key(key, column, version), bytes)?)
+                    let k = keys::outside_key(key, column, version);
+                    written += (k.len() + bytes.len()) as u64;
+                    Ok(txn.put(Space::Data, &k, bytes)?)
                 })?;
                 self.txn.put(Space::Data, key, &v)?;
+                self.written += written + (key.len() + v.len()) as u64;
                 // Most rows have nothing out of line: no second pass over them.
                 let outside = if spilled || row.has_outside() { row::outside_cells(&v)? } else { Vec::new() };
                 ((v.len() + key.len()) as i64 + outside.iter().map(|o| o.2 as i64).sum::<i64>(), outside)
@@ -75,13 +81,16 @@ impl WriteCtx<'_> {
             None => {
                 if old.is_some() {
                     self.txn.delete(Space::Data, key)?;
+                    self.written += key.len() as u64;
                 }
                 (0, Vec::new())
             }
         };
         for (column, version, _) in &old_outside {
             if !new_outside.iter().any(|(c, v, _)| c == column && v == version) {
-                self.txn.delete(Space::Data, &keys::outside_key(key, column, *version))?;
+                let k = keys::outside_key(key, column, *version);
+                self.txn.delete(Space::Data, &k)?;
+                self.written += k.len() as u64;
             }
         }
         Ok(new_len - old_len)

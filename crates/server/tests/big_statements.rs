@@ -1,0 +1,105 @@
+//! Statements over more rows than one transaction should hold. Outside a transaction block an UPDATE or
+//! DELETE commits in batches of at most 10,000 rows (EXPLAIN ANALYZE counts them, an error in a later
+//! batch says what the earlier ones committed); inside one, a transaction past `--max-transaction-mb` is
+//! 54000 with a HINT and leaves nothing behind.
+
+mod common;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Client;
+
+async fn connect(conn: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(conn, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn count(c: &Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+async fn many_rows(c: &Client, rows: i64) {
+    c.batch_execute("CREATE TABLE t (k int PRIMARY KEY, v int, s text)").await.unwrap();
+    let n = c.execute(&format!("INSERT INTO t SELECT g, g % 10, 'x' FROM generate_series(1, {rows}) g"), &[]).await.unwrap();
+    assert_eq!(n, rows as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_and_delete_outside_a_transaction_block_commit_in_batches() {
+    let (server, _dir, conn) = common::start_configured(|_| {}).await;
+    let c = connect(&conn).await;
+    many_rows(&c, 25_000).await;
+
+    // Every row once, RETURNING included, across three batches.
+    let returned = c.query("UPDATE t SET v = v + 100 WHERE v < 5 RETURNING k", &[]).await.unwrap();
+    let mut keys: Vec<i32> = returned.iter().map(|r| r.get(0)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), 12_500);
+    assert!(keys.iter().all(|k| k % 10 < 5));
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v >= 100").await, 12_500);
+
+    let plan: Vec<String> = c
+        .simple_query("EXPLAIN ANALYZE UPDATE t SET v = v + 1")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert!(plan.iter().any(|l| l.starts_with("Batches: 3 ")), "{plan:?}");
+    assert_eq!(count(&c, "SELECT sum(v)::bigint FROM t").await, 12_500 * 100 + 25_000 * 9 / 2 + 25_000);
+
+    assert_eq!(c.execute("DELETE FROM t WHERE k % 2 = 0", &[]).await.unwrap(), 12_500);
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 12_500);
+
+    // A statement that fails in its second batch: the first stays committed, and the error says so.
+    let e = c.execute("UPDATE t SET v = -1 * (k - 24001) / (k - 24001)", &[]).await.unwrap_err();
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!(db.code(), &SqlState::DIVISION_BY_ZERO);
+    let detail = db.detail().expect("a DETAIL").to_string();
+    let committed: i64 = detail.split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{detail}"));
+    assert!(detail.contains("outside a transaction block, UPDATE and DELETE commit in batches"), "{detail}");
+    assert!((10_000..12_000).contains(&committed), "{detail}");
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v = -1").await, committed);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_block_past_its_size_limit_is_54000_and_leaves_nothing() {
+    let (server, _dir, conn) = common::start_configured(|c| c.max_transaction_bytes = 1 << 20).await;
+    let c = connect(&conn).await;
+    many_rows(&c, 20_000).await;
+    let long = "y".repeat(300);
+
+    c.batch_execute("BEGIN").await.unwrap();
+    let e = c.execute("UPDATE t SET s = $1", &[&long]).await.unwrap_err();
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!(db.code(), &SqlState::PROGRAM_LIMIT_EXCEEDED);
+    assert!(db.hint().is_some_and(|h| h.contains("--max-transaction-mb")), "{db:?}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE s <> 'x'").await, 0);
+
+    // Rolled back to a savepoint, the failed statement's writes no longer count.
+    c.batch_execute("BEGIN; UPDATE t SET v = 70 WHERE k <= 10; SAVEPOINT a").await.unwrap();
+    let e = c.execute("UPDATE t SET s = $1", &[&long]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED));
+    c.batch_execute("ROLLBACK TO SAVEPOINT a; UPDATE t SET v = 80 WHERE k = 11; COMMIT").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v = 70").await, 10);
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v = 80").await, 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE s <> 'x'").await, 0);
+
+    // The same statement outside a transaction block: in batches, each under the limit.
+    assert_eq!(c.execute("UPDATE t SET s = $1", &[&long]).await.unwrap(), 20_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE s = repeat('y', 300)").await, 20_000);
+
+    // A key that moves could be found again by a later batch: such a statement is one transaction, under
+    // the limit, and all or nothing.
+    let e = c.execute("UPDATE t SET k = k + 100000", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED));
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE k > 100000").await, 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
+    server.shutdown().await.unwrap();
+}
