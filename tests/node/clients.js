@@ -22,6 +22,12 @@ const assert = require('assert');
   } catch (e) {
     assert.strictEqual(e.code, '23505');
   }
+  // A parameter in a FROM function's arguments (sent untyped, as node-postgres sends every parameter),
+  // and INSERT ... SELECT with one in its query.
+  const series = await client.query('SELECT count(*) AS n, sum(g) AS s FROM generate_series(1, $1) g', [10]);
+  assert.deepStrictEqual(series.rows, [{ n: '10', s: '55' }]);
+  const copied = await client.query('INSERT INTO js SELECT g, $2, 0, true FROM generate_series(100, $1) g', [104, 'gen']);
+  assert.strictEqual(copied.rowCount, 5);
   await client.end();
   console.log('node clients ok');
 })().catch((e) => {

@@ -36,6 +36,13 @@ def psycopg3():
             check("psycopg3 <> ALL(ints)", cur.fetchone()[0], 8)
             cur.execute("SELECT count(*) FROM py3 a JOIN py3 b ON a.k = b.k WHERE a.k = ANY(%s)", ([1, 2],))
             check("psycopg3 = ANY in a join", cur.fetchone()[0], 2)
+            # Parameters in a FROM function's arguments, prepared on the server (psycopg's `prepare=True`,
+            # as it does itself for a query run five times), and in the query of INSERT ... SELECT.
+            for n in (3, 5):
+                cur.execute("SELECT count(*), sum(g) FROM generate_series(1, %s::int) g", (n,), prepare=True)
+                check("psycopg3 generate_series(1, %s) prepared", cur.fetchone(), (n, n * (n + 1) // 2))
+            cur.execute("INSERT INTO py3 SELECT g, %s, 0, true FROM generate_series(100, %s) g", ("gen", 102))
+            check("psycopg3 INSERT ... SELECT with parameters", cur.rowcount, 3)
             # Binary results.
             with conn.cursor(binary=True) as bcur:
                 bcur.execute("SELECT k, name FROM py3 WHERE k = %s", (4,))

@@ -64,6 +64,10 @@ fn classify_plan_error(m: &str) -> QueryError {
     if l.contains("invalid function") || (l.contains("function") && l.contains("not found")) {
         return QueryError::Engine { sqlstate: "42883", message: m.to_string() };
     }
+    // `integer * interval` and the like, which PostgreSQL has and DataFusion's arithmetic does not.
+    if l.contains("temporal operation") || l.contains("interval arithmetic") {
+        return QueryError::NotSupported(format!("this arithmetic of dates, times or intervals on the analytic route ({m})"));
+    }
     if l.contains("coerc") || l.contains("cannot infer") || l.contains("type") && l.contains("mismatch") {
         return QueryError::Engine { sqlstate: "42804", message: m.to_string() };
     }

@@ -27,6 +27,7 @@ mod search_path;
 mod sequences;
 pub(crate) mod single_row;
 mod stop;
+pub mod table_args;
 mod uuid;
 
 pub use errors::map_err;

@@ -8,7 +8,7 @@ use tabula_store::Txn;
 
 use super::explain::explain_rows;
 use super::{Prepared, ReadFrom, Route, Session};
-use crate::analytic::{AnalyticPlan, ReadCtx, SessionInfo};
+use crate::analytic::{table_args, AnalyticPlan, ReadCtx, SessionInfo};
 use crate::error::{QueryError, Result};
 use crate::output::{Output, RowStream};
 use crate::parse::max_placeholder;
@@ -32,7 +32,10 @@ impl Session {
             Statement::Explain { statement, .. } => matches!(statement.as_ref(), Statement::Query(_)),
             _ => false,
         };
-        let deferred = matches!(refusal.root(), QueryError::Analytic(_));
+        // The key-value planner knows no function in FROM: its "relation does not exist" is no answer when
+        // DataFusion knows the function and refuses the statement for a reason of its own.
+        let from_function = matches!(refusal.root(), QueryError::UndefinedTable(t) if table_args::functions_in_from(&stmt).contains(t));
+        let deferred = matches!(refusal.root(), QueryError::Analytic(_)) || from_function;
         let retry = refusal.is_analytic_retry();
         // DataFusion would run a locking read without its locks: the planner's refusal stands.
         let locking = match stmt.as_ref() {
@@ -43,9 +46,23 @@ impl Session {
         if !is_query || locking || !(deferred || retry) {
             return Err(refusal);
         }
-        let planned = self.db.analytics().and_then(|a| a.plan(&stmt, self.read_ctx(None), &self.session_info()));
-        let mut plan = match planned {
-            Ok(p) => p,
+        let analytics = match self.db.analytics() {
+            Ok(a) => a,
+            Err(e) if deferred => return Err(e),
+            Err(_) => return Err(refusal),
+        };
+        let (mut plan, replan) = match analytics.plan(&stmt, self.read_ctx(None), &self.session_info()) {
+            Ok(p) => (p, false),
+            // Parameters in a FROM function's arguments: planned at each execution, with their values.
+            Err(e) if !table_args::params_in_from(&stmt).is_empty() => {
+                let types: Vec<SqlType> = given.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
+                let stand_in = table_args::with_values(&stmt, &types, None)?;
+                match analytics.plan(&stand_in, self.read_ctx(None), &self.session_info()) {
+                    Ok(p) => (p, true),
+                    Err(_) if deferred => return Err(e),
+                    Err(_) => return Err(refusal),
+                }
+            }
             Err(e) if deferred => return Err(e),
             Err(_) => return Err(refusal),
         };
@@ -76,7 +93,7 @@ impl Session {
         Ok(Prepared {
             sql: sql.into(),
             stmt: Some(stmt),
-            route: Some(Route::Analytic { plan: Arc::new(plan), reason }),
+            route: Some(Route::Analytic { plan: Arc::new(plan), reason, replan }),
             columns,
             catalog_version: version,
             param_types,
@@ -113,11 +130,24 @@ impl Session {
         }
         let analytics = self.db.analytics()?;
         let fresh;
-        let plan = if p.catalog_version == self.db.catalog_version() {
+        let replan = matches!(p.route, Some(Route::Analytic { replan: true, .. }));
+        let plan = if p.catalog_version == self.db.catalog_version() && !replan {
             plan
         } else {
             let stmt = p.stmt.as_deref().ok_or_else(|| QueryError::Internal("an analytic statement without its statement".into()))?;
-            fresh = analytics.plan(stmt, self.read_ctx(None), &self.session_info())?;
+            let bound;
+            let stmt = if replan {
+                bound = table_args::with_values(stmt, &p.param_types, Some(params))?;
+                &bound
+            } else {
+                stmt
+            };
+            let mut planned = analytics.plan(stmt, self.read_ctx(None), &self.session_info())?;
+            // The names the client was told when the statement was prepared (PostgreSQL's, not DataFusion's).
+            if planned.columns.len() == p.columns.len() {
+                planned.columns.iter_mut().zip(&p.columns).for_each(|(c, named)| c.name = named.name.clone());
+            }
+            fresh = planned;
             &fresh
         };
         self.check_tables(&plan.tables)?;

@@ -63,6 +63,9 @@ pub enum Route {
     Analytic {
         plan: Arc<AnalyticPlan>,
         reason: String,
+        /// Planned again at each execution, with the parameters of its FROM functions' arguments written in
+        /// (`analytic::table_args`).
+        replan: bool,
     },
 }
 
