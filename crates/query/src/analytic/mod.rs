@@ -20,6 +20,7 @@ pub mod arrow;
 pub mod catalog;
 mod errors;
 mod limits;
+mod math;
 mod numbers;
 pub mod provider;
 mod rewrite;
@@ -31,6 +32,22 @@ pub mod table_args;
 mod uuid;
 
 pub use errors::map_err;
+
+/// DataFusion's functions that Tabula replaces by ones checked as PostgreSQL checks them: results over
+/// PostgreSQL's size limit (`limits`), math without a real result (`math`).
+fn checked_udfs() -> Vec<ScalarUDF> {
+    limits::checked_udfs().into_iter().chain(math::checked_udfs()).collect()
+}
+
+/// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the
+/// key-value route's evaluator takes its functions beyond its own from, `expr::udf`).
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    let checked: Vec<Arc<ScalarUDF>> = checked_udfs().into_iter().map(Arc::new).collect();
+    let mut all: Vec<Arc<ScalarUDF>> =
+        datafusion::functions::all_default_functions().into_iter().filter(|f| !checked.iter().any(|c| c.name() == f.name())).collect();
+    all.extend(checked);
+    all
+}
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -155,7 +172,7 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
-        for udf in limits::checked_udfs() {
+        for udf in checked_udfs() {
             ctx.register_udf(udf);
         }
         for udf in catalog::catalog_udfs(db.clone()) {

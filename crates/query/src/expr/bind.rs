@@ -231,6 +231,20 @@ impl Binder<'_, '_> {
                 }
                 Expr::Func { func: Func::Substr, args }
             }
+            // TRIM([BOTH | LEADING | TRAILING] [chars FROM] s): btrim, ltrim or rtrim.
+            E::Trim { expr, trim_where, trim_what, trim_characters: None } => {
+                let name = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                    _ => "btrim",
+                };
+                let mut args = vec![self.bind(expr)?];
+                if let Some(what) = trim_what {
+                    args.push(self.bind(what)?);
+                }
+                let udf = super::udf::lookup(name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
+                self.udf_call(udf, args)?
+            }
             E::Floor { expr, .. } => Expr::Func { func: Func::Floor, args: vec![self.bind(expr)?] },
             E::Ceil { expr, .. } => Expr::Func { func: Func::Ceil, args: vec![self.bind(expr)?] },
             E::Tuple(_) => return Err(QueryError::NotSupported("row values are only supported in comparisons".into())),
@@ -339,20 +353,12 @@ impl Binder<'_, '_> {
 
     fn function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
-        let func = Func::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
-        let mut args = Vec::new();
-        match &f.args {
-            ast::FunctionArguments::None => {}
-            ast::FunctionArguments::List(list) => {
-                for a in &list.args {
-                    match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(self.bind(e)?),
-                        other => return Err(QueryError::NotSupported(format!("function argument {other} is not supported"))),
-                    }
-                }
-            }
-            ast::FunctionArguments::Subquery(_) => return Err(QueryError::NotSupported("subqueries are not supported yet".into())),
-        }
+        let Some(func) = Func::lookup(&name) else {
+            let udf = super::udf::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
+            let args = self.function_args(f)?;
+            return self.udf_call(udf, args);
+        };
+        let args = self.function_args(f)?;
         let arity_ok = match func {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => !args.is_empty(),
             Func::NullIf => args.len() == 2,
@@ -378,6 +384,32 @@ impl Binder<'_, '_> {
         };
         let args = args.into_iter().map(|a| self.coerce(a, target)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Func { func, args })
+    }
+
+    fn function_args(&mut self, f: &ast::Function) -> Result<Vec<Expr>> {
+        let mut args = Vec::new();
+        match &f.args {
+            ast::FunctionArguments::None => {}
+            ast::FunctionArguments::List(list) => {
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(self.bind(e)?),
+                        other => return Err(QueryError::NotSupported(format!("function argument {other} is not supported"))),
+                    }
+                }
+            }
+            ast::FunctionArguments::Subquery(_) => return Err(QueryError::NotSupported("subqueries are not supported yet".into())),
+        }
+        Ok(args)
+    }
+
+    /// A call of one of the analytic engine's functions (`udf`): untyped arguments take the types its
+    /// signature gives them.
+    fn udf_call(&mut self, udf: std::sync::Arc<datafusion::logical_expr::ScalarUDF>, args: Vec<Expr>) -> Result<Expr> {
+        let types: Vec<SqlType> = args.iter().map(|a| a.ty()).collect();
+        let call = super::udf::bind(udf, &types)?;
+        let args = args.into_iter().zip(call.arg_types()).map(|(a, ty)| self.coerce(a, ty)).collect::<Result<Vec<_>>>()?;
+        Ok(Expr::Udf { call: Box::new(call), args })
     }
 }
 

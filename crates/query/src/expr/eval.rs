@@ -56,6 +56,7 @@ impl Expr {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
                 }
             },
+            Expr::Udf { call, .. } => call.ty,
             Expr::Case { whens, otherwise, .. } => {
                 whens.iter().map(|(_, e)| e.ty()).chain(otherwise.iter().map(|e| e.ty())).find(|t| *t != Unknown).unwrap_or(Text)
             }
@@ -78,6 +79,8 @@ impl Expr {
                 !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid | Func::MoreThanOneRow)
                     && args.iter().all(|a| a.is_constant())
             }
+            // The functions taken from the analytic engine are all immutable.
+            Expr::Udf { args, .. } => args.iter().all(|a| a.is_constant()),
             _ => false,
         }
     }
@@ -195,6 +198,11 @@ impl Expr {
                 let vals = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
                 call(*func, vals, args, ctx)?
             }
+            Expr::Udf { call, args } => {
+                let vals = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+                let types: Vec<SqlType> = args.iter().map(|a| a.ty()).collect();
+                call.call(vals, &types)?
+            }
             Expr::Case { operand, whens, otherwise } => {
                 let op = operand.as_ref().map(|o| o.eval(row, ctx)).transpose()?;
                 for (cond, then) in whens {
@@ -266,7 +274,7 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
-            Expr::Func { args, .. } => args.iter().for_each(|e| e.columns(out)),
+            Expr::Func { args, .. } | Expr::Udf { args, .. } => args.iter().for_each(|e| e.columns(out)),
             Expr::Case { operand, whens, otherwise } => {
                 operand.iter().for_each(|e| e.columns(out));
                 whens.iter().for_each(|(a, b)| {

@@ -14,6 +14,7 @@ mod engine;
 mod eval;
 mod functions;
 mod ops;
+pub mod udf;
 
 pub use bind::{sql_type, varchar_length, Binder, Scope};
 pub use engine::{column_condition, fits_column_condition, increment_of};
@@ -184,19 +185,66 @@ impl Func {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Literal(Datum, SqlType),
-    Column { index: usize, ty: SqlType, name: String },
-    Param { index: usize, ty: SqlType },
-    Binary { op: BinOp, left: Box<Expr>, right: Box<Expr> },
+    Column {
+        index: usize,
+        ty: SqlType,
+        name: String,
+    },
+    Param {
+        index: usize,
+        ty: SqlType,
+    },
+    Binary {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     Not(Box<Expr>),
     Neg(Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
-    Cast { expr: Box<Expr>, ty: SqlType },
-    Func { func: Func, args: Vec<Expr> },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Cast {
+        expr: Box<Expr>,
+        ty: SqlType,
+    },
+    Func {
+        func: Func,
+        args: Vec<Expr>,
+    },
+    /// A function of the analytic engine's (`udf`).
+    Udf {
+        call: Box<udf::Udf>,
+        args: Vec<Expr>,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
 }
 
 impl fmt::Display for Expr {
@@ -241,6 +289,16 @@ impl Expr {
             Expr::Cast { expr, ty } => write!(f, "{expr}::{ty}"),
             Expr::Func { func, args } => {
                 write!(f, "{}(", func.name())?;
+                for (i, e) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                write!(f, ")")
+            }
+            Expr::Udf { call, args } => {
+                write!(f, "{}(", call.name())?;
                 for (i, e) in args.iter().enumerate() {
                     if i > 0 {
                         write!(f, ", ")?;
