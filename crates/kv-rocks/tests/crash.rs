@@ -418,3 +418,133 @@ fn an_index_build_killed_part_way_leaves_no_partial_index() {
         }
     }
 }
+
+/// The child of the next test: durable writes from row `TABULA_CRASH_START` on (each row's `card` is its
+/// key modulo 97, and every tenth write moves an older row to another card) while the main thread builds
+/// index `by_card`, drops it and builds it again, over and over; or, with `TABULA_CRASH_KEEP_INDEX`, builds
+/// it once and keeps it.
+#[test]
+fn crash_child_writing_while_indexing() {
+    let Ok(dir) = std::env::var("TABULA_CRASH_WRITE_INDEX_DIR") else { return };
+    let start: i64 = std::env::var("TABULA_CRASH_START").unwrap().parse().unwrap();
+    let store = Arc::new(open_with(
+        dir.as_ref(),
+        StoreConfig { durability: Durability::Sync, maintenance_interval: None, ..StoreConfig::default() },
+    ));
+    let writer = store.clone();
+    std::thread::spawn(move || {
+        for i in start.. {
+            let card = |k: i64| CellWrite::new("card", Value::Integer(k % 97));
+            writer.put_row("t", &[Some(int(i))], &[card(i)], &Condition::ignore()).unwrap();
+            if i % 10 == 0 {
+                let moved = CellWrite::new("card", Value::Integer(i % 89 + 1000));
+                writer.put_row("t", &[Some(int(i / 2))], &[moved], &Condition::ignore()).unwrap();
+            }
+            // Locked for each line only: the main thread prints too.
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{i}").unwrap();
+            out.flush().unwrap();
+        }
+    });
+    let keep = std::env::var("TABULA_CRASH_KEEP_INDEX").is_ok();
+    loop {
+        store.create_index("t", IndexDef::new("by_card", &["card".into()], false, false)).unwrap();
+        if keep {
+            println!("built");
+            std::thread::sleep(std::time::Duration::from_secs(600));
+        }
+        store.drop_index("t", "by_card").unwrap();
+    }
+}
+
+/// The keys index `by_card` of `t` gives, for one card value (`None`: every entry).
+fn by_card(store: &Store, card: Option<i64>) -> Vec<i64> {
+    let range = IndexRange { eq: card.map(|c| vec![Some(Value::Integer(c))]).unwrap_or_default(), ..IndexRange::default() };
+    let (pks, next) = store.index_pks("t", "by_card", &range, None, usize::MAX).unwrap();
+    assert!(next.is_none(), "one page holds every entry");
+    pks.iter()
+        .map(|pk| match pk[0] {
+            PkValue::Integer(k) => k,
+            _ => panic!("an integer key"),
+        })
+        .collect()
+}
+
+/// Durable writers run while an index is built, dropped and built again, and the process is killed: after
+/// reopening, every acknowledged write is there, and an index that is left has exactly one entry for each
+/// row, under the row's current value (the entries its build wrote and those the writers' commits wrote
+/// agree).
+#[test]
+fn acknowledged_writes_and_an_index_agree_after_sigkill_during_builds() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        store.create_table(table("t", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    }
+    let mut next = 0i64;
+    let mut found = [0, 0];
+    for cycle in 0..6 {
+        let mut child = Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["--exact", "crash_child_writing_while_indexing", "--nocapture", "--test-threads=1"])
+            .env("TABULA_CRASH_WRITE_INDEX_DIR", dir.path())
+            .env("TABULA_CRASH_START", next.to_string());
+        // Every other child keeps the index it built, so that writes after a build meet its entries.
+        let keep = cycle % 2 == 1;
+        if keep {
+            child.env("TABULA_CRASH_KEEP_INDEX", "1");
+        }
+        let mut child = child.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stop = next + 200 + cycle * 53;
+        let (mut acked, mut built) = (next - 1, false);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        while let Some(Ok(line)) = lines.next() {
+            built |= line.trim_end().ends_with("built");
+            if let Some(i) = line.split_whitespace().last().and_then(|w| w.parse::<i64>().ok()) {
+                acked = i;
+            }
+            if acked >= stop && (built || !keep) {
+                break;
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(acked >= stop, "cycle {cycle}: the child acknowledged writes before it was killed");
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        let mut rows = std::collections::HashMap::new();
+        for row in store
+            .get_range("t", &RangeRequest { limit: None, budget_bytes: Some(usize::MAX), ..RangeRequest::full(Direction::Forward) })
+            .unwrap()
+            .rows
+        {
+            let (PkValue::Integer(k), Some(Value::Integer(card))) =
+                (&row.pk[0], row.cells("card").and_then(|c| c.first()).map(|c| &c.value))
+            else {
+                panic!("a row with an integer key and card: {row:?}")
+            };
+            rows.insert(*k, *card);
+        }
+        for i in 0..=acked {
+            assert!(rows.contains_key(&i), "cycle {cycle}: acknowledged row {i} survived");
+        }
+        let indexes = store.table("t").unwrap().indexes;
+        assert!(indexes.iter().all(|i| i.ready), "cycle {cycle}: an index left is a complete one: {indexes:?}");
+        found[indexes.len().min(1)] += 1;
+        assert!(!keep || !indexes.is_empty(), "cycle {cycle}: the index built before the kill is there");
+        if !indexes.is_empty() {
+            assert_eq!(by_card(&store, None).len(), rows.len(), "cycle {cycle}: one entry per row");
+            let mut cards: Vec<i64> = rows.values().copied().collect();
+            cards.sort_unstable();
+            cards.dedup();
+            for c in cards {
+                let mut want: Vec<i64> = rows.iter().filter(|(_, v)| **v == c).map(|(k, _)| *k).collect();
+                want.sort_unstable();
+                assert_eq!(by_card(&store, Some(c)), want, "cycle {cycle}: the rows with card {c}, in key order");
+            }
+            store.drop_index("t", "by_card").unwrap();
+        }
+        drop(store);
+        next = acked + 1;
+    }
+    println!("indexes found complete after {} kills, absent after {}", found[1], found[0]);
+}
