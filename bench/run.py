@@ -43,6 +43,7 @@ READS = [
     ("versioned read: latest 3 versions", {"tabula": "versioned_tabula.sql", "postgres": "versioned_postgres.sql"}, "prepared", 1, "sync"),
     ("secondary index: point select by an indexed column", "index_select.sql", "prepared", 1, "sync"),
     ("secondary index: range of 10 by an indexed column", "index_range_10.sql", "prepared", 1, "sync"),
+    ("secondary index: range of 100 by an indexed column", "index_range_100.sql", "prepared", 1, "sync"),
 ]
 WRITES = [
     ("single-row INSERT of new keys (durable)", "insert.sql", "prepared", 1, "sync"),
@@ -56,6 +57,8 @@ WRITES = [
     # Each write also writes its index entries, in the same transaction on both servers.
     ("secondary index: INSERT into an indexed table (durable)", "index_insert.sql", "prepared", 1, "sync"),
     ("secondary index: UPDATE of an indexed column (durable)", "index_update.sql", "prepared", 1, "sync"),
+    ("secondary index: INSERT into a table with 3 indexes (durable)", "index3_insert.sql", "prepared", 1, "sync"),
+    ("secondary index: UPDATE of 3 indexed columns (durable)", "index3_update.sql", "prepared", 1, "sync"),
 ]
 ASYNC_WRITES = [
     ("UPDATE by key (async commit)", "update.sql", "prepared", 1, "async"),
@@ -87,6 +90,11 @@ INDEX_ROWS = 100_000
 SCHEMA_INDEX = [
     "CREATE TABLE ix (k bigint PRIMARY KEY, card bigint, v text)",
     "CREATE INDEX ix_card ON ix (card)",
+    # The same rows with three indexed columns: the write overhead of three indexes against one.
+    "CREATE TABLE ix3 (k bigint PRIMARY KEY, a bigint, b bigint, c bigint, v text)",
+    "CREATE INDEX ix3_a ON ix3 (a)",
+    "CREATE INDEX ix3_b ON ix3 (b)",
+    "CREATE INDEX ix3_c ON ix3 (c)",
 ]
 SCHEMA = {
     "tabula": SCHEMA_COMMON + SCHEMA_WIDE + SCHEMA_INDEX + ["CREATE TABLE vt (k bigint PRIMARY KEY, v text) WITH (max_versions = 3)"],
@@ -97,6 +105,25 @@ SCHEMA = {
 
 def load_index(server):
     server.psql(f"INSERT INTO ix SELECT g, g * 7, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
+    server.psql(f"INSERT INTO ix3 SELECT g, g * 7, g % 1000, g % 77, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
+
+
+BIG_STATEMENTS = "UPDATE and DELETE of every row in one statement"
+
+
+def big_statements(server, csv, rows, results):
+    """Times an UPDATE and then a DELETE of all `rows` rows of a table loaded for them, each one statement
+    outside a transaction block, with the server's peak memory while each runs."""
+    server.psql("DROP TABLE IF EXISTS big_stmt")
+    server.psql("CREATE TABLE big_stmt (k bigint PRIMARY KEY, v text, n bigint)")
+    server.psql(f"\\copy big_stmt FROM '{csv}' WITH (FORMAT csv)")
+    out = results.setdefault("big_statements", {}).setdefault(server.name, {})
+    for key, sql in (("update", "UPDATE big_stmt SET n = n + 1"), ("delete", "DELETE FROM big_stmt")):
+        with PeakMemory(server) as mem:
+            secs = timed(lambda: server.psql(sql))
+        out.setdefault(f"{key}_s", []).append(secs)
+        out.setdefault(f"{key}_peak_mb", []).append(mem.mb)
+    server.psql("DROP TABLE big_stmt")
 
 
 def load_wide(server):
@@ -557,6 +584,12 @@ def main():
                 server.start("sync")
                 copy_s, insert_s = bulk_loads(server, csv, inserts, results)
                 log(f"  bulk loads, round {rnd}: {server.name} COPY {copy_s:.2f} s, INSERT {insert_s:.2f} s")
+        for rnd in range(1, a.rounds + 1) if not a.only or a.only in BIG_STATEMENTS else ():
+            for server in (tabula, pg):
+                server.start("sync")
+                big_statements(server, csv, a.rows, results)
+                b = results["big_statements"][server.name]
+                log(f"  {BIG_STATEMENTS}, round {rnd}: {server.name} UPDATE {b['update_s'][-1]:.2f} s, DELETE {b['delete_s'][-1]:.2f} s")
         tabula.start("sync")
         if a.growth_rows > a.rows and not a.only:
             growth(a, tabula, pg, work, variables, results)
@@ -705,6 +738,15 @@ def markdown(results, rows):
         lines += ["", "| bulk load (medians over rounds) | Tabula | PostgreSQL | ratio (PostgreSQL time / Tabula time) | peak memory MB Tabula / PostgreSQL |", "|---|---:|---:|---:|---:|"]
         t, p = bulk.get("tabula", {}), bulk.get("postgres", {})
         for key, label in (("copy", f"COPY of {a['rows']} rows (s)"), ("insert", f"multi-row INSERT of {a['rows']} rows, 1000 per statement (s)")):
+            ts, ps = t.get(f"{key}_s", []), p.get(f"{key}_s", [])
+            ratio = median([b / x for x, b in zip(ts, ps) if x])
+            peak = lambda side: max(side.get(f"{key}_peak_mb", []), default=None)
+            lines.append(f"| {label} | {fmt(median(ts), '.2f')} | {fmt(median(ps), '.2f')} | {fmt(ratio, '.2f')} | {fmt(peak(t))} / {fmt(peak(p))} |")
+    big = results.get("big_statements", {})
+    if big:
+        lines += ["", f"| {BIG_STATEMENTS} of {a['rows']} rows (medians over rounds) | Tabula | PostgreSQL | ratio (PostgreSQL time / Tabula time) | peak memory MB Tabula / PostgreSQL |", "|---|---:|---:|---:|---:|"]
+        t, p = big.get("tabula", {}), big.get("postgres", {})
+        for key, label in (("update", "UPDATE ... SET n = n + 1 (s)"), ("delete", "DELETE (s)")):
             ts, ps = t.get(f"{key}_s", []), p.get(f"{key}_s", [])
             ratio = median([b / x for x, b in zip(ts, ps) if x])
             peak = lambda side: max(side.get(f"{key}_peak_mb", []), default=None)

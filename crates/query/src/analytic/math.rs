@@ -2,21 +2,20 @@
 //! `ln(0)` is -Infinity there and `asin(2)` NaN, `exp(1000.0)` Infinity, `power(-8.0, 0.5)` NaN, and
 //! `sqrt(-1.0)` fails with an internal message. PostgreSQL refuses each: 2201E for a logarithm of zero or of
 //! a negative number, 2201F for a power or square root without a real result, 22003 for an argument out of
-//! range or a result that overflows. These wrappers check the arguments of each row first, and the result
-//! for an overflow after, around DataFusion's function.
-
-use std::sync::Arc;
+//! range or a result that overflows. The wrapper (`guarded`) checks the arguments of each row first, and the
+//! result for an overflow after, around DataFusion's function.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::datatypes::{DataType, FieldRef, Float64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 
+use super::guarded::{Check, Guarded};
 use crate::error::QueryError;
 
 /// What a function's arguments must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Rule {
+pub(super) enum Rule {
     /// `ln(x)`, `log10(x)`, `log([b,] x)`: every argument above zero.
     Log,
     /// `power(a, b)`: not zero to a negative power, nor a negative number to a fractional one.
@@ -31,16 +30,19 @@ enum Rule {
 /// The math functions replaced by checked ones.
 pub fn checked_udfs() -> Vec<ScalarUDF> {
     use datafusion::functions::math;
-    vec![
-        Domain::wrap(math::ln(), Rule::Log),
-        Domain::wrap(math::log10(), Rule::Log),
-        Domain::wrap(math::log(), Rule::Log),
-        Domain::wrap(math::power(), Rule::Power),
-        Domain::wrap(math::sqrt(), Rule::Sqrt),
-        Domain::wrap(math::asin(), Rule::UnitRange),
-        Domain::wrap(math::acos(), Rule::UnitRange),
-        Domain::wrap(math::exp(), Rule::Exp),
+    [
+        (math::ln(), Rule::Log),
+        (math::log10(), Rule::Log),
+        (math::log(), Rule::Log),
+        (math::power(), Rule::Power),
+        (math::sqrt(), Rule::Sqrt),
+        (math::asin(), Rule::UnitRange),
+        (math::acos(), Rule::UnitRange),
+        (math::exp(), Rule::Exp),
     ]
+    .into_iter()
+    .map(|(f, rule)| Guarded::wrap(f, Check::Domain(rule)))
+    .collect()
 }
 
 fn refuse(sqlstate: &'static str, message: &str) -> DataFusionError {
@@ -66,83 +68,34 @@ fn check_row(rule: Rule, x: &[f64]) -> Result<()> {
     }
 }
 
-/// One of DataFusion's math functions with PostgreSQL's domain errors.
-#[derive(Debug)]
-struct Domain {
-    inner: Arc<ScalarUDF>,
-    rule: Rule,
+/// The arguments as floats, one array each.
+fn floats(args: &[ColumnarValue], rows: usize) -> Result<Vec<ArrayRef>> {
+    args.iter().map(|a| Ok(datafusion::arrow::compute::cast(&a.to_array(rows)?, &DataType::Float64)?)).collect()
 }
 
-impl PartialEq for Domain {
-    fn eq(&self, other: &Self) -> bool {
-        self.inner == other.inner && self.rule == other.rule
+/// Calls `inner` with PostgreSQL's domain errors: each row's arguments checked first, and for `exp` and
+/// `power` the result for an overflow after.
+pub(super) fn invoke(inner: &ScalarUDF, rule: Rule, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    let rows = args.number_rows;
+    let inputs = floats(&args.args, rows)?;
+    for i in 0..rows {
+        if let Some(x) = row(&inputs, i) {
+            check_row(rule, &x)?;
+        }
     }
-}
-impl Eq for Domain {}
-impl std::hash::Hash for Domain {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.inner.name().hash(state)
-    }
-}
-
-impl Domain {
-    fn wrap(inner: Arc<ScalarUDF>, rule: Rule) -> ScalarUDF {
-        ScalarUDF::new_from_impl(Domain { inner, rule })
-    }
-
-    /// The arguments as floats, one array each.
-    fn floats(args: &[ColumnarValue], rows: usize) -> Result<Vec<ArrayRef>> {
-        args.iter().map(|a| Ok(datafusion::arrow::compute::cast(&a.to_array(rows)?, &DataType::Float64)?)).collect()
-    }
-}
-
-impl ScalarUDFImpl for Domain {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn aliases(&self) -> &[String] {
-        self.inner.aliases()
-    }
-
-    fn signature(&self) -> &Signature {
-        self.inner.signature()
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        self.inner.return_type(arg_types)
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        self.inner.return_field_from_args(args)
-    }
-
-    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        self.inner.coerce_types(arg_types)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = args.number_rows;
-        let inputs = Self::floats(&args.args, rows)?;
+    let out = inner.invoke_with_args(args)?;
+    // A finite argument whose result is infinite overflowed (exp(1000.0), power(10.0, 400)).
+    if matches!(rule, Rule::Exp | Rule::Power) {
+        let results = datafusion::arrow::compute::cast(&out.to_array(rows)?, &DataType::Float64)?;
+        let results = results.as_primitive::<Float64Type>();
         for i in 0..rows {
-            if let Some(x) = row(&inputs, i) {
-                check_row(self.rule, &x)?;
+            let finite_args = row(&inputs, i).is_some_and(|x| x.iter().all(|v| v.is_finite()));
+            if finite_args && !results.is_null(i) && results.value(i).is_infinite() {
+                return Err(refuse("22003", "value out of range: overflow"));
             }
         }
-        let out = self.inner.invoke_with_args(args)?;
-        // A finite argument whose result is infinite overflowed (exp(1000.0), power(10.0, 400)).
-        if matches!(self.rule, Rule::Exp | Rule::Power) {
-            let results = datafusion::arrow::compute::cast(&out.to_array(rows)?, &DataType::Float64)?;
-            let results = results.as_primitive::<Float64Type>();
-            for i in 0..rows {
-                let finite_args = row(&inputs, i).is_some_and(|x| x.iter().all(|v| v.is_finite()));
-                if finite_args && !results.is_null(i) && results.value(i).is_infinite() {
-                    return Err(refuse("22003", "value out of range: overflow"));
-                }
-            }
-        }
-        Ok(out)
     }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod array_in;
 pub mod arrow;
 pub mod catalog;
 mod errors;
+mod guarded;
 mod limits;
 mod math;
 mod numbers;

@@ -287,29 +287,23 @@ impl Expr {
                 write!(f, "({expr} {}{} {pattern})", if *negated { "NOT " } else { "" }, if *case_insensitive { "ILIKE" } else { "LIKE" })
             }
             Expr::Cast { expr, ty } => write!(f, "{expr}::{ty}"),
-            Expr::Func { func, args } => {
-                write!(f, "{}(", func.name())?;
-                for (i, e) in args.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{e}")?;
-                }
-                write!(f, ")")
-            }
-            Expr::Udf { call, args } => {
-                write!(f, "{}(", call.name())?;
-                for (i, e) in args.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{e}")?;
-                }
-                write!(f, ")")
-            }
+            Expr::Func { func, args } => write_call(f, func.name(), args),
+            Expr::Udf { call, args } => write_call(f, call.name(), args),
             Expr::Case { .. } => write!(f, "CASE ... END"),
         }
     }
+}
+
+/// `name(a, b, ...)`.
+fn write_call(f: &mut fmt::Formatter<'_>, name: &str, args: &[Expr]) -> fmt::Result {
+    write!(f, "{name}(")?;
+    for (i, e) in args.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{e}")?;
+    }
+    write!(f, ")")
 }
 
 /// What evaluation may read besides the row.
