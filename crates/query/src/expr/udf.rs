@@ -79,6 +79,12 @@ fn registry() -> &'static HashMap<String, Arc<ScalarUDF>> {
     })
 }
 
+/// DataFusion's default options, which its functions read: built once, not for every row a call evaluates.
+fn config_options() -> Arc<ConfigOptions> {
+    static OPTIONS: OnceLock<Arc<ConfigOptions>> = OnceLock::new();
+    OPTIONS.get_or_init(|| Arc::new(ConfigOptions::default())).clone()
+}
+
 /// A call of one of DataFusion's functions, bound to its arguments' types.
 #[derive(Debug, Clone)]
 pub struct Udf {
@@ -147,7 +153,7 @@ impl Udf {
                 arg_fields: self.args.clone(),
                 number_rows: 1,
                 return_field: self.ret.clone(),
-                config_options: Arc::new(ConfigOptions::default()),
+                config_options: config_options(),
             })
             .map_err(crate::analytic::map_err)?;
         let value = match out {
