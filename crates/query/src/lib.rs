@@ -48,6 +48,7 @@ pub mod exec;
 pub mod expr;
 pub mod foreign_key;
 pub mod json;
+pub mod maintenance;
 pub mod memory;
 pub mod options;
 pub mod output;

@@ -107,9 +107,23 @@ fn fixed(d: &TableOption) -> QueryError {
     QueryError::InvalidParameterValue(format!("{} is fixed when the table is created", d.name))
 }
 
+/// PostgreSQL's `fillfactor`: how full a heap page is packed, leaving room for updates on the same page.
+/// Tabula's storage is a log-structured merge tree, with no pages to leave room in, so the option changes
+/// nothing; it is checked as PostgreSQL checks it and accepted, as `pgbench -i` and dumped schemas set it.
+const FILLFACTOR: &str = "fillfactor";
+
 /// Sets option `key` from its SQL text (22023 on a bad name or value, or on a fixed option when the table
 /// is not being created).
 pub fn set(o: &mut TableOptions, key: &str, text: &str, creating: bool) -> Result<()> {
+    if key == FILLFACTOR {
+        return match text.trim().parse::<i64>() {
+            Ok(10..=100) => Ok(()),
+            Ok(v) => Err(QueryError::InvalidParameterValue(format!(
+                "value {v} out of bounds for option \"fillfactor\": valid values are between \"10\" and \"100\""
+            ))),
+            Err(_) => Err(QueryError::InvalidParameterValue(format!("invalid value for integer option \"fillfactor\": {text}"))),
+        };
+    }
     let d = find(key)?;
     if d.fixed && !creating {
         return Err(fixed(d));
@@ -121,6 +135,9 @@ pub fn set(o: &mut TableOptions, key: &str, text: &str, creating: bool) -> Resul
 
 /// Puts option `key` back to its default (`ALTER TABLE ... RESET`).
 pub fn reset(o: &mut TableOptions, key: &str) -> Result<()> {
+    if key == FILLFACTOR {
+        return Ok(());
+    }
     let d = find(key)?;
     if d.fixed {
         return Err(fixed(d));

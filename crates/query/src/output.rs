@@ -152,6 +152,8 @@ pub enum Output {
 /// A NOTICE a statement sends the client before its result, as PostgreSQL's `ereport(NOTICE, ...)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    /// `NOTICE`, `WARNING` or `INFO`.
+    pub severity: &'static str,
     pub sqlstate: &'static str,
     pub message: String,
     pub hint: Option<String>,

@@ -18,12 +18,16 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
         .map_err(|e| QueryError::syntax(sql, sqlparser::parser::ParserError::from(e)))?;
     crate::depth::check(&tokens)?;
     crate::access::user_as_role(&mut tokens);
+    copy_booleans(&mut tokens);
     let refused = crate::access::refused_unparsed(&tokens);
     let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
     if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
         if let Some(f) = crate::cursors::parse_fetch(sql) {
             return Ok(vec![ParsedStatement::Fetch(f?)]);
         }
+    }
+    if let Some(m) = crate::maintenance::parse(&tokens) {
+        return Ok(vec![ParsedStatement::Maintenance(m?)]);
     }
     if let Some(set) = parse_set_constraints(&tokens) {
         return Ok(vec![set]);
@@ -37,6 +41,30 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
                 None => Err(refused.unwrap_or_else(|| QueryError::syntax(sql, e))),
             },
         },
+    }
+}
+
+/// `COPY ... (FREEZE on, HEADER 1)`: PostgreSQL's boolean option values `on`/`off`/`1`/`0` (pgbench's
+/// `COPY ... WITH (FREEZE ON)`), where sqlparser knows only TRUE and FALSE: each becomes the keyword it means.
+fn copy_booleans(tokens: &mut [TokenWithSpan]) {
+    let words: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    let is_copy = words.first().is_some_and(|&i| matches!(&tokens[i].token, Token::Word(w) if w.keyword == Keyword::COPY));
+    if !is_copy {
+        return;
+    }
+    for pair in words.windows(2) {
+        let option = matches!(&tokens[pair[0]].token, Token::Word(w) if matches!(w.keyword, Keyword::FREEZE | Keyword::HEADER));
+        if !option {
+            continue;
+        }
+        let value = match &tokens[pair[1]].token {
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("on") => true,
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("off") => false,
+            Token::Number(n, _) if n == "1" => true,
+            Token::Number(n, _) if n == "0" => false,
+            _ => continue,
+        };
+        tokens[pair[1]].token = Token::make_keyword(if value { "TRUE" } else { "FALSE" });
     }
 }
 
@@ -95,6 +123,7 @@ pub enum ParsedStatement {
         options: Vec<String>,
     },
     Fetch(crate::cursors::FetchStatement),
+    Maintenance(crate::maintenance::Maintenance),
     /// `SET CONSTRAINTS {ALL | name [, ...]} {DEFERRED | IMMEDIATE}` (`names` `None`: ALL).
     SetConstraints {
         names: Option<Vec<String>>,

@@ -220,13 +220,13 @@ impl TableSchema {
                 return Err(QueryError::Internal(format!("bad column metadata of table {}", def.name)));
             }
             // `character varying(20)`: the type and its length.
-            let (type_name, max_chars) = match f[1].strip_suffix(')').and_then(|t| t.split_once('(')) {
-                Some((base, n)) => (base, Some(n.parse::<u32>().map_err(|_| QueryError::Internal(format!("bad type {}", f[1])))?)),
-                None => (f[1], None),
+            let max_chars = match f[1].strip_suffix(')').and_then(|t| t.split_once('(')) {
+                Some((_, n)) => Some(n.parse::<u32>().map_err(|_| QueryError::Internal(format!("bad type {}", f[1])))?),
+                None => None,
             };
             columns.push(ColumnDef {
                 name: f[0].to_string(),
-                ty: SqlType::parse(type_name).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
+                ty: SqlType::parse(f[1]).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
                 max_chars,
                 not_null: f[2] == "1",
                 identity: matches!(f[3], "1" | "2" | "3" | "4"),

@@ -366,7 +366,7 @@ where
 {
     use futures::SinkExt;
     for n in notices {
-        let mut info = ErrorInfo::new("NOTICE".to_string(), n.sqlstate.to_string(), n.message);
+        let mut info = ErrorInfo::new(n.severity.to_string(), n.sqlstate.to_string(), n.message);
         info.hint = n.hint;
         client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     }

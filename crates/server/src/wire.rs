@@ -72,7 +72,10 @@ pub fn encode_row(row: &[DatumRef<'_>], fields: &[FieldInfo], types: &[SqlType],
         } else {
             // The common text and integer values go straight into the buffer, without a String between.
             match d {
-                DatumRef::Text(s) => buf.put_slice(s.as_bytes()),
+                DatumRef::Text(s) => match ty.pad(s) {
+                    Some(padded) => buf.put_slice(padded.as_bytes()),
+                    None => buf.put_slice(s.as_bytes()),
+                },
                 DatumRef::Int(i) => buf.put_slice(itoa::Buffer::new().format(i).as_bytes()),
                 DatumRef::Datum(d) => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
                 DatumRef::Null => unreachable!("NULL is written above"),
@@ -131,7 +134,9 @@ fn encode_binary(d: &Datum, ty: SqlType, buf: &mut BytesMut) -> Result<(), Query
                 }
             }
         }
-        (SqlType::Text | SqlType::Varchar | SqlType::Json | SqlType::Unknown, d) => {
+        // A bpchar's binary form is its padded text.
+        (SqlType::Bpchar(_), Datum::Text(s)) => buf.put_slice(ty.pad(s).as_deref().unwrap_or(s).as_bytes()),
+        (SqlType::Text | SqlType::Varchar | SqlType::Bpchar(_) | SqlType::Json | SqlType::Unknown, d) => {
             buf.put_slice(d.to_pg_text(d.natural_type()).unwrap_or_default().as_bytes())
         }
         // A value of another type than declared: convert, then encode.
@@ -176,6 +181,10 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Dat
         SqlType::Jsonb => {
             let body = raw.strip_prefix(&[1]).ok_or_else(bad)?;
             Datum::Text(String::from_utf8(body.to_vec()).map_err(|_| bad())?)
+        }
+        SqlType::Bpchar(_) => {
+            let s = std::str::from_utf8(raw).map_err(|_| QueryError::InvalidText("invalid UTF-8 in parameter".into()))?;
+            Datum::parse(ty, s)?
         }
         SqlType::Text | SqlType::Varchar | SqlType::Json | SqlType::Unknown => {
             Datum::Text(String::from_utf8(raw.to_vec()).map_err(|_| QueryError::InvalidText("invalid UTF-8 in parameter".into()))?)

@@ -35,7 +35,7 @@ pub fn arrow_type(ty: SqlType) -> DataType {
         Float4 => DataType::Float32,
         Float8 => DataType::Float64,
         Numeric => DataType::Decimal128(38, NUMERIC_SCALE),
-        Text | Varchar | Json | Jsonb | Uuid | Unknown | TextArray => DataType::Utf8,
+        Text | Varchar | Bpchar(_) | Json | Jsonb | Uuid | Unknown | TextArray => DataType::Utf8,
         Bytea => DataType::Binary,
         Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         Timestamptz => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
@@ -46,8 +46,9 @@ pub fn arrow_type(ty: SqlType) -> DataType {
 /// An Arrow field for a column of declared type `ty`.
 pub fn field(name: &str, ty: SqlType, nullable: bool) -> Field {
     let f = Field::new(name, arrow_type(ty), nullable);
-    if matches!(ty, SqlType::Varchar | SqlType::Json | SqlType::Jsonb | SqlType::Uuid) {
-        f.with_metadata(HashMap::from([(TYPE_KEY.to_string(), ty.pg_name().to_string())]))
+    if matches!(ty, SqlType::Varchar | SqlType::Bpchar(_) | SqlType::Json | SqlType::Jsonb | SqlType::Uuid) {
+        // `character(4)`: a bpchar's length, which its values are padded to on the way out.
+        f.with_metadata(HashMap::from([(TYPE_KEY.to_string(), ty.to_string())]))
     } else {
         f
     }

@@ -17,6 +17,7 @@
 
 mod array_in;
 pub mod arrow;
+mod bpchar;
 pub mod catalog;
 mod errors;
 mod guarded;
@@ -269,6 +270,7 @@ impl Analytics {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
         let plan = numbers::as_postgres(plan, &self.rint).map_err(map_err)?;
+        let plan = bpchar::as_postgres(plan).map_err(map_err)?;
         let columns =
             plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
         let types: Vec<(usize, Option<DataType>)> = plan

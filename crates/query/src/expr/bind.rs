@@ -201,7 +201,7 @@ impl Binder<'_, '_> {
                 let inner = self.bind(expr)?;
                 match inner {
                     Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
-                    Expr::Literal(d, _) => Expr::Literal(d.cast(ty)?, ty),
+                    Expr::Literal(d, _) => Expr::Literal(d.cast_explicit(ty)?, ty),
                     e => Expr::Cast { expr: Box::new(e), ty },
                 }
             }
@@ -405,7 +405,13 @@ impl Binder<'_, '_> {
 
     /// A call of one of the analytic engine's functions (`udf`): untyped arguments take the types its
     /// signature gives them.
-    fn udf_call(&mut self, udf: std::sync::Arc<datafusion::logical_expr::ScalarUDF>, args: Vec<Expr>) -> Result<Expr> {
+    fn udf_call(&mut self, udf: std::sync::Arc<datafusion::logical_expr::ScalarUDF>, mut args: Vec<Expr>) -> Result<Expr> {
+        // `octet_length` counts a bpchar's padding, as PostgreSQL's own function for bpchar does.
+        if let (Some(SqlType::Bpchar(n @ 1..)), "octet_length") = (args.first().map(Expr::ty), udf.name()) {
+            let rpad = super::udf::lookup("rpad").ok_or_else(|| QueryError::Internal("rpad is not registered".into()))?;
+            let padded = self.udf_call(rpad, vec![args.remove(0), Expr::literal(Datum::Int(n as i64))])?;
+            args.insert(0, padded);
+        }
         let types: Vec<SqlType> = args.iter().map(|a| a.ty()).collect();
         let call = super::udf::bind(udf, &types)?;
         let args = args.into_iter().zip(call.arg_types()).map(|(a, ty)| self.coerce(a, ty)).collect::<Result<Vec<_>>>()?;
@@ -436,6 +442,35 @@ pub fn varchar_length(dt: &ast::DataType) -> Result<Option<u32>> {
     }
 }
 
+/// `character(n)`'s `n`, checked as PostgreSQL checks it (22023); 1 when none is given, as in PostgreSQL.
+fn char_length(l: Option<&ast::CharacterLength>) -> Result<u32> {
+    use ast::CharacterLength;
+    match l {
+        None => Ok(1),
+        Some(CharacterLength::IntegerLength { length: 0, .. }) => {
+            Err(QueryError::InvalidParameterValue("length for type char must be at least 1".into()))
+        }
+        Some(CharacterLength::IntegerLength { length, .. }) if *length > 10_485_760 => {
+            Err(QueryError::InvalidParameterValue("length for type char cannot exceed 10485760".into()))
+        }
+        Some(CharacterLength::IntegerLength { length, .. }) => Ok(*length as u32),
+        Some(CharacterLength::Max) => Err(QueryError::Syntax("char(max) is not PostgreSQL's: give a length, or none".into())),
+    }
+}
+
+/// The type of a table column declared as `dt`, with its length (`varchar(n)`, `character(n)`).
+pub fn column_type(dt: &ast::DataType) -> Result<(SqlType, Option<u32>)> {
+    match sql_type(dt)? {
+        // Its values keep their trailing spaces in PostgreSQL (they are not padded to any length), where
+        // Tabula holds a bpchar without them.
+        SqlType::Bpchar(0) => {
+            Err(QueryError::NotSupported("a column of type bpchar without a length is not supported; use char(n), varchar or text".into()))
+        }
+        SqlType::Bpchar(n) => Ok((SqlType::Bpchar(n), Some(n))),
+        ty => Ok((ty, varchar_length(dt)?)),
+    }
+}
+
 /// Maps a SQL data type to Tabula's.
 pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
@@ -449,13 +484,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Numeric,
         D::Text | D::String(_) => SqlType::Text,
         D::Varchar(_) | D::CharacterVarying(_) | D::CharVarying(_) => SqlType::Varchar,
-        D::Char(_) | D::Character(_) => {
-            return Err(QueryError::NotSupported(
-                "type character(n) is not supported: its values would not be padded with spaces as PostgreSQL pads them; \
-                 use varchar(n) or text"
-                    .into(),
-            ))
-        }
+        D::Char(l) | D::Character(l) => SqlType::Bpchar(char_length(l.as_ref())?),
         D::Bytea => SqlType::Bytea,
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::Timestamptz,

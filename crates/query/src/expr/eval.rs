@@ -182,7 +182,7 @@ impl Expr {
                 d @ Datum::Float(_) => d.to_pg_text(SqlType::Float4).map_or(Datum::Null, Datum::Text),
                 d => d.cast(*ty)?,
             },
-            Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast(*ty)?,
+            Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast_explicit(*ty)?,
             // As in PostgreSQL, the arguments after the first that is not NULL are not evaluated, so they
             // cannot fail (`coalesce(a, 1 / b)` with `a` set and `b` zero is `a`).
             Expr::Func { func: Func::Coalesce, args } => {

@@ -4,7 +4,7 @@ use super::*;
 
 pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Datum> {
     use Func::*;
-    let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.to_pg_text(args[i].ty())) };
+    let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.to_pg_text(args[i].ty().unpadded())) };
     let null_in = vals.iter().any(|v| v.is_null());
     Ok(match func {
         MoreThanOneRow => {

@@ -16,7 +16,7 @@ mod functions;
 mod ops;
 pub mod udf;
 
-pub use bind::{sql_type, varchar_length, Binder, Scope};
+pub use bind::{column_type, sql_type, varchar_length, Binder, Scope};
 pub use engine::{column_condition, fits_column_condition, increment_of};
 pub(crate) use functions::random_uuid;
 use functions::*;

@@ -217,6 +217,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddCheck { .. } => "AddCheck",
         Plan::AddForeignKey { .. } => "AddForeignKey",
         Plan::SetConstraints { .. } => "SetConstraints",
+        Plan::Maintenance(m) if m.vacuum => "Vacuum",
+        Plan::Maintenance(_) => "Analyze",
         Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",

@@ -288,6 +288,8 @@ pub enum Plan {
         fk: crate::schema::ForeignKey,
         validate: bool,
     },
+    /// `VACUUM` or `ANALYZE`.
+    Maintenance(crate::maintenance::Maintenance),
     /// `SET CONSTRAINTS {ALL | name, ...} {IMMEDIATE | DEFERRED}` (`None`: ALL).
     SetConstraints {
         names: Option<Vec<String>>,

@@ -51,8 +51,7 @@ impl Planner<'_> {
             }
             let type_text = col.data_type.to_string().to_lowercase();
             let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
-            let ty = sql_type(&col.data_type)?;
-            let max_chars = crate::expr::varchar_length(&col.data_type)?;
+            let (ty, max_chars) = crate::expr::column_type(&col.data_type)?;
             let mut def = ColumnDef { not_null: serial, identity: serial, max_chars, ..ColumnDef::plain(&cname, ty) };
             for opt in &col.options {
                 match &opt.option {
@@ -233,9 +232,8 @@ impl Planner<'_> {
                 Ok(Plan::SetOptions { table, set, reset: vec![] })
             }
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
-                let ty = sql_type(&column_def.data_type)?;
+                let (ty, max_chars) = crate::expr::column_type(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
-                let max_chars = crate::expr::varchar_length(&column_def.data_type)?;
                 let mut col = ColumnDef { max_chars, ..ColumnDef::plain(&name, ty) };
                 for opt in &column_def.options {
                     match &opt.option {
@@ -337,10 +335,12 @@ impl Planner<'_> {
             ast::AlterColumnOperation::DropNotNull => ColumnChange::Nullable,
             ast::AlterColumnOperation::SetNotNull => ColumnChange::NotNull,
             ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
-                let (ty, max_chars) = (sql_type(data_type)?, crate::expr::varchar_length(data_type)?);
+                let (ty, max_chars) = crate::expr::column_type(data_type)?;
                 let old = t.columns[i].ty;
                 let plain_using = using.as_ref().is_none_or(|u| matches!(u, ast::Expr::Identifier(id) if ident_name(id) == column));
-                if !plain_using || !(old == ty || (old.is_text() && ty.is_text()) || (old.is_integer() && ty.is_integer())) {
+                // A bpchar is held without its trailing spaces: another text type's values may have them.
+                let to_bpchar = matches!(ty, SqlType::Bpchar(_)) && !matches!(old, SqlType::Bpchar(_));
+                if !plain_using || to_bpchar || !(old == ty || (old.is_text() && ty.is_text()) || (old.is_integer() && ty.is_integer())) {
                     return Err(QueryError::NotSupported(format!(
                         "ALTER COLUMN TYPE from {} to {}: it would rewrite every row (text to text and integer to integer \
                          types are changed in place)",

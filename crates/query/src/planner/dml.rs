@@ -355,17 +355,7 @@ pub(crate) fn default_name(e: &ast::Expr) -> String {
         ast::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_else(|| "?column?".into()),
         ast::Expr::Cast { expr, data_type, .. } => match default_name(expr) {
             inner if inner != "?column?" => inner,
-            _ => sql_type(data_type)
-                .map(|t| match t {
-                    SqlType::Int4 => "int4".to_string(),
-                    SqlType::Int8 => "int8".to_string(),
-                    SqlType::Int2 => "int2".to_string(),
-                    SqlType::Text => "text".to_string(),
-                    SqlType::Bool => "bool".to_string(),
-                    SqlType::Float8 => "float8".to_string(),
-                    other => other.pg_name().to_string(),
-                })
-                .unwrap_or_else(|_| "?column?".into()),
+            _ => sql_type(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),
         },
         ast::Expr::Nested(inner) => default_name(inner),
         ast::Expr::Case { .. } => "case".into(),

@@ -412,7 +412,10 @@ impl Session {
                 let (outside, error) = match (ty, max_chars) {
                     (t, Some(m)) if t.is_text() && col.max_chars.is_none_or(|old| old > *m) => (
                         Some(format!("char_length({quoted}) > {m}")),
-                        QueryError::StringTooLong(format!("value too long for type character varying({m})")),
+                        QueryError::StringTooLong(format!(
+                            "value too long for type {}",
+                            ColumnDef { max_chars: Some(*m), ..ColumnDef::plain("", *t) }.type_name()
+                        )),
                     ),
                     (SqlType::Int2, _) if col.ty != SqlType::Int2 => (
                         Some(format!("{quoted} NOT BETWEEN -32768 AND 32767")),

@@ -34,6 +34,7 @@ mod foreign_key;
 mod index;
 mod settings;
 mod statements;
+mod vacuum;
 
 /// A parsed and planned statement, ready to run with parameters.
 #[derive(Clone)]
@@ -162,8 +163,20 @@ impl Session {
     /// Sends a NOTICE with the statement's result, unless `client_min_messages` asks for fewer messages.
     pub(super) fn notice(&mut self, sqlstate: &'static str, message: String, hint: Option<String>) {
         if !matches!(self.setting("client_min_messages"), Some("warning" | "error")) {
-            self.notices.push(Notice { sqlstate, message, hint });
+            self.notices.push(Notice { severity: "NOTICE", sqlstate, message, hint });
         }
+    }
+
+    /// Sends a WARNING with the statement's result, unless `client_min_messages` is `error`.
+    pub(super) fn warning(&mut self, sqlstate: &'static str, message: String) {
+        if self.setting("client_min_messages") != Some("error") {
+            self.notices.push(Notice { severity: "WARNING", sqlstate, message, hint: None });
+        }
+    }
+
+    /// Sends an INFO with the statement's result: VERBOSE's report, which PostgreSQL always sends.
+    pub(super) fn info(&mut self, message: String) {
+        self.notices.push(Notice { severity: "INFO", sqlstate: "00000", message, hint: None });
     }
 
     /// The NOTICEs to send the client, in the order the statements raised them.
@@ -290,6 +303,7 @@ impl Session {
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
             ParsedStatement::SetConstraints { names, deferred } => (Plan::SetConstraints { names, deferred }, given, None),
+            ParsedStatement::Maintenance(m) => (Plan::Maintenance(m), given, None),
             ParsedStatement::Fetch(f) => {
                 let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
@@ -551,6 +565,7 @@ impl Session {
             Plan::AddCheck { table, check, validate } => self.add_check(table, check, *validate),
             Plan::AddForeignKey { table, fk, validate } => self.add_foreign_key(table, fk, *validate),
             Plan::SetConstraints { names, deferred } => self.set_constraints(names.as_deref(), *deferred),
+            Plan::Maintenance(m) => self.maintain(m),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),

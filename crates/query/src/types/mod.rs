@@ -26,6 +26,12 @@ pub enum SqlType {
     Numeric,
     Text,
     Varchar,
+    /// `character(n)`, PostgreSQL's bpchar, with its `n` (0: `bpchar` without a length, only in casts).
+    /// Its values are held without their trailing spaces, which PostgreSQL's comparisons, hashing, `length`
+    /// and casts to text ignore; they are padded to `n` only on the way out ([`SqlType::pad`]) and where
+    /// PostgreSQL reads the padded value (LIKE, regular expressions, `concat`, `octet_length`). So keys,
+    /// indexes, joins and GROUP BY need nothing of their own.
+    Bpchar(u32),
     Bytea,
     Timestamp,
     Timestamptz,
@@ -56,6 +62,7 @@ impl SqlType {
             Float8 => 701,
             Unknown => 705,
             Varchar => 1043,
+            Bpchar(_) => 1042,
             Date => 1082,
             Timestamp => 1114,
             Timestamptz => 1184,
@@ -80,6 +87,7 @@ impl SqlType {
             Float8,
             Unknown,
             Varchar,
+            Bpchar(0),
             Date,
             Timestamp,
             Timestamptz,
@@ -105,6 +113,7 @@ impl SqlType {
             Numeric => "numeric",
             Text => "text",
             Varchar => "character varying",
+            Bpchar(_) => "character",
             Bytea => "bytea",
             Timestamp => "timestamp without time zone",
             Timestamptz => "timestamp with time zone",
@@ -117,11 +126,46 @@ impl SqlType {
         }
     }
 
+    /// The name pg_type gives it (`typname`): information_schema's `udt_name`, and the name of a result
+    /// column that is a cast (`SELECT 'x'::varchar` is a column `varchar`).
+    pub fn typname(self) -> &'static str {
+        use SqlType::*;
+        match self {
+            Bool => "bool",
+            Int2 => "int2",
+            Int4 => "int4",
+            Int8 => "int8",
+            Float4 => "float4",
+            Float8 => "float8",
+            Numeric => "numeric",
+            Text | Unknown => "text",
+            Varchar => "varchar",
+            Bpchar(_) => "bpchar",
+            Bytea => "bytea",
+            Timestamp => "timestamp",
+            Timestamptz => "timestamptz",
+            Date => "date",
+            Json => "json",
+            Jsonb => "jsonb",
+            Uuid => "uuid",
+            TextArray => "_text",
+        }
+    }
+
+    /// The type a function taking text sees a value of this type as: a bpchar is cast to text, which
+    /// drops its padding (`upper`, `length`, `||`).
+    pub fn unpadded(self) -> SqlType {
+        match self {
+            SqlType::Bpchar(_) => SqlType::Text,
+            t => t,
+        }
+    }
+
     /// The engine type a primary-key column of this SQL type uses, if it may be one.
     pub fn pk_type(self) -> Option<PkType> {
         use SqlType::*;
         match self {
-            Text | Varchar => Some(PkType::String),
+            Text | Varchar | Bpchar(_) => Some(PkType::String),
             Int2 | Int4 | Int8 => Some(PkType::Integer),
             Bytea => Some(PkType::Binary),
             _ => None,
@@ -137,7 +181,18 @@ impl SqlType {
     }
 
     pub fn is_text(self) -> bool {
-        matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Unknown)
+        matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Bpchar(_) | SqlType::Unknown)
+    }
+
+    /// A `character(n)`'s value as PostgreSQL prints it: padded with spaces to `n` characters. `None`: no
+    /// padding needed (another type, or already `n` long).
+    pub fn pad(self, s: &str) -> Option<String> {
+        let SqlType::Bpchar(n) = self else { return None };
+        let missing = (n as usize).checked_sub(s.chars().count()).filter(|m| *m > 0)?;
+        let mut padded = String::with_capacity(s.len() + missing);
+        padded.push_str(s);
+        padded.extend(std::iter::repeat_n(' ', missing));
+        Some(padded)
     }
 
     /// Parses a type name as SQL writes it.
@@ -145,6 +200,7 @@ impl SqlType {
         use SqlType::*;
         let n = name.trim().to_ascii_lowercase();
         let base = n.split('(').next().unwrap_or("").trim();
+        let length = || n.split_once('(').and_then(|(_, l)| l.trim_end_matches(')').trim().parse::<u32>().ok());
         Some(match base {
             "bool" | "boolean" => Bool,
             "int2" | "smallint" | "smallserial" => Int2,
@@ -154,7 +210,9 @@ impl SqlType {
             "float8" | "double precision" | "double" | "float" => Float8,
             "numeric" | "decimal" => Numeric,
             "text" | "string" => Text,
-            "varchar" | "character varying" | "char" | "character" | "bpchar" | "name" => Varchar,
+            "varchar" | "character varying" | "name" => Varchar,
+            "char" | "character" => Bpchar(length().unwrap_or(1)),
+            "bpchar" => Bpchar(length().unwrap_or(0)),
             "bytea" => Bytea,
             "timestamp" | "timestamp without time zone" => Timestamp,
             "timestamptz" | "timestamp with time zone" => Timestamptz,
@@ -169,7 +227,11 @@ impl SqlType {
 
 impl fmt::Display for SqlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.pg_name())
+        match self {
+            SqlType::Bpchar(n) if *n > 0 => write!(f, "character({n})"),
+            SqlType::Bpchar(_) => f.write_str("bpchar"),
+            t => f.write_str(t.pg_name()),
+        }
     }
 }
 
@@ -301,6 +363,7 @@ impl Datum {
                 Datum::Numeric(d)
             }
             Text | Varchar | Unknown | TextArray => Datum::Text(s.to_string()),
+            Bpchar(_) => Datum::Text(s.trim_end_matches(' ').to_string()),
             Json => {
                 crate::json::check(s)?;
                 Datum::Text(s.to_string())
@@ -323,7 +386,7 @@ impl Datum {
             Datum::Bool(b) => if *b { "t" } else { "f" }.to_string(),
             Datum::Int(i) => i.to_string(),
             Datum::Float(f) => format_float(*f, ty == SqlType::Float4),
-            Datum::Text(s) => s.clone(),
+            Datum::Text(s) => ty.pad(s).unwrap_or_else(|| s.clone()),
             Datum::Numeric(d) => d.to_string(),
             Datum::Bytes(b) => {
                 let mut s = String::with_capacity(2 + b.len() * 2);
@@ -351,6 +414,10 @@ impl Datum {
             (Datum::Null, _) => Datum::Null,
             (d, Unknown) => d,
             (Datum::Text(s), t) if !t.is_text() => Datum::parse(t, &s)?,
+            (Datum::Text(mut s), Bpchar(_)) => {
+                s.truncate(s.trim_end_matches(' ').len());
+                Datum::Text(s)
+            }
             (Datum::Text(s), _) => Datum::Text(s),
             (Datum::Int(i), t) if t.is_integer() => Datum::Int(int_range(t, i)?),
             (Datum::Int(i), Float4 | Float8) => Datum::Float(i as f64),
@@ -390,6 +457,21 @@ impl Datum {
                 return Err(QueryError::DatatypeMismatch(format!("cannot cast type {} to {}", d.natural_type().pg_name(), t.pg_name())))
             }
         })
+    }
+
+    /// An explicit cast (`x::character(n)`): as [`Datum::cast`], but a `character(n)` keeps only its first
+    /// `n` characters, as PostgreSQL's explicit cast does (an assignment refuses a longer value instead).
+    pub fn cast_explicit(self, ty: SqlType) -> Result<Datum> {
+        match (self.cast(ty)?, ty) {
+            (Datum::Text(mut s), SqlType::Bpchar(n)) if n > 0 => {
+                if let Some((cut, _)) = s.char_indices().nth(n as usize) {
+                    s.truncate(cut);
+                    s.truncate(s.trim_end_matches(' ').len());
+                }
+                Ok(Datum::Text(s))
+            }
+            (v, _) => Ok(v),
+        }
     }
 
     /// The type a value has when nothing declared one.

@@ -112,6 +112,27 @@ impl Store {
         Ok(())
     }
 
+    /// VACUUM of one table: its rows, values out of line and index entries are compacted, so that what
+    /// compactions drop (expired and surplus versions) is gone from disk, then swept whatever its options:
+    /// values out of line no row holds, and index entries no row makes. Those include the entries an index
+    /// build leaves behind for a row a writer changed meanwhile, which reads pass over and which nothing
+    /// else removes on a table without a ttl. Returns how many keys the sweep removed.
+    pub fn vacuum(&self, table: &str) -> Result<usize> {
+        let t = self.inner.table(table)?;
+        let indexes: Vec<IndexDef> = t.def.read().indexes.iter().filter(|i| i.ready).cloned().collect();
+        for (lo, hi) in keys::table_ranges(t.id) {
+            self.inner.kv.compact(Some((&lo, &hi)))?;
+        }
+        for ix in &indexes {
+            self.inner.kv.compact(Some((&keys::table_prefix(ix.id), &keys::table_end(ix.id))))?;
+        }
+        let mut removed = self.inner.sweep_outside(&t)?;
+        for ix in &indexes {
+            removed += self.inner.sweep_index(&t, ix)?;
+        }
+        Ok(removed)
+    }
+
     /// How many values of `table` are stored out of line now, visible or not (for tests and diagnostics).
     pub fn outside_values(&self, table: &str) -> Result<usize> {
         let [_, (lo, hi)] = keys::table_ranges(self.inner.table(table)?.id);

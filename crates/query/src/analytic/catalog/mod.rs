@@ -238,7 +238,7 @@ fn type_len(ty: SqlType) -> i64 {
 }
 
 fn collation(ty: SqlType) -> i32 {
-    if matches!(ty, SqlType::Text | SqlType::Varchar) {
+    if matches!(ty, SqlType::Text | SqlType::Varchar | SqlType::Bpchar(_)) {
         DEFAULT_COLLATION
     } else {
         0
@@ -279,29 +279,6 @@ impl Generated {
             }
             Generated::Relation(r) => schema_of(&r.columns()),
         }
-    }
-}
-
-fn udt_name(ty: SqlType) -> &'static str {
-    use SqlType::*;
-    match ty {
-        Bool => "bool",
-        Int2 => "int2",
-        Int4 => "int4",
-        Int8 => "int8",
-        Float4 => "float4",
-        Float8 => "float8",
-        Numeric => "numeric",
-        Text | Unknown => "text",
-        Varchar => "varchar",
-        Bytea => "bytea",
-        Timestamp => "timestamp",
-        Timestamptz => "timestamptz",
-        Date => "date",
-        Json => "json",
-        Jsonb => "jsonb",
-        Uuid => "uuid",
-        TextArray => "_text",
     }
 }
 

@@ -99,7 +99,7 @@ impl Relation for Columns {
                     Cell::Null,
                 ];
                 row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
-                row.extend([CATALOG.into(), "pg_catalog".into(), udt_name(*ty).into()]);
+                row.extend([CATALOG.into(), "pg_catalog".into(), ty.typname().into()]);
                 row.extend([Cell::Null, Cell::Null, Cell::Null, Cell::Null]);
                 row.push((i as i32 + 1).to_string().into());
                 row.push("NO".into());
