@@ -59,6 +59,7 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
     };
     let mut m = Maintenance { vacuum, analyze: !vacuum, verbose: false, tables: Vec::new() };
     let mut i = 1;
+    let (mut full, mut parallel) = (false, false);
     if toks.get(i) == Some(&&Token::LParen) {
         i += 1;
         loop {
@@ -78,6 +79,8 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
             match name.as_str() {
                 "analyze" => m.analyze = on,
                 "verbose" => m.verbose = on,
+                "full" => full = on,
+                "parallel" => parallel = true,
                 _ => {}
             }
             match toks.get(i)? {
@@ -128,6 +131,9 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
             Some(Token::Comma) => i += 1,
             Some(_) => return None,
         }
+    }
+    if full && parallel {
+        return Some(Err(QueryError::NotSupported("VACUUM FULL cannot be performed in parallel".into())));
     }
     if m.vacuum && !m.analyze && m.tables.iter().any(|(_, c)| !c.is_empty()) {
         return Some(Err(QueryError::NotSupported("ANALYZE option must be specified when a column list is provided".into())));

@@ -273,3 +273,65 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
     restored.stop().await;
     server.stop().await;
 }
+
+/// PostgreSQL's own benchmark tool with its defaults. `pgbench -i` (char(n) fillers, `fillfactor`,
+/// `COPY ... WITH (FREEZE ON)`, `VACUUM ANALYZE`, primary keys added to loaded tables) makes tables that
+/// answer as PostgreSQL's do, char(n) padding included; then a TPC-B-like run, its serialization
+/// failures retried as pgbench retries them, leaves every balance in step with the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgbench_initializes_and_runs_on_tabula() {
+    let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+    let server = TestServer::start().await;
+    let pgbench = |port: u16, user: &str, db: &str, args: &[&str]| {
+        let out = Command::new(pg.bin.join("pgbench"))
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", user])
+            .args(args)
+            .arg(db)
+            .output()
+            .expect("pgbench runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "pgbench {args:?}: {text}");
+        text
+    };
+    let servers = [(server.port(), "tabula", "tabula"), (pg.port, pg.user.as_str(), "postgres")];
+    for (port, user, db) in servers {
+        tokio::task::block_in_place(|| pgbench(port, user, db, &["-i", "-s", "1", "-q"]));
+    }
+    let queries = [
+        "SELECT count(*), sum(abalance), count(filler), min(length(filler)), max(octet_length(filler)) FROM pgbench_accounts",
+        "SELECT * FROM pgbench_branches ORDER BY bid",
+        "SELECT tid, bid, tbalance, filler IS NULL FROM pgbench_tellers ORDER BY tid",
+        "SELECT aid, bid, '[' || filler || ']', replace(concat(filler, '|'), ' ', '_') FROM pgbench_accounts WHERE aid IN (1, 50000, 100000) ORDER BY aid",
+        "SELECT count(*) FROM pgbench_accounts WHERE filler = '' AND bid = 1",
+        "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable FROM information_schema.columns \
+         WHERE table_name LIKE 'pgbench%' ORDER BY table_name, ordinal_position",
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename LIKE 'pgbench%' ORDER BY indexname",
+    ];
+    same_answers(&pg.bin, servers, &queries, "Tabula, then PostgreSQL, after pgbench -i");
+
+    let report =
+        tokio::task::block_in_place(|| pgbench(server.port(), "tabula", "tabula", &["-c", "2", "-t", "50", "--max-tries", "1000"]));
+    assert!(report.contains("number of transactions actually processed: 100/100"), "{report}");
+    assert!(report.contains("number of failed transactions: 0"), "{report}");
+    let (ok, sums, err) = tokio::task::block_in_place(|| {
+        psql(
+            &pg.bin,
+            server.port(),
+            "tabula",
+            "tabula",
+            &[
+                "-At",
+                "-c",
+                "SELECT (SELECT count(*) FROM pgbench_history), (SELECT sum(delta) FROM pgbench_history), \
+                 (SELECT sum(abalance) FROM pgbench_accounts), (SELECT sum(bbalance) FROM pgbench_branches), \
+                 (SELECT sum(tbalance) FROM pgbench_tellers)",
+            ],
+            None,
+        )
+    });
+    assert!(ok, "{err}");
+    let sums: Vec<&str> = sums.trim().split('|').collect();
+    assert_eq!(sums[0], "100", "{sums:?}");
+    assert!(sums[1..].iter().all(|s| *s == sums[1]), "balances out of step with the history: {sums:?}");
+    server.stop().await;
+}

@@ -136,6 +136,18 @@ impl Store {
     /// How many values of `table` are stored out of line now, visible or not (for tests and diagnostics).
     pub fn outside_values(&self, table: &str) -> Result<usize> {
         let [_, (lo, hi)] = keys::table_ranges(self.inner.table(table)?.id);
+        self.count_keys(lo, hi)
+    }
+
+    /// How many entries index `index` of `table` holds now, stale ones too (for tests and diagnostics).
+    pub fn index_entries(&self, table: &str, index: &str) -> Result<usize> {
+        let t = self.inner.table(table)?;
+        let id = t.def.read().indexes.iter().find(|i| i.name == index).map(|i| i.id);
+        let id = id.ok_or_else(|| StoreError::UnknownIndex(index.to_string()))?;
+        self.count_keys(keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec())
+    }
+
+    fn count_keys(&self, lo: Vec<u8>, hi: Vec<u8>) -> Result<usize> {
         let mut it = self.inner.reader().scan(lo, hi, false);
         let mut n = 0;
         it.seek_to_first();
