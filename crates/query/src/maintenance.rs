@@ -165,13 +165,14 @@ mod tests {
         let m = read("vacuum analyze pgbench_branches").unwrap().unwrap();
         assert!(m.vacuum && m.analyze && !m.verbose);
         assert_eq!(m.tables, vec![("pgbench_branches".to_string(), vec![])]);
-        let m = read("VACUUM (FULL, ANALYZE false, PARALLEL 2) public.t, \"U\"(a, b);").unwrap().unwrap();
-        assert!(m.vacuum && !m.analyze);
+        let m = read("VACUUM (FULL, ANALYZE on, INDEX_CLEANUP auto) public.t, \"U\"(a, b);").unwrap().unwrap();
+        assert!(m.vacuum && m.analyze);
         assert_eq!(m.tables, vec![("t".to_string(), vec![]), ("U".to_string(), vec!["a".to_string(), "b".to_string()])]);
         let m = read("analyze verbose t(a)").unwrap().unwrap();
         assert!(!m.vacuum && m.analyze && m.verbose);
         assert_eq!(read("vacuum").unwrap().unwrap().tables, vec![]);
         assert_eq!(read("vacuum (bogus) t").unwrap().unwrap_err().sqlstate(), "42601");
+        assert_eq!(read("vacuum (full, parallel 2) t").unwrap().unwrap_err().sqlstate(), "0A000");
         assert_eq!(read("vacuum t(a)").unwrap().unwrap_err().sqlstate(), "0A000");
         assert!(read("vacuum t u").is_none());
         assert!(read("select 1").is_none());

@@ -14,14 +14,12 @@
 //! as PostgreSQL makes it a bpchar (`c = 'ab  '` finds `ab`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use datafusion::common::metadata::FieldMetadata;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchemaRef, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::{Alias, ScalarFunction};
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Like, LogicalPlan, Operator};
 
 use super::arrow::TYPE_KEY;
@@ -29,29 +27,7 @@ use crate::types::SqlType;
 
 /// The plan with bpchar values padded where PostgreSQL reads them padded (the module's doc).
 pub fn as_postgres(plan: LogicalPlan) -> Result<LogicalPlan> {
-    // Once a field has gained its bpchar metadata (`min(c)`), the nodes above it are built again, so that
-    // their schemas carry it up to the result's.
-    let mut changed = false;
-    plan.transform_up_with_subqueries(|node| {
-        let node = if changed { node.recompute_schema()? } else { node };
-        let schema: DFSchemaRef = match node.inputs().as_slice() {
-            [one] => Arc::clone(one.schema()),
-            _ => Arc::clone(node.schema()),
-        };
-        let names = NamePreserver::new(&node);
-        let rewritten = node.map_expressions(|e| {
-            let saved = names.save(&e);
-            let out = e.transform_up(|e| rewrite(e, &schema))?;
-            Ok(if out.transformed { Transformed::yes(saved.restore(out.data)) } else { out })
-        })?;
-        if rewritten.transformed {
-            changed = true;
-            Ok(Transformed::yes(rewritten.data.recompute_schema()?))
-        } else {
-            Ok(rewritten)
-        }
-    })
-    .map(|t| t.data)
+    super::plan_rewrite::rewrite_expressions(plan, rewrite)
 }
 
 /// A bpchar's declared length, when `e` is one (a column, or a cast to one).

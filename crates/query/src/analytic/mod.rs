@@ -24,6 +24,7 @@ mod guarded;
 mod limits;
 mod math;
 mod numbers;
+mod plan_rewrite;
 pub mod provider;
 mod rewrite;
 mod search_path;

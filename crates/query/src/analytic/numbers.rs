@@ -18,11 +18,10 @@ use std::sync::Arc;
 use crate::error::QueryError;
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float32Type, Float64Type};
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::DFSchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
     Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TryCast, Volatility,
 };
@@ -74,25 +73,7 @@ impl ScalarUDFImpl for Rint {
 
 /// The plan with PostgreSQL's numbers where DataFusion's differ (the module's doc).
 pub fn as_postgres(plan: LogicalPlan, rint: &Arc<ScalarUDF>) -> Result<LogicalPlan> {
-    plan.transform_up_with_subqueries(|node| {
-        // Expressions are typed by the node's input; a join's, by both sides, which its output holds.
-        let schema: DFSchemaRef = match node.inputs().as_slice() {
-            [one] => Arc::clone(one.schema()),
-            _ => Arc::clone(node.schema()),
-        };
-        let names = NamePreserver::new(&node);
-        let rewritten = node.map_expressions(|e| {
-            let saved = names.save(&e);
-            let out = e.transform_up(|e| rewrite(e, &schema, rint))?;
-            Ok(if out.transformed { Transformed::yes(saved.restore(out.data)) } else { out })
-        })?;
-        if rewritten.transformed {
-            Ok(Transformed::yes(rewritten.data.recompute_schema()?))
-        } else {
-            Ok(rewritten)
-        }
-    })
-    .map(|t| t.data)
+    super::plan_rewrite::rewrite_expressions(plan, |e, schema| rewrite(e, schema, rint))
 }
 
 fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Transformed<Expr>> {
