@@ -290,6 +290,31 @@ fn a_build_asked_to_stop_leaves_no_index() {
     assert_eq!(by_card(&store, Some(1)).len(), 833);
 }
 
+/// A row a writer changes during a build, after the build's snapshot and before the build reaches it, gets
+/// an entry from the build under its old value. The build saw the write, so it sweeps its index before
+/// the index is ready: the row is found under its new value only, and one entry per row is left.
+#[test]
+fn a_build_racing_a_writer_leaves_no_stale_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    for k in 0..2_500 {
+        put(&store, k, Some(k % 3));
+    }
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        if asked.get() == 2 {
+            // Asked after 1,000 rows: row 2,400 is still ahead, to be read at the build's snapshot (card 0).
+            put(&store, 2_400, Some(7));
+        }
+        false
+    };
+    store.create_index_until("t", IndexDef::new("by_card", &["card".into()], false, false), &stop).unwrap();
+    assert_eq!(by_card(&store, Some(7)), vec![2_400]);
+    assert!(!by_card(&store, Some(0)).contains(&2_400));
+    assert_eq!(store.index_entries("t", "by_card").unwrap(), 2_500, "one entry per row, none stale");
+}
+
 /// A migration tool runs several migrations, and writes its version table, in one transaction: an index
 /// made after those writes is built (from the committed rows), the transaction commits, and until then it
 /// reads the table without the index, whose entries its snapshot does not hold. Not after rows of the

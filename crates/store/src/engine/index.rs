@@ -208,6 +208,9 @@ impl WriteCtx<'_> {
             }
             d.clone()
         };
+        if def.indexes.iter().any(|i| !i.ready) {
+            t.building_writes.fetch_add(1, Ordering::SeqCst);
+        }
         let row_key = &key[t.prefix_len()..];
         let pk = t.decode_pk(key)?;
         let old = old.map(StoredRow::decode).transpose()?;
@@ -360,7 +363,10 @@ impl Store {
     ///    then on writes entries for the rows it writes. A transaction that wrote before is refused at its
     ///    commit (40001, as a bulk load makes it: the bulk epoch moves), since its writes had none.
     /// 2. The rows are read at a snapshot taken after, and their entries written in batches (bounded
-    ///    memory). An entry for a row changed since is one a read checks and passes over.
+    ///    memory). An entry for a row a writer changed since is stale: reads check each entry against its
+    ///    row and pass over such ones. If any row was written during the build, the index's entries are
+    ///    then swept, so that none is left (a writer racing the sweep's delete of one keeps it; VACUUM
+    ///    removes it later).
     /// 3. The index is marked ready. On any failure it is removed with its entries; after a crash the next
     ///    open removes it.
     pub fn create_index(&self, table: &str, spec: IndexDef) -> Result<()> {
@@ -385,7 +391,14 @@ impl Store {
             })?;
             self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
         }
-        let built = self.fill_index(&t, &ix, stop).and_then(|()| {
+        let writes_before = t.building_writes.load(Ordering::SeqCst);
+        let filled = self.fill_index(&t, &ix, stop).and_then(|()| {
+            if t.building_writes.load(Ordering::SeqCst) != writes_before {
+                self.inner.sweep_index(&t, &ix)?;
+            }
+            Ok(())
+        });
+        let built = filled.and_then(|()| {
             let _ddl = self.inner.ddl.lock();
             self.inner.alter_locked(&t, |d| {
                 d.indexes.iter_mut().filter(|i| i.id == ix.id).for_each(|i| i.ready = true);

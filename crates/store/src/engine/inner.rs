@@ -48,6 +48,7 @@ impl Inner {
             seq_columns: (0..def.partition_key_len).filter(|&i| def.primary_key[i].auto_increment).collect(),
             retired: Arc::new(AtomicBool::new(false)),
             persisted: Mutex::new(Vec::new()),
+            building_writes: AtomicU64::new(0),
             def: RwLock::new(def.clone()),
         };
         self.rules.write().insert(id, def.options.rules());

@@ -45,7 +45,7 @@ impl Inner {
     }
 
     /// Deletes index `ix`'s entries whose row (stored, with its newest stored values) no longer makes them.
-    fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
+    pub(super) fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
         let def = t.def.read().clone();
         let (lo, hi) = (keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec());
         self.sweep_range(lo, hi, |src, key, row_key| {

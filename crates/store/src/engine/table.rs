@@ -21,6 +21,9 @@ pub(crate) struct Table {
     pub retired: Arc<AtomicBool>,
     /// The partitions record as last written to the catalog: maintenance writes it again only when it changed.
     pub persisted: Mutex<Vec<u8>>,
+    /// Row writes made while one of its indexes was being built. A build that saw any sweeps its index
+    /// before it is ready: an entry the build wrote for a row a writer changed meanwhile is stale.
+    pub building_writes: AtomicU64,
 }
 
 impl Table {
