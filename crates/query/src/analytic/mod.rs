@@ -22,6 +22,7 @@ pub mod catalog;
 mod errors;
 mod guarded;
 mod limits;
+mod literals;
 mod math;
 mod numbers;
 mod plan_rewrite;
@@ -157,7 +158,8 @@ impl Analytics {
         // one), and this check then fails the statement with an internal error. Nullability is not used to
         // compute anything; the option exists to work around such planner bugs.
         config.options_mut().execution.skip_physical_aggregate_schema_check = true;
-        let ctx = SessionContext::new_with_config(config);
+        let mut ctx = SessionContext::new_with_config(config);
+        ctx.register_expr_planner(Arc::new(literals::BooleanLiterals)).map_err(map_err)?;
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
         catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| map_err(*e))?;

@@ -353,6 +353,14 @@ impl Binder<'_, '_> {
 
     fn function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
+        // `pg_typeof(x)`: the name of x's type, as format_type prints it, known here (x is not evaluated).
+        if name == "pg_typeof" {
+            let args = self.function_args(f)?;
+            let [arg] = args.as_slice() else {
+                return Err(QueryError::UndefinedFunction(format!("pg_typeof with {} arguments", args.len())));
+            };
+            return Ok(Expr::Literal(Datum::Text(arg.ty().pg_name().into()), SqlType::Text));
+        }
         let Some(func) = Func::lookup(&name) else {
             let udf = super::udf::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
             let args = self.function_args(f)?;

@@ -1,5 +1,7 @@
 //! Functions in FROM: a set-returning one's alias also names its column (`generate_series(1, 3) AS i`
 //! gives column `i`); a scalar one is a one-row relation (`string_to_array(x, ',') s` gives column `s`).
+//! An untyped bound of `generate_series` beside an integer one is an integer, as PostgreSQL resolves it
+//! (`generate_series(1, '3')`), where DataFusion wants literals of its argument types.
 
 use std::ops::ControlFlow;
 
@@ -35,6 +37,9 @@ impl VisitorMut for FunctionsInFrom {
             }
             return ControlFlow::Continue(());
         }
+        if matches!(fname.as_str(), "generate_series" | "range") {
+            integer_bounds(&mut args.args);
+        }
         if TABLE_FUNCTIONS.contains(&fname.as_str()) && name.0.len() > 1 {
             // pg_catalog.generate_series: DataFusion knows it unqualified.
             name.0 = vec![name.0.last().cloned().expect("a name")];
@@ -55,5 +60,28 @@ impl VisitorMut for FunctionsInFrom {
         };
         *f = TableFactor::Derived { lateral: false, subquery: query, alias: Some(alias.clone()), sample: None };
         ControlFlow::Continue(())
+    }
+}
+
+/// `generate_series(1, '3')`: quoted integers beside an integer literal become integer literals.
+fn integer_bounds(args: &mut [sqlparser::ast::FunctionArg]) {
+    use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Value};
+    fn literal(a: &mut FunctionArg) -> Option<&mut Value> {
+        match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => Some(&mut v.value),
+            _ => None,
+        }
+    }
+    if !args.iter_mut().any(|a| matches!(literal(a), Some(Value::Number(..)))) {
+        return;
+    }
+    for a in args.iter_mut() {
+        if let Some(v @ Value::SingleQuotedString(_)) = literal(a) {
+            if let Value::SingleQuotedString(s) = v {
+                if let Ok(n) = s.trim().parse::<i64>() {
+                    *v = Value::Number(n.to_string(), false);
+                }
+            }
+        }
     }
 }

@@ -20,7 +20,8 @@
 //!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
 //! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
 //!   PostgreSQL resolves the unknown literal to the parameter's oid type.
-//! - `to_char(ts, 'YYYY-MM-DD')`: PostgreSQL's template patterns become the strftime ones DataFusion uses.
+//! - `to_char(ts, 'YYYY-MM-DD')`, `to_timestamp(text, 'YYYY-MM-DD HH24:MI:SS.US')`: PostgreSQL's template
+//!   patterns become the strftime ones DataFusion uses.
 //! - `LIKE p ESCAPE '/'`: DataFusion escapes with backslash only; the pattern's escape character becomes one.
 //! - `generate_subscripts(a, 1)` (not in DataFusion) is `unnest(range(1, array_length(a) + 1))`, which
 //!   zips with other `unnest`s of the select list as in PostgreSQL.
@@ -382,7 +383,8 @@ fn oid_literal_arguments(e: &mut Expr) {
 
 fn to_char_pattern(e: &mut Expr) {
     let Expr::Function(f) = e else { return };
-    if !f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("to_char")) {
+    let templated = ["to_char", "to_timestamp"];
+    if !f.name.0.last().is_some_and(|p| templated.iter().any(|t| p.to_string().eq_ignore_ascii_case(t))) {
         return;
     }
     let FunctionArguments::List(list) = &mut f.args else { return };

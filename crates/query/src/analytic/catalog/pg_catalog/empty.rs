@@ -9,8 +9,10 @@ pub struct Empty(pub &'static str);
 /// The pg_catalog relations Tabula never fills. (Identity columns use the engine's auto-increment,
 /// not sequences; there are no security labels, transforms, partitioned tables, event triggers or
 /// foreign data. Nor rewrite rules: the library's pg_rewrite describes the views of the PostgreSQL its
-/// data came from, by OIDs that are not this catalog's.)
-static EMPTY: [Empty; 15] = [
+/// data came from, by OIDs that are not this catalog's. Nor column statistics, `pg_stats`: ANALYZE gathers
+/// none, the planner choosing its routes by rules; its array columns, `anyarray` and `real[]` in
+/// PostgreSQL, are `text[]` here.)
+static EMPTY: [Empty; 16] = [
     Empty("pg_policy"),
     Empty("pg_statistic_ext"),
     Empty("pg_publication"),
@@ -26,6 +28,7 @@ static EMPTY: [Empty; 15] = [
     Empty("pg_foreign_data_wrapper"),
     Empty("pg_foreign_server"),
     Empty("pg_rewrite"),
+    Empty("pg_stats"),
 ];
 
 /// The always-empty relation of that name.
@@ -46,6 +49,22 @@ impl Relation for Empty {
                 ("polroles", Oids),
                 ("polqual", Text),
                 ("polwithcheck", Text),
+            ],
+            "pg_stats" => vec![
+                ("schemaname", Text),
+                ("tablename", Text),
+                ("attname", Text),
+                ("inherited", Bool),
+                ("null_frac", F32),
+                ("avg_width", I32),
+                ("n_distinct", F32),
+                ("most_common_vals", Texts),
+                ("most_common_freqs", Texts),
+                ("histogram_bounds", Texts),
+                ("correlation", F32),
+                ("most_common_elems", Texts),
+                ("most_common_elem_freqs", Texts),
+                ("elem_count_histogram", Texts),
             ],
             "pg_statistic_ext" => vec![
                 ("oid", Oid),
