@@ -103,3 +103,52 @@ async fn a_transaction_block_past_its_size_limit_is_54000_and_leaves_nothing() {
     assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
     server.shutdown().await.unwrap();
 }
+
+/// COPY with `rows` lines of about 300 bytes into table `t` (k, v, s).
+async fn copy_rows(c: &Client, rows: i64) -> Result<u64, tokio_postgres::Error> {
+    use futures::SinkExt;
+    let sink = c.copy_in("COPY t FROM STDIN").await?;
+    futures::pin_mut!(sink);
+    let long = "z".repeat(300);
+    let data: String = (1..=rows).map(|k| format!("{k}\t{}\t{long}\n", k % 10)).collect();
+    sink.send(bytes::Bytes::from(data)).await?;
+    sink.finish().await
+}
+
+/// pgbench -i's `BEGIN; TRUNCATE ...; COPY ...; COMMIT`: a COPY in a transaction block into a table the
+/// transaction made (created or truncated since its last savepoint) and before it wrote rows loads apart
+/// from the transaction, of any size, and the transaction reads it; a rollback takes the table back with
+/// the rows. Otherwise the rows go through the transaction, under its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_into_a_table_the_transaction_made_is_not_bounded_by_its_size() {
+    let (server, _dir, conn) = common::start_configured(|c| c.max_transaction_bytes = 1 << 20).await;
+    let c = connect(&conn).await;
+    many_rows(&c, 100).await;
+
+    c.batch_execute("BEGIN; TRUNCATE t").await.unwrap();
+    assert_eq!(copy_rows(&c, 20_000).await.unwrap(), 20_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
+    c.batch_execute("UPDATE t SET v = -1 WHERE k = 7; COMMIT").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v = -1").await, 1);
+
+    // Rolled back: the table is as it was, none of the loaded rows in it.
+    c.batch_execute("BEGIN; TRUNCATE t").await.unwrap();
+    assert_eq!(copy_rows(&c, 30_000).await.unwrap(), 30_000);
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
+
+    // Made before a savepoint, a rollback to it could not take the rows back: they go through the
+    // transaction, whose limit then holds.
+    c.batch_execute("BEGIN; TRUNCATE t; SAVEPOINT a").await.unwrap();
+    let e = copy_rows(&c, 20_000).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED), "{e:?}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    // So do they after the transaction wrote rows.
+    c.batch_execute("BEGIN; TRUNCATE t; INSERT INTO t VALUES (0, 1, 'x')").await.unwrap();
+    let e = copy_rows(&c, 20_000).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED), "{e:?}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM t").await, 20_000);
+    server.shutdown().await.unwrap();
+}

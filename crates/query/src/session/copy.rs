@@ -30,7 +30,8 @@ pub(super) struct CopyIn {
     buf: Vec<u8>,
     /// The statement's own transaction when the session has none open and rows need generated keys.
     txn: Option<Txn>,
-    /// Outside a transaction, rows with complete keys load as one atomic write batch instead.
+    /// Outside a transaction, or in one into a table it made (`Ddl::bulk_load`), rows with complete keys
+    /// load as one atomic write batch instead.
     bulk: Option<tabula_store::BulkLoad>,
     /// Lines before the first row (a header).
     skipped_lines: u64,
@@ -86,6 +87,7 @@ impl Session {
                 return Err(e.into());
             }
         }
+        let had_bulk = copy.bulk.is_some();
         if let Some(b) = copy.bulk {
             match b.commit() {
                 Ok(()) => {}
@@ -102,9 +104,12 @@ impl Session {
                 }
             }
         }
-        // Inside a transaction block the rows commit with it (and COMMIT waits for them).
+        // Inside a transaction block the rows commit with it (and COMMIT waits for them); loaded apart from it
+        // into a table it made, they are there for its reads from now on.
         if self.txn.is_none() {
             self.commit_durably()?;
+        } else if had_bulk {
+            self.ddl().loaded();
         }
         Ok(copy.rows)
     }
@@ -245,7 +250,9 @@ impl Session {
             || !table.indexes.is_empty()
             || !table.foreign_keys.is_empty();
         let (txn, bulk) = match (&self.txn, generated) {
-            (Some(_), _) => (None, None),
+            (Some(_), true) => (None, None),
+            // A table this transaction made may take the rows as a bulk load too (`Ddl::bulk_load`).
+            (Some(_), false) => (None, self.ddl().bulk_load(&table.name)?),
             (None, true) => (Some(self.db.store().begin()), None),
             (None, false) => (None, Some(self.db.store().bulk_load(&table.name)?)),
         };

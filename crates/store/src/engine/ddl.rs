@@ -116,6 +116,27 @@ impl Ddl<'_> {
 }
 
 impl Ddl<'_> {
+    /// A bulk load into table `table` (`Store::bulk_load`). In a transaction, only into a table the
+    /// transaction made since its last savepoint (CREATE TABLE, TRUNCATE) and before it wrote any row: an undo
+    /// drops that table with every row in it, so the rows need not be held in the transaction, and a load
+    /// of any size fits (`pgbench -i`: `BEGIN; TRUNCATE ...; COPY ...; COMMIT`). `None` otherwise: the rows
+    /// then go through the transaction. Once the load is in, [`Ddl::loaded`] lets the transaction see it.
+    pub fn bulk_load(&mut self, table: &str) -> Result<Option<BulkLoad>> {
+        let Some(t) = self.txn.as_deref() else { return self.store.bulk_load(table).map(Some) };
+        let target = self.store.inner.table(table)?;
+        if t.wrote.get() || !target.def.read().indexes.is_empty() || !t.made_since_savepoint(target.id) {
+            return Ok(None);
+        }
+        self.store.bulk_load(table).map(Some)
+    }
+
+    /// After a bulk load in the transaction: it reads from then on at a snapshot holding the loaded rows.
+    pub fn loaded(&mut self) {
+        if let Some(t) = self.txn.as_deref_mut() {
+            t.renew_snapshot(self.store);
+        }
+    }
+
     /// CREATE INDEX (`Store::create_index`). In a transaction that has not written rows, it reads from then
     /// on at a snapshot holding the entries. In one that has written rows to other tables (a migration tool
     /// that ran an earlier migration, or updated its version table, in the same transaction), its snapshot

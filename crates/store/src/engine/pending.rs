@@ -271,6 +271,14 @@ impl Txn {
         self.inner.set_aside(name)
     }
 
+    /// Whether table `id` was made by this transaction (CREATE TABLE, TRUNCATE, a rebuild) since its last
+    /// savepoint: undoing any part of the transaction that could be undone then drops it, rows and all.
+    pub(super) fn made_since_savepoint(&self, id: u32) -> bool {
+        let j = self.journal.borrow();
+        let from = j.marks.last().copied().unwrap_or(0);
+        j.undo.iter().skip(from).any(|u| matches!(u, Undo::Created(c) if *c == id))
+    }
+
     /// The journal id DDL checks claims against (0: none yet).
     pub(super) fn owner(&self) -> u64 {
         self.journal.borrow().id
