@@ -210,6 +210,13 @@ impl QueryError {
             QueryError::Store(StoreError::TransactionTooLarge { .. }) => {
                 Some("Split the work over several transactions, or raise the server's --max-transaction-mb.".into())
             }
+            // PostgreSQL's hints for a call or an operator that no function matches.
+            QueryError::UndefinedFunction(_) => {
+                Some("No function matches the given name and argument types. You might need to add explicit type casts.".into())
+            }
+            QueryError::UndefinedOperator(_) => {
+                Some("No operator matches the given name and argument types. You might need to add explicit type casts.".into())
+            }
             _ => None,
         }
     }

@@ -5,6 +5,13 @@ use super::*;
 /// DataFusion's error as the PostgreSQL error it is.
 pub fn map_err(e: DataFusionError) -> QueryError {
     let root = e.find_root();
+    let internal = matches!(
+        root,
+        DataFusionError::Plan(_) | DataFusionError::Internal(_) | DataFusionError::Execution(_) | DataFusionError::ArrowError(..)
+    );
+    if let Some(q) = reworded(&root.to_string()).filter(|_| internal) {
+        return q;
+    }
     match root {
         DataFusionError::External(inner) => {
             if let Some(q) = inner.downcast_ref::<QueryError>() {
@@ -75,6 +82,74 @@ fn classify_plan_error(m: &str) -> QueryError {
         return QueryError::Engine { sqlstate: "42803", message: m.to_string() };
     }
     QueryError::Engine { sqlstate: "42601", message: m.to_string() }
+}
+
+/// DataFusion's messages that name its own types and internals (`sum(Utf8)`, `array_has(List(Int64), Utf8)`,
+/// `ScalarSubquery(<subquery>)`), reworded as PostgreSQL words the same error.
+fn reworded(m: &str) -> Option<QueryError> {
+    // "No function matches the given name and argument types 'sum(Utf8)'."
+    if let Some((call, _)) = m.split_once("argument types '").and_then(|(_, r)| r.split_once("'")) {
+        let (name, args) = call.split_once('(')?;
+        let args: Vec<String> = split_top(args.strip_suffix(')')?).iter().map(|a| pg_type_name(a)).collect();
+        // `x = ANY(array)`: DataFusion's array_has of the array and the element.
+        if let ("array_has", [array, element]) = (name, args.as_slice()) {
+            return Some(QueryError::UndefinedOperator(format!("{element} = {}", array.strip_suffix("[]").unwrap_or(array))));
+        }
+        return Some(QueryError::UndefinedFunction(format!("{name}({})", args.join(", "))));
+    }
+    // "... column \"a.k\" must appear in the GROUP BY clause ..."
+    if let Some((_, rest)) = m.split_once("column \"").filter(|_| m.contains("must appear in the GROUP BY clause")) {
+        let column = rest.split_once('"')?.0;
+        return Some(QueryError::Engine {
+            sqlstate: "42803",
+            message: format!("column \"{column}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+        });
+    }
+    if m.contains("does not support logical expression ScalarSubquery") || m.contains("does not support logical expression Exists") {
+        return Some(QueryError::NotSupported(
+            "a subquery that names the outer query's columns where the analytic route cannot decorrelate it (in HAVING, or beside \
+             aggregates)"
+                .into(),
+        ));
+    }
+    // "Cannot cast string 'a' to value of Int64 type"
+    if let Some((value, ty)) = m.split_once("Cannot cast string '").and_then(|(_, r)| r.split_once("' to value of ")) {
+        let ty = ty.split_once(" type")?.0;
+        return Some(QueryError::InvalidText(format!("invalid input syntax for type {}: \"{value}\"", pg_type_name(ty))));
+    }
+    None
+}
+
+/// A comma-separated list split at its top level (`List(Int64), Decimal128(38, 10)` is two items).
+fn split_top(s: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        out.push(s[start..].trim());
+    }
+    out
+}
+
+/// An Arrow type as DataFusion's messages name it (`Utf8`, `List(Int64)`), as PostgreSQL names it.
+fn pg_type_name(arrow: &str) -> String {
+    let t = arrow.trim();
+    if let Some(inner) = t.strip_prefix("List(").and_then(|r| r.strip_suffix(')')) {
+        return format!("{}[]", pg_type_name(inner.trim_start_matches("nullable ")));
+    }
+    match t {
+        "Null" => "unknown".into(),
+        _ => t.parse::<DataType>().map(|dt| super::arrow::sql_type_of(&dt).pg_name().to_string()).unwrap_or_else(|_| t.to_string()),
+    }
 }
 
 trait CloneShallow {

@@ -87,9 +87,8 @@ impl Session {
                 return Err(e.into());
             }
         }
-        let had_bulk = copy.bulk.is_some();
         if let Some(b) = copy.bulk {
-            match b.commit() {
+            match self.ddl().commit_bulk(b) {
                 Ok(()) => {}
                 Err(tabula_store::BulkError::Duplicate(i)) => {
                     self.note_error();
@@ -104,12 +103,9 @@ impl Session {
                 }
             }
         }
-        // Inside a transaction block the rows commit with it (and COMMIT waits for them); loaded apart from it
-        // into a table it made, they are there for its reads from now on.
+        // Inside a transaction block the rows commit with it (and COMMIT waits for them).
         if self.txn.is_none() {
             self.commit_durably()?;
-        } else if had_bulk {
-            self.ddl().loaded();
         }
         Ok(copy.rows)
     }

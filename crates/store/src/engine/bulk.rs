@@ -207,6 +207,11 @@ impl BulkLoad {
 
     /// Writes every row at once. A key that repeats in the load or names a visible row fails the whole load
     /// with `Duplicate` (the position of the first row that could not be inserted); nothing is written then.
+    /// The key space of the table it loads.
+    pub(super) fn table_id(&self) -> u32 {
+        self.table.id
+    }
+
     pub fn commit(mut self) -> std::result::Result<(), BulkError> {
         // Before the rows are visible, so that no value drawn meanwhile collides with one of them.
         if let Some(n) = self.largest_generated {

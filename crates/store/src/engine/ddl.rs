@@ -116,25 +116,40 @@ impl Ddl<'_> {
 }
 
 impl Ddl<'_> {
-    /// A bulk load into table `table` (`Store::bulk_load`). In a transaction, only into a table the
-    /// transaction made since its last savepoint (CREATE TABLE, TRUNCATE) and before it wrote any row: an undo
-    /// drops that table with every row in it, so the rows need not be held in the transaction, and a load
-    /// of any size fits (`pgbench -i`: `BEGIN; TRUNCATE ...; COPY ...; COMMIT`). `None` otherwise: the rows
-    /// then go through the transaction. Once the load is in, [`Ddl::loaded`] lets the transaction see it.
+    /// A bulk load into table `table` (`Store::bulk_load`), to commit with [`Ddl::commit_bulk`]. In a
+    /// transaction, only into a table the transaction made since its last savepoint (CREATE TABLE,
+    /// TRUNCATE) and has not written rows to: an undo drops that table with every row in it, so the rows
+    /// need not be held in the transaction, and a load of any size fits (`pgbench -i`: `BEGIN; TRUNCATE
+    /// ...; INSERT ...; COPY ...; COMMIT`). `None` otherwise: the rows then go through the transaction.
     pub fn bulk_load(&mut self, table: &str) -> Result<Option<BulkLoad>> {
         let Some(t) = self.txn.as_deref() else { return self.store.bulk_load(table).map(Some) };
         let target = self.store.inner.table(table)?;
-        if t.wrote.get() || !target.def.read().indexes.is_empty() || !t.made_since_savepoint(target.id) {
+        let written = t.deltas.borrow().iter().any(|d| Arc::ptr_eq(&d.retired, &target.retired));
+        if written || !target.def.read().indexes.is_empty() || !t.made_since_savepoint(target.id) {
             return Ok(None);
         }
         self.store.bulk_load(table).map(Some)
     }
 
-    /// After a bulk load in the transaction: it reads from then on at a snapshot holding the loaded rows.
-    pub fn loaded(&mut self) {
-        if let Some(t) = self.txn.as_deref_mut() {
+    /// Commits a bulk load of [`Ddl::bulk_load`]. A transaction that has not written rows reads from then
+    /// on at a snapshot holding the loaded ones. One that has (to other tables) keeps its snapshot, older
+    /// than the load: it may neither read nor write the loaded table until it ends (0A000), and the load,
+    /// which moved the bulk epoch, does not fail its commit (another bulk load meanwhile still does).
+    pub fn commit_bulk(&mut self, bulk: BulkLoad) -> std::result::Result<(), BulkError> {
+        let table = bulk.table_id();
+        let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
+        bulk.commit()?;
+        let Some(t) = self.txn.as_deref_mut() else { return Ok(()) };
+        if !t.wrote.get() {
             t.renew_snapshot(self.store);
+            return Ok(());
         }
+        let now = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
+        if t.epoch == epoch && now <= epoch + 1 {
+            t.epoch = now;
+        }
+        t.loaded_apart.borrow_mut().push(table);
+        Ok(())
     }
 
     /// CREATE INDEX (`Store::create_index`). In a transaction that has not written rows, it reads from then

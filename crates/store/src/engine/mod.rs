@@ -263,6 +263,7 @@ impl Store {
             wrote: Default::default(),
             journal: Default::default(),
             unreadable: Default::default(),
+            loaded_apart: Default::default(),
             size: Default::default(),
             size_marks: Default::default(),
             size_limit: Default::default(),
@@ -355,19 +356,19 @@ macro_rules! access_reads {
     () => {
         fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
             let (inner, src) = self.read_source();
-            inner.get_row(src, &*inner.table(table)?, pk, read)
+            inner.get_row(src, &*self.source_table(table)?, pk, read)
         }
         fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
             let (inner, src) = self.read_source();
-            inner.batch_get(src, &*inner.table(table)?, pks, read)
+            inner.batch_get(src, &*self.source_table(table)?, pks, read)
         }
         fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
             let (inner, src) = self.read_source();
-            inner.get_range(src, &*inner.table(table)?, req)
+            inner.get_range(src, &*self.source_table(table)?, req)
         }
         fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
             let (inner, src) = self.read_source();
-            inner.get_range_latest(src, &*inner.table(table)?, req)
+            inner.get_range_latest(src, &*self.source_table(table)?, req)
         }
         fn visit_range_latest(
             &self,
@@ -376,11 +377,11 @@ macro_rules! access_reads {
             visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
         ) -> Result<Option<Vec<PkValue>>> {
             let (inner, src) = self.read_source();
-            inner.visit_range_latest(src, &*inner.table(table)?, req, visit)
+            inner.visit_range_latest(src, &*self.source_table(table)?, req, visit)
         }
         fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage> {
             let (inner, src) = self.read_source();
-            inner.index_pks(src, &*inner.table(table)?, index, range, after, limit)
+            inner.index_pks(src, &*self.source_table(table)?, index, range, after, limit)
         }
     };
 }
@@ -388,6 +389,11 @@ macro_rules! access_reads {
 /// Where an [`Access`] implementation reads from.
 trait ReadSource {
     fn read_source(&self) -> (&Inner, &dyn Read);
+
+    /// The table a read names.
+    fn source_table(&self, name: &str) -> Result<Arc<Table>> {
+        self.read_source().0.table(name)
+    }
 }
 
 impl ReadSource for Store {
@@ -399,6 +405,10 @@ impl ReadSource for Store {
 impl ReadSource for Txn {
     fn read_source(&self) -> (&Inner, &dyn Read) {
         (&self.inner, self.kv())
+    }
+
+    fn source_table(&self, name: &str) -> Result<Arc<Table>> {
+        self.table(name)
     }
 }
 

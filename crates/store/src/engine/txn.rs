@@ -43,6 +43,9 @@ pub struct Txn {
     /// Indexes built by this transaction after it had written rows (to other tables): their entries were
     /// written after its snapshot, so it reads their tables without them.
     pub(super) unreadable: RefCell<Vec<u32>>,
+    /// Tables bulk-loaded by this transaction after it had written rows (to other tables): their rows
+    /// came after its snapshot, so it may neither read nor write them until it ends.
+    pub(super) loaded_apart: RefCell<Vec<u32>>,
     /// Bytes of keys and values written so far (`WriteCtx::written`), what it was at each savepoint, and
     /// the most it may write (`limit_size`).
     pub(super) size: std::cell::Cell<u64>,
@@ -107,8 +110,20 @@ impl Txn {
     /// rows are written. A row that exists is `RowExists` and the statement's rows are not committed; a
     /// concurrent insert of the same key makes the commit fail with `Conflict`.
     pub fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
-        let t = self.inner.table(table)?;
+        let t = self.table(table)?;
         self.write(|ctx| ctx.insert_rows(&t, rows))
+    }
+
+    /// Table `name`, unless this transaction bulk-loaded it after writing other rows (`Ddl::commit_bulk`).
+    pub(super) fn table(&self, name: &str) -> Result<Arc<Table>> {
+        let t = self.inner.table(name)?;
+        if self.loaded_apart.borrow().contains(&t.id) {
+            return Err(StoreError::NotSupported(format!(
+                "reading or writing table \"{name}\" in the transaction that bulk-loaded it after writing other rows: it is \
+                 there once the transaction commits"
+            )));
+        }
+        Ok(t)
     }
 
     /// Marks a point the transaction can return to (a statement's start).
@@ -185,21 +200,21 @@ impl Access for Txn {
             || !self.inner.table(table).is_ok_and(|t| t.def.read().indexes.iter().any(|i| i.name == index && unreadable.contains(&i.id)))
     }
     fn lock_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
-        let t = self.inner.table(table)?;
+        let t = self.table(table)?;
         // An optimistic transaction validates at commit every key it read for update, written or not.
         self.kv().get_for_update(Space::Data, &t.key(pk)?)?;
         Ok(())
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.table(table)?;
         self.write(|ctx| ctx.put_row(&t, pk, cells, cond))
     }
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.table(table)?;
         self.write(|ctx| ctx.update_row(&t, pk, ops, cond))
     }
     fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.table(table)?;
         self.write(|ctx| ctx.delete_row(&t, pk, cond))
     }
 }
