@@ -15,6 +15,8 @@ pub enum FkAction {
     Cascade,
     /// The referencing columns become NULL.
     SetNull,
+    /// The referencing columns take their DEFAULTs (NULL without one), which must reference a row in turn.
+    SetDefault,
 }
 
 impl FkAction {
@@ -25,6 +27,7 @@ impl FkAction {
             FkAction::Restrict => 'r',
             FkAction::Cascade => 'c',
             FkAction::SetNull => 'n',
+            FkAction::SetDefault => 'd',
         }
     }
 
@@ -34,6 +37,7 @@ impl FkAction {
             "r" => FkAction::Restrict,
             "c" => FkAction::Cascade,
             "n" => FkAction::SetNull,
+            "d" => FkAction::SetDefault,
             _ => return None,
         })
     }
@@ -45,6 +49,7 @@ impl FkAction {
             FkAction::Restrict => "RESTRICT",
             FkAction::Cascade => "CASCADE",
             FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
         }
     }
 }

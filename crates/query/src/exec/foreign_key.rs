@@ -86,8 +86,8 @@ impl Executor<'_> {
 
     /// A row of `t` changed from `before` to `after`, or was deleted (`None`): what the foreign keys that
     /// reference `t` need of the values it gave up. CASCADE deletes the referencing rows, and goes on from
-    /// each (one at a time, not by recursion: chains may be long); SET NULL clears their columns; NO ACTION
-    /// and RESTRICT leave a check.
+    /// each (one at a time, not by recursion: chains may be long); SET NULL clears their columns, SET DEFAULT
+    /// gives them their DEFAULTs (and leaves a check of those); NO ACTION and RESTRICT leave a check.
     pub(super) fn parent_changed(&self, t: &Arc<TableSchema>, before: SqlRow, after: Option<&SqlRow>) -> Result<()> {
         let mut work = vec![(t.clone(), before, after.cloned())];
         while let Some((t, before, after)) = work.pop() {
@@ -112,15 +112,31 @@ impl Executor<'_> {
                             }
                         }
                     }
-                    (true, FkAction::SetNull) => {
-                        for r in self.rows_where(&child, &cols, &values, None)? {
-                            if let Some(&c) = cols.iter().find(|&&c| child.columns[c].not_null) {
+                    (true, action @ (FkAction::SetNull | FkAction::SetDefault)) => {
+                        // NULLs, or the columns' DEFAULTs (evaluated once, as for one statement).
+                        let mut planner = crate::planner::Planner::new(self.catalog()?, Vec::new());
+                        let mut set = Vec::with_capacity(cols.len());
+                        for &c in &cols {
+                            let value = match (action, planner.column_default(&child, c)?) {
+                                (FkAction::SetDefault, Some(e)) => child.columns[c].fit(e.eval(&[], &self.ctx)?)?,
+                                _ => Datum::Null,
+                            };
+                            if value.is_null() && child.columns[c].not_null {
                                 return Err(QueryError::NotNull { table: child.name.clone(), column: child.columns[c].name.clone() });
                             }
-                            let ops: Vec<(String, UpdateOp)> =
-                                cols.iter().map(|&c| (child.columns[c].name.clone(), UpdateOp::DeleteAll)).collect();
+                            let op = match value.to_value() {
+                                Some(v) => UpdateOp::Put { value: v, version: None },
+                                None => UpdateOp::DeleteAll,
+                            };
+                            set.push((child.columns[c].name.clone(), op));
+                        }
+                        for r in self.rows_where(&child, &cols, &values, None)? {
                             let pk = self.pk_of(&child, &r)?;
-                            self.access.update_row(&child.name, &pk, &ops, &Condition::expect_exist()).map_err(store_err)?;
+                            self.access.update_row(&child.name, &pk, &set, &Condition::expect_exist()).map_err(store_err)?;
+                            // The defaults must reference a row of the parent, as any written values do.
+                            if action == FkAction::SetDefault {
+                                self.pending.borrow_mut().push(FkCheck::Child { table: child.clone(), fk: i, pk });
+                            }
                         }
                     }
                     _ => self.pending.borrow_mut().push(FkCheck::Parent { table: child.clone(), fk: i, values }),

@@ -123,7 +123,7 @@ impl Executor<'_> {
     }
 
     /// Whether deleting a row of `t` can change rows of `t`: a chain of ON DELETE CASCADE foreign keys,
-    /// ended by a CASCADE or SET NULL one, that leads back to it.
+    /// ended by a CASCADE, SET NULL or SET DEFAULT one, that leads back to it.
     fn cascades_back(&self, t: &TableSchema) -> Result<bool> {
         if self.catalog.is_none() {
             return Ok(false);
@@ -133,7 +133,7 @@ impl Executor<'_> {
         while let Some(name) = next.pop() {
             for (child, i) in self.catalog()?.referencing(&name)? {
                 let action = child.foreign_keys[i].on_delete;
-                if !matches!(action, FkAction::Cascade | FkAction::SetNull) {
+                if !matches!(action, FkAction::Cascade | FkAction::SetNull | FkAction::SetDefault) {
                     continue;
                 }
                 if child.name == t.name {

@@ -151,7 +151,7 @@ impl Planner<'_> {
     }
 
     /// A column's DEFAULT, bound and typed as a value assigned to it; `None` without one.
-    pub(super) fn column_default(&mut self, table: &TableSchema, col: usize) -> Result<Option<Expr>> {
+    pub(crate) fn column_default(&mut self, table: &TableSchema, col: usize) -> Result<Option<Expr>> {
         match &table.columns[col].default {
             Some(text) => self.bind_default(text, table.column_type(col), table.column_name(col)).map(Some),
             None => Ok(None),

@@ -26,6 +26,7 @@ impl Planner<'_> {
                 Some(ReferentialAction::Restrict) => Ok(FkAction::Restrict),
                 Some(ReferentialAction::Cascade) if !update => Ok(FkAction::Cascade),
                 Some(ReferentialAction::SetNull) if !update => Ok(FkAction::SetNull),
+                Some(ReferentialAction::SetDefault) if !update => Ok(FkAction::SetDefault),
                 Some(other) => Err(QueryError::NotSupported(format!("ON {} {other}", if update { "UPDATE" } else { "DELETE" }))),
             }
         };
