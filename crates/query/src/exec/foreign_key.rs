@@ -85,9 +85,10 @@ impl Executor<'_> {
     }
 
     /// A row of `t` changed from `before` to `after`, or was deleted (`None`): what the foreign keys that
-    /// reference `t` need of the values it gave up. CASCADE deletes the referencing rows, and goes on from
-    /// each (one at a time, not by recursion: chains may be long); SET NULL clears their columns, SET DEFAULT
-    /// gives them their DEFAULTs (and leaves a check of those); NO ACTION and RESTRICT leave a check.
+    /// reference `t` need of the values it gave up, by their ON DELETE or ON UPDATE action. CASCADE deletes
+    /// the referencing rows, or gives them the new values, and goes on from each (one at a time, not by
+    /// recursion: chains may be long); SET NULL clears their columns, SET DEFAULT gives them their DEFAULTs
+    /// (and leaves a check of those); NO ACTION and RESTRICT leave a check.
     pub(super) fn parent_changed(&self, t: &Arc<TableSchema>, before: SqlRow, after: Option<&SqlRow>) -> Result<()> {
         let mut work = vec![(t.clone(), before, after.cloned())];
         while let Some((t, before, after)) = work.pop() {
@@ -101,8 +102,9 @@ impl Executor<'_> {
                     }
                 }
                 let cols = positions(&child, &fk.columns)?;
-                match (after.is_none(), fk.on_delete) {
-                    (true, FkAction::Cascade) => {
+                let action = if after.is_none() { fk.on_delete } else { fk.on_update };
+                match (&after, action) {
+                    (None, FkAction::Cascade) => {
                         for r in self.rows_where(&child, &cols, &values, None)? {
                             let pk = self.pk_of(&child, &r)?;
                             match self.access.delete_row(&child.name, &pk, &Condition::expect_exist()) {
@@ -112,7 +114,32 @@ impl Executor<'_> {
                             }
                         }
                     }
-                    (true, action @ (FkAction::SetNull | FkAction::SetDefault)) => {
+                    // ON UPDATE CASCADE: the referencing columns take the parent's new values, and the rows
+                    // they change go on to their own referencing rows.
+                    (Some(a), FkAction::Cascade) => {
+                        let new_values: Vec<Datum> = positions(&t, &fk.parent_columns)?.into_iter().map(|c| a[c].clone()).collect();
+                        let set: Vec<(String, UpdateOp)> = cols
+                            .iter()
+                            .zip(&new_values)
+                            .map(|(&c, v)| {
+                                let op = match v.to_value() {
+                                    Some(value) => UpdateOp::Put { value, version: None },
+                                    None => UpdateOp::DeleteAll,
+                                };
+                                (child.columns[c].name.clone(), op)
+                            })
+                            .collect();
+                        for r in self.rows_where(&child, &cols, &values, None)? {
+                            let pk = self.pk_of(&child, &r)?;
+                            self.access.update_row(&child.name, &pk, &set, &Condition::expect_exist()).map_err(store_err)?;
+                            let mut changed = r.clone();
+                            for (&c, v) in cols.iter().zip(&new_values) {
+                                changed[c] = v.clone();
+                            }
+                            work.push((child.clone(), r, Some(changed)));
+                        }
+                    }
+                    (_, action @ (FkAction::SetNull | FkAction::SetDefault)) => {
                         // NULLs, or the columns' DEFAULTs (evaluated once, as for one statement).
                         let mut planner = crate::planner::Planner::new(self.catalog()?, Vec::new());
                         let mut set = Vec::with_capacity(cols.len());
@@ -137,6 +164,15 @@ impl Executor<'_> {
                             if action == FkAction::SetDefault {
                                 self.pending.borrow_mut().push(FkCheck::Child { table: child.clone(), fk: i, pk });
                             }
+                            // The row's new values are a change of a parent in turn, for what references them.
+                            let mut changed = r.clone();
+                            for (&c, (_, op)) in cols.iter().zip(&set) {
+                                changed[c] = match op {
+                                    UpdateOp::Put { value, .. } => Datum::from_value(value, child.column_type(c))?,
+                                    _ => Datum::Null,
+                                };
+                            }
+                            work.push((child.clone(), r, Some(changed)));
                         }
                     }
                     _ => self.pending.borrow_mut().push(FkCheck::Parent { table: child.clone(), fk: i, values }),

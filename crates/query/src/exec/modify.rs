@@ -54,6 +54,12 @@ impl Executor<'_> {
         let t = &p.scan.table;
         let version = self.eval_version(&p.version)?;
         let moves = p.moves_keys();
+        if self.updates_cascade_back(t)? {
+            return Err(QueryError::NotSupported(format!(
+                "an UPDATE of table \"{}\" whose ON UPDATE actions lead back to it through other tables",
+                t.name
+            )));
+        }
         self.modify(&p.scan, p.streamed(), from, enough, &mut |row, m| {
             let pk = self.pk_of(t, &row)?;
             let changed = if moves {
@@ -120,6 +126,34 @@ impl Executor<'_> {
             self.parent_changed(t, row, None)?;
         }
         Ok(m)
+    }
+
+    /// Whether updating a row of `t` can change rows of `t` through other tables: a chain of foreign keys
+    /// with ON UPDATE actions (each changes the referencing rows, an update of them in turn) that leads back
+    /// to it. (One to `t` itself with an ON UPDATE action is refused when it is made.)
+    fn updates_cascade_back(&self, t: &TableSchema) -> Result<bool> {
+        if self.catalog.is_none() {
+            return Ok(false);
+        }
+        let acts = |a: FkAction| !matches!(a, FkAction::NoAction | FkAction::Restrict);
+        let mut seen = vec![t.name.clone()];
+        let mut next = vec![t.name.clone()];
+        while let Some(name) = next.pop() {
+            for (child, i) in self.catalog()?.referencing(&name)? {
+                let fk = &child.foreign_keys[i];
+                if !acts(fk.on_update) {
+                    continue;
+                }
+                if child.name == t.name {
+                    return Ok(true);
+                }
+                if !seen.contains(&child.name) {
+                    seen.push(child.name.clone());
+                    next.push(child.name.clone());
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Whether deleting a row of `t` can change rows of `t`: a chain of ON DELETE CASCADE foreign keys,

@@ -20,17 +20,16 @@ impl Planner<'_> {
         if matches!(c.match_kind, Some(ConstraintReferenceMatchKind::Full | ConstraintReferenceMatchKind::Partial)) {
             return Err(QueryError::NotSupported("FOREIGN KEY ... MATCH FULL or PARTIAL (MATCH SIMPLE is built)".into()));
         }
-        let action = |a: Option<ReferentialAction>, update: bool| -> Result<FkAction> {
+        let action = |a: Option<ReferentialAction>| -> Result<FkAction> {
             match a {
                 None | Some(ReferentialAction::NoAction) => Ok(FkAction::NoAction),
                 Some(ReferentialAction::Restrict) => Ok(FkAction::Restrict),
-                Some(ReferentialAction::Cascade) if !update => Ok(FkAction::Cascade),
-                Some(ReferentialAction::SetNull) if !update => Ok(FkAction::SetNull),
-                Some(ReferentialAction::SetDefault) if !update => Ok(FkAction::SetDefault),
-                Some(other) => Err(QueryError::NotSupported(format!("ON {} {other}", if update { "UPDATE" } else { "DELETE" }))),
+                Some(ReferentialAction::Cascade) => Ok(FkAction::Cascade),
+                Some(ReferentialAction::SetNull) => Ok(FkAction::SetNull),
+                Some(ReferentialAction::SetDefault) => Ok(FkAction::SetDefault),
             }
         };
-        let (on_delete, on_update) = (action(c.on_delete, false)?, action(c.on_update, true)?);
+        let (on_delete, on_update) = (action(c.on_delete)?, action(c.on_update)?);
         let ch = c.characteristics.unwrap_or_default();
         if ch.enforced == Some(false) {
             return Err(QueryError::NotSupported("FOREIGN KEY ... NOT ENFORCED".into()));
@@ -84,6 +83,18 @@ impl Planner<'_> {
                 sqlstate: "42830",
                 message: format!("there is no unique constraint matching given keys for referenced table \"{parent_name}\""),
             });
+        }
+        // ON UPDATE CASCADE, SET NULL or SET DEFAULT changes the referencing rows while the UPDATE of the
+        // parent goes on: not within the parent's own rows, nor in the referencing table's key (the row would
+        // move), which are refused rather than half done.
+        if !matches!(on_update, FkAction::NoAction | FkAction::Restrict) {
+            let what = format!("ON UPDATE {}", on_update.sql());
+            if parent_name == t.name {
+                return Err(QueryError::NotSupported(format!("{what} of a foreign key that references its own table")));
+            }
+            if child_cols.iter().any(|&c| t.is_pk(c)) {
+                return Err(QueryError::NotSupported(format!("{what} of a foreign key whose columns are in the table's primary key")));
+            }
         }
         let stem = || format!("{}_{}", t.name, columns.join("_"));
         let name = super::check::constraint_name(&t.name, c.name.as_ref(), stem, "fkey", taken)?;
