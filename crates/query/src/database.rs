@@ -39,6 +39,8 @@ pub struct Database {
     defaults: RwLock<Settings>,
     /// Memory budgets of analytic statements.
     memory: Arc<ServerMemory>,
+    /// What each session is doing (`pg_stat_activity`).
+    activity: Arc<crate::activity::Activity>,
 }
 
 impl Database {
@@ -54,6 +56,7 @@ impl Database {
             references: RwLock::new(None),
             defaults: RwLock::new(Arc::new(default_settings(store_durability))),
             memory: Default::default(),
+            activity: Default::default(),
         }))
     }
 
@@ -84,6 +87,10 @@ impl Database {
     }
 
     /// The memory budgets of analytic statements, shared by the server's sessions.
+    pub fn activity(&self) -> &Arc<crate::activity::Activity> {
+        &self.activity
+    }
+
     pub fn memory(&self) -> &Arc<ServerMemory> {
         &self.memory
     }
@@ -182,5 +189,9 @@ impl Source for Database {
 
     fn roles(&self) -> &Registry {
         &self.roles
+    }
+
+    fn activity(&self) -> &Arc<crate::activity::Activity> {
+        &self.activity
     }
 }

@@ -37,6 +37,7 @@
 //! [`analytic::Source`].
 
 pub mod access;
+pub mod activity;
 pub mod analytic;
 pub mod copy;
 pub mod cursor;

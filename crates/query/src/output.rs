@@ -42,15 +42,30 @@ pub struct RowStream {
     /// Set when the stream ends in an error: the session's transaction then fails, as it would had the
     /// error come before the first row (see [`Session::execute`]).
     failed: Option<Arc<AtomicBool>>,
+    /// Run when the stream is dropped: its statement is over (the session goes idle in pg_stat_activity).
+    ended: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for RowStream {
+    fn drop(&mut self) {
+        if let Some(f) = self.ended.take() {
+            f();
+        }
+    }
 }
 
 impl RowStream {
     pub fn new(source: impl RowSource + 'static) -> Self {
-        RowStream { source: Box::new(source), owned: Default::default(), done: false, failed: None }
+        RowStream { source: Box::new(source), owned: Default::default(), done: false, failed: None, ended: None }
     }
 
     pub(crate) fn flag_errors(mut self, flag: Arc<AtomicBool>) -> Self {
         self.failed = Some(flag);
+        self
+    }
+
+    pub(crate) fn on_drop(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.ended = Some(Box::new(f));
         self
     }
 

@@ -102,6 +102,7 @@ impl Connection {
                 // Unreachable in practice: the same check refused the connection at startup.
                 warn!(conn = self.id, "startup settings not applied: {e}");
             }
+            s.set_backend(self.pid.get().copied().unwrap_or(0), Some(client.socket_addr()));
             s
         });
         self.cancel.store(false, Ordering::SeqCst);

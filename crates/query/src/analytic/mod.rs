@@ -90,6 +90,7 @@ pub use provider::ReadCtx;
 pub trait Source: Catalog + Send + Sync {
     fn store(&self) -> &Arc<tabula_store::Store>;
     fn roles(&self) -> &crate::roles::Registry;
+    fn activity(&self) -> &Arc<crate::activity::Activity>;
 }
 
 /// DataFusion, set up once per database.
@@ -118,6 +119,13 @@ pub struct AnalyticPlan {
 }
 
 /// The Tabula tables a plan scans, in its subqueries too.
+/// `pg_backend_pid()`: the pid the session's client was given (the catalog library's answers 1).
+fn backend_pid(pid: i32) -> ScalarUDF {
+    use datafusion::logical_expr::{ColumnarValue, Volatility};
+    let answer = move |_: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Int32(Some(pid))));
+    datafusion::logical_expr::create_udf("pg_backend_pid", vec![], DataType::Int32, Volatility::Stable, Arc::new(answer))
+}
+
 fn read_tables(plan: &LogicalPlan) -> Result<Vec<String>> {
     use datafusion::common::tree_node::TreeNodeRecursion;
     let mut tables = Vec::new();
@@ -145,6 +153,8 @@ pub struct SessionInfo {
     pub session_user: String,
     /// What the session drew of each sequence, which `currval` and `lastval` answer.
     pub sequences: crate::sequences::SessionSequences,
+    /// `pg_backend_pid()`.
+    pub pid: i32,
 }
 
 impl Analytics {
@@ -221,6 +231,7 @@ impl Analytics {
         options.optimizer.repartition_sorts = false;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
+        state.register_udf(Arc::new(backend_pid(info.pid))).map_err(map_err)?;
         for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
             state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
         }

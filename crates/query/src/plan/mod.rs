@@ -436,3 +436,23 @@ impl Plan {
 }
 
 mod display;
+
+impl Plan {
+    /// The columns its rows have, as RowDescription describes them (none for a command).
+    pub fn output_columns(&self) -> Vec<OutputColumn> {
+        let text = |n: &str| vec![OutputColumn { name: n.into(), ty: SqlType::Text, source: None }];
+        match self {
+            Plan::Select(s) => s.columns.clone(),
+            Plan::Insert(InsertPlan { returning: Some(r), .. })
+            | Plan::InsertSelect { insert: InsertPlan { returning: Some(r), .. }, .. }
+            | Plan::Update(UpdatePlan { returning: Some(r), .. })
+            | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
+            Plan::Explain { .. } => text("QUERY PLAN"),
+            Plan::SetConfig { .. } => text("set_config"),
+            Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
+            Plan::ShowVariable { name } if name == "all" => crate::settings::SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
+            Plan::ShowVariable { name } => text(name),
+            _ => vec![],
+        }
+    }
+}

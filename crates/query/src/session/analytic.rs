@@ -120,6 +120,7 @@ impl Session {
             user: self.current_user().to_string(),
             session_user: self.user.clone(),
             sequences: self.sequences.clone(),
+            pid: self.backend_pid(),
         }
     }
 

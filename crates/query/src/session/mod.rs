@@ -23,6 +23,7 @@ use crate::types::{Datum, SqlType};
 use copy::CopyIn;
 
 mod access;
+mod activity;
 mod analytic;
 mod batches;
 mod check;
@@ -109,6 +110,8 @@ pub struct Session {
     sequences: crate::sequences::SessionSequences,
     /// Foreign-key checks put off until COMMIT, and `SET CONSTRAINTS`'s modes.
     deferred: parking_lot::Mutex<foreign_key::Deferred>,
+    /// Its entry in `pg_stat_activity`.
+    activity: crate::activity::Entry,
 }
 
 impl Drop for Session {
@@ -146,6 +149,7 @@ impl Session {
             notices: Vec::new(),
             sequences: Default::default(),
             deferred: Default::default(),
+            activity: activity::register(db, user, database),
         }
     }
 
@@ -314,7 +318,7 @@ impl Session {
                 let typed = planner.plan(&crate::subqueries::placeholder(&s))?;
                 let param_types: Vec<SqlType> =
                     planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
-                let plan = Plan::WithSubqueries { statement: s.clone(), param_types: param_types.clone(), columns: plan_columns(&typed) };
+                let plan = Plan::WithSubqueries { statement: s.clone(), param_types: param_types.clone(), columns: typed.output_columns() };
                 (plan, param_types, Some(s))
             }
             ParsedStatement::Ast(s) => {
@@ -351,17 +355,21 @@ impl Session {
         };
         // Parameters nothing typed are text, as PostgreSQL's unknown literals become.
         let param_types = params.into_iter().map(|t| if t == SqlType::Unknown { SqlType::Text } else { t }).collect();
-        let columns = plan_columns(&plan);
+        let columns = plan.output_columns();
         Ok(Prepared { sql: sql.into(), stmt, route: Some(Route::KeyValue(Arc::new(plan))), catalog_version: version, param_types, columns })
     }
 
     /// Runs a prepared statement. Its plan is reused unless DDL ran since it was made.
     pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
         self.absorb_stream_failure();
-        match self.execute_here(p, params).map_err(|e| self.typed_values(e))? {
-            Output::Stream { columns, cursor } => Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) }),
-            out => Ok(out),
-        }
+        self.statement_started(&p.sql);
+        let out = match self.execute_here(p, params).map_err(|e| self.typed_values(e)) {
+            Ok(Output::Stream { columns, cursor }) => {
+                Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) })
+            }
+            out => out,
+        };
+        self.statement_ended(out)
     }
 
     /// A streamed result that ended in an error fails the transaction it ran in, before the next statement.
@@ -578,22 +586,5 @@ impl Session {
             Plan::InsertSelect { insert, query, defaults } => self.insert_select(insert, query, defaults, params),
             Plan::WithSubqueries { statement, param_types, .. } => self.with_subqueries(statement, param_types, params),
         }
-    }
-}
-
-pub fn plan_columns(plan: &Plan) -> Vec<OutputColumn> {
-    let text = |n: &str| vec![OutputColumn { name: n.into(), ty: SqlType::Text, source: None }];
-    match plan {
-        Plan::Select(s) => s.columns.clone(),
-        Plan::Insert(InsertPlan { returning: Some(r), .. })
-        | Plan::InsertSelect { insert: InsertPlan { returning: Some(r), .. }, .. }
-        | Plan::Update(UpdatePlan { returning: Some(r), .. })
-        | Plan::Delete(DeletePlan { returning: Some(r), .. }) => r.columns.clone(),
-        Plan::Explain { .. } => text("QUERY PLAN"),
-        Plan::SetConfig { .. } => text("set_config"),
-        Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
-        Plan::ShowVariable { name } if name == "all" => SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
-        Plan::ShowVariable { name } => text(name),
-        _ => vec![],
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{plan_columns, Session};
+use super::Session;
 use crate::error::{QueryError, Result};
 use crate::output::Output;
 use crate::plan::{OutputColumn, Plan};
@@ -62,18 +62,18 @@ impl Session {
     /// `SELECT set_config(name, value, false)`: SET, answering the new value.
     pub(super) fn set_config(&mut self, plan: &Plan, name: &str, value: &str, if_exists: bool) -> Result<Output> {
         if if_exists && self.setting(name).is_none() {
-            return Ok(Output::Rows { columns: plan_columns(plan), rows: vec![], tag: "SELECT 0".into() });
+            return Ok(Output::Rows { columns: plan.output_columns(), rows: vec![], tag: "SELECT 0".into() });
         }
         self.set(name, Some(value))?;
         let now = self.setting(name).unwrap_or_default().to_string();
-        Ok(Output::Rows { columns: plan_columns(plan), rows: vec![vec![Datum::Text(now)]], tag: "SELECT 1".into() })
+        Ok(Output::Rows { columns: plan.output_columns(), rows: vec![vec![Datum::Text(now)]], tag: "SELECT 1".into() })
     }
 
     /// `SHOW ALL`: every setting with its description.
     pub(super) fn show_all(&self, plan: &Plan) -> Result<Output> {
         let text = |s: &str| Datum::Text(s.to_string());
         let rows = self.settings.iter().map(|(k, v)| vec![text(display_setting_name(k)), text(v), text(setting_description(k))]).collect();
-        Ok(Output::Rows { columns: plan_columns(plan), rows, tag: "SHOW".into() })
+        Ok(Output::Rows { columns: plan.output_columns(), rows, tag: "SHOW".into() })
     }
 
     /// `SHOW name`.

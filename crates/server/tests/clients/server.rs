@@ -157,3 +157,56 @@ async fn a_locked_data_directory_and_a_taken_port_are_clear_errors() {
     assert!(e.to_string().contains("already in use"), "{e}");
     server.stop().await;
 }
+
+/// `pg_stat_activity` lists every session with its backend pid (the one `pg_backend_pid()` gives and a
+/// cancel request names), state and query; a role that is no superuser sees other roles' queries as
+/// `<insufficient privilege>`; a session gone is gone from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_stat_activity_shows_each_session() {
+    let server = TestServer::start().await;
+    let conn = server.conn_string();
+    let connect = |extra: &'static str| {
+        let conn = format!("{conn} {extra}");
+        async move {
+            let (c, task) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(task);
+            c
+        }
+    };
+    let a = connect("application_name=watcher").await;
+    let b = connect("").await;
+    b.batch_execute("CREATE TABLE act (k int PRIMARY KEY); BEGIN; INSERT INTO act VALUES (1)").await.unwrap();
+    let a_pid: i32 = a.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let b_pid: i32 = b.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    assert!(a_pid != b_pid && a_pid > 1 && b_pid > 1, "{a_pid} {b_pid}");
+
+    let mine = a
+        .query_one("SELECT state, query, usename, application_name, client_addr FROM pg_stat_activity WHERE pid = pg_backend_pid()", &[])
+        .await
+        .unwrap();
+    assert_eq!(mine.get::<_, String>(0), "active");
+    assert!(mine.get::<_, String>(1).contains("pg_stat_activity"));
+    assert_eq!((mine.get::<_, String>(2), mine.get::<_, String>(3)), ("tabula".into(), "watcher".into()));
+    assert_eq!(mine.get::<_, String>(4), "127.0.0.1");
+    let other = a.query_one("SELECT state, query, xact_start IS NOT NULL FROM pg_stat_activity WHERE pid = $1", &[&b_pid]).await.unwrap();
+    assert_eq!(other.get::<_, String>(0), "idle in transaction");
+    assert_eq!(other.get::<_, String>(1), "SELECT pg_backend_pid()");
+    assert!(other.get::<_, bool>(2));
+
+    // Another role sees who, not what.
+    a.batch_execute("CREATE ROLE plain LOGIN").await.unwrap();
+    let (p, task) = tokio_postgres::connect(&conn.replace("user=tabula", "user=plain"), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(task);
+    let seen = p.query_one("SELECT usename, query, state FROM pg_stat_activity WHERE pid = $1", &[&b_pid]).await.unwrap();
+    assert_eq!(seen.get::<_, String>(0), "tabula");
+    assert_eq!(seen.get::<_, String>(1), "<insufficient privilege>");
+    assert_eq!(seen.get::<_, Option<String>>(2), None);
+
+    drop(b);
+    let started = std::time::Instant::now();
+    while a.query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[&b_pid]).await.unwrap().get::<_, i64>(0) != 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "the closed session is still listed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}

@@ -14,6 +14,7 @@ mod pg_namespace;
 mod pg_proc;
 mod pg_roles;
 mod pg_settings;
+mod pg_stat_activity;
 mod pg_stat_user_tables;
 
 pub use empty::empty_relation;
@@ -29,4 +30,5 @@ pub use pg_namespace::{PgInitPrivs, PgNamespace};
 pub use pg_proc::PgProc;
 pub use pg_roles::PgRoles;
 pub use pg_settings::PgSettings;
+pub use pg_stat_activity::PgStatActivity;
 pub use pg_stat_user_tables::PgStatUserTables;
