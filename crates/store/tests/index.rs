@@ -270,13 +270,19 @@ fn a_range_of_the_next_column_after_equal_ones() {
     assert_eq!(read(Some((7, true)), Some((3, true))), Vec::<i64>::new());
 }
 
-#[test]
-fn a_build_asked_to_stop_leaves_no_index() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+/// A table of 2,500 rows, each with a card of 0, 1 or 2, not indexed yet.
+fn carded(dir: &std::path::Path) -> Store {
+    let store = store(dir, Arc::new(ManualClock::new(NOW)), TableOptions::default());
     for k in 0..2_500 {
         put(&store, k, Some(k % 3));
     }
+    store
+}
+
+#[test]
+fn a_build_asked_to_stop_leaves_no_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = carded(dir.path());
     let asked = std::cell::Cell::new(0);
     let stop = || {
         asked.set(asked.get() + 1);
@@ -296,10 +302,7 @@ fn a_build_asked_to_stop_leaves_no_index() {
 #[test]
 fn a_build_racing_a_writer_leaves_no_stale_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
-    for k in 0..2_500 {
-        put(&store, k, Some(k % 3));
-    }
+    let store = carded(dir.path());
     let asked = std::cell::Cell::new(0);
     let stop = || {
         asked.set(asked.get() + 1);
