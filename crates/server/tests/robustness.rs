@@ -361,7 +361,7 @@ async fn scram_answers_an_unknown_user_as_a_known_one() {
 }
 
 /// statement_timeout stops analytic statements as it stops key-value scans: one streaming rows as fast as
-/// they come, and one working long without a row (a recursive query without end).
+/// they come, one working long without a row (a recursive query without end), and one long to plan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statement_timeout_stops_analytic_statements() {
     use futures::StreamExt;
@@ -385,6 +385,15 @@ async fn statement_timeout_stops_analytic_statements() {
     assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
     let recursive = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r";
     let e = tokio::time::timeout(bounded, c.simple_query(recursive)).await.expect("the query stops").expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    // Planning counts: DataFusion plans a chain of 1,000 additions in seconds (the square of its depth), and
+    // the statement times out while it does, on either protocol.
+    c.batch_execute("CREATE TABLE sums (k bigint PRIMARY KEY, v bigint)").await.unwrap();
+    let sum = format!("SELECT {} FROM sums GROUP BY v", vec!["v"; 1000].join(" + "));
+    c.batch_execute("SET statement_timeout = '300ms'").await.unwrap();
+    let e = tokio::time::timeout(bounded, c.simple_query(&sum)).await.expect("the query stops").expect_err("timed out");
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
+    let e = tokio::time::timeout(bounded, c.prepare(&sum)).await.expect("the query stops").expect_err("timed out");
     assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}");
     // The session goes on.
     c.batch_execute("SET statement_timeout = 0").await.unwrap();

@@ -217,6 +217,16 @@ impl Analytics {
             object_store_registry: shared.object_store_registry.clone(),
         };
         let mut builder = SessionStateBuilder::new_from_existing(self.ctx.state()).with_runtime_env(Arc::new(runtime));
+        let checkpoint = Arc::new(stop::Checkpoint(watch.clone().unwrap_or_else(|| stop::Watch::of(read.interrupt.clone()))));
+        if let Some(analyzer) = builder.analyzer() {
+            analyzer.rules = stop::with_checkpoints(&analyzer.rules, &(checkpoint.clone() as _));
+        }
+        if let Some(optimizer) = builder.optimizer() {
+            optimizer.rules = stop::with_checkpoints(&optimizer.rules, &(checkpoint.clone() as _));
+        }
+        if let Some(physical) = builder.physical_optimizers() {
+            physical.rules = stop::with_checkpoints(&physical.rules, &(checkpoint as _));
+        }
         if let Some(watch) = watch {
             builder = builder.with_physical_optimizer_rule(Arc::new(stop::StopRule(watch)));
         }

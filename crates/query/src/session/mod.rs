@@ -164,30 +164,6 @@ impl Session {
         }
     }
 
-    /// Sends a NOTICE with the statement's result, unless `client_min_messages` asks for fewer messages.
-    pub(super) fn notice(&mut self, sqlstate: &'static str, message: String, hint: Option<String>) {
-        if !matches!(self.setting("client_min_messages"), Some("warning" | "error")) {
-            self.notices.push(Notice { severity: "NOTICE", sqlstate, message, hint });
-        }
-    }
-
-    /// Sends a WARNING with the statement's result, unless `client_min_messages` is `error`.
-    pub(super) fn warning(&mut self, sqlstate: &'static str, message: String) {
-        if self.setting("client_min_messages") != Some("error") {
-            self.notices.push(Notice { severity: "WARNING", sqlstate, message, hint: None });
-        }
-    }
-
-    /// Sends an INFO with the statement's result: VERBOSE's report, which PostgreSQL always sends.
-    pub(super) fn info(&mut self, message: String) {
-        self.notices.push(Notice { severity: "INFO", sqlstate: "00000", message, hint: None });
-    }
-
-    /// The NOTICEs to send the client, in the order the statements raised them.
-    pub fn take_notices(&mut self) -> Vec<Notice> {
-        std::mem::take(&mut self.notices)
-    }
-
     /// Whose privileges the session has: the role SET ROLE chose, else its user.
     pub fn current_user(&self) -> &str {
         self.role.as_deref().unwrap_or(&self.user)
@@ -223,7 +199,9 @@ impl Session {
         let mut out = Vec::new();
         let mut stmts = stmts.into_iter().peekable();
         while let Some(s) = stmts.next() {
+            self.arm_timeout();
             let r = self.check_not_failed(&s).and_then(|_| self.prepare_parsed(sql, Some(s), &[])).and_then(|p| self.execute(&p, &[]));
+            self.interrupt.deadline = Arc::default();
             // A streamed result is read as the client takes it, which is after the whole string has run: the
             // statements after it could change what it reads. It is read out before they run.
             let r = match r {
@@ -274,6 +252,7 @@ impl Session {
     /// the others are inferred from where they are used.
     pub fn prepare(&mut self, sql: &str, param_types: &[Option<SqlType>]) -> Result<Prepared> {
         self.absorb_stream_failure();
+        self.arm_timeout();
         let r = (|| {
             self.db.check_size(sql)?;
             let mut stmts = parse(sql)?;
@@ -285,6 +264,7 @@ impl Session {
             }
             self.prepare_parsed(sql, stmts.pop(), param_types)
         })();
+        self.interrupt.deadline = Arc::default();
         if r.is_err() {
             self.note_error();
         }
@@ -424,15 +404,24 @@ impl Session {
             )));
         }
         let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
-        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
-        // A cell of this statement's own: the streams it opens keep it after it returns.
-        self.interrupt.deadline = Arc::new(Deadline::at((timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout))));
+        // A simple query's statement has been timed since its planning began.
+        if self.interrupt.deadline.get().is_none() {
+            self.arm_timeout();
+        }
         let r = f(self, &params);
         self.interrupt.deadline = Arc::default();
         if r.is_err() {
             self.note_error();
         }
         r
+    }
+
+    /// Starts the statement's `statement_timeout`. PostgreSQL times a statement from its arrival, so its
+    /// planning counts: DataFusion's may be long, and stops there too (`analytic::stop`).
+    fn arm_timeout(&mut self) {
+        let timeout = self.setting("statement_timeout").and_then(parse_duration_ms).unwrap_or(0);
+        // A cell of this statement's own: the streams it opens keep it after it returns.
+        self.interrupt.deadline = Arc::new(Deadline::at((timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout))));
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {

@@ -1,12 +1,12 @@
 //! SET, SHOW, RESET, DISCARD and `set_config`: the session's settings ([`crate::settings`] checks and
-//! shows each value).
+//! shows each value), and the messages `client_min_messages` lets through.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Session;
 use crate::error::{QueryError, Result};
-use crate::output::Output;
+use crate::output::{Notice, Output};
 use crate::plan::{OutputColumn, Plan};
 use crate::settings::*;
 use crate::types::{Datum, SqlType};
@@ -115,5 +115,31 @@ impl Session {
         self.cursors.close(None)?;
         self.statements.clear();
         Ok(Output::Command { tag: "DISCARD ALL".into() })
+    }
+}
+
+impl Session {
+    /// Sends a NOTICE with the statement's result, unless `client_min_messages` asks for fewer messages.
+    pub(super) fn notice(&mut self, sqlstate: &'static str, message: String, hint: Option<String>) {
+        if !matches!(self.setting("client_min_messages"), Some("warning" | "error")) {
+            self.notices.push(Notice { severity: "NOTICE", sqlstate, message, hint });
+        }
+    }
+
+    /// Sends a WARNING with the statement's result, unless `client_min_messages` is `error`.
+    pub(super) fn warning(&mut self, sqlstate: &'static str, message: String) {
+        if self.setting("client_min_messages") != Some("error") {
+            self.notices.push(Notice { severity: "WARNING", sqlstate, message, hint: None });
+        }
+    }
+
+    /// Sends an INFO with the statement's result: VERBOSE's report, which PostgreSQL always sends.
+    pub(super) fn info(&mut self, message: String) {
+        self.notices.push(Notice { severity: "INFO", sqlstate: "00000", message, hint: None });
+    }
+
+    /// The NOTICEs to send the client, in the order the statements raised them.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
     }
 }

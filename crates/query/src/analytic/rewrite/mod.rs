@@ -38,6 +38,7 @@
 //! - `x::varchar(n)` keeps the first `n` characters (`left`), as PostgreSQL's explicit cast does; a cast to
 //!   `char(n)` is refused (`casts`).
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
+//! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
 //!   they stand for (`system_columns`).
 
@@ -47,6 +48,7 @@ use std::sync::Arc;
 use datafusion_pg_catalog::sql::rules::*;
 
 mod casts;
+mod chains;
 mod from;
 mod subqueries;
 mod system_columns;
@@ -83,6 +85,8 @@ impl Rewriter {
     }
 
     pub fn rewrite(&self, mut s: Statement) -> Statement {
+        // First, so that no later walk goes down a chain as deep as it is long.
+        let _ = s.visit(&mut chains::BalancedChains);
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
         let _ = s.visit(&mut RegclassOutput);
         let _ = s.visit(&mut RegclassExists);
