@@ -19,6 +19,11 @@ use crate::row::{self, Cell, ReadFilter, Stored, StoredRow, VersionRules};
 use crate::runs;
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
 
+// First: the macro it defines is used below and in `txn`.
+#[macro_use]
+mod reads;
+use reads::ReadSource;
+
 pub(crate) struct Inner {
     kv: Arc<dyn Engine>,
     config: StoreConfig,
@@ -348,74 +353,6 @@ enum Step {
     Skip,
     /// The caller wants no more rows.
     Stop,
-}
-
-/// The read half of [`Access`], the same for every source of reads: each type names its source in
-/// `ReadSource`.
-macro_rules! access_reads {
-    () => {
-        fn get_row(&self, table: &str, pk: &[PkValue], read: &ReadSpec) -> Result<Option<Row>> {
-            let (inner, src) = self.read_source();
-            inner.get_row(src, &*self.source_table(table)?, pk, read)
-        }
-        fn batch_get(&self, table: &str, pks: &[Vec<PkValue>], read: &ReadSpec) -> Result<Vec<Option<Row>>> {
-            let (inner, src) = self.read_source();
-            inner.batch_get(src, &*self.source_table(table)?, pks, read)
-        }
-        fn get_range(&self, table: &str, req: &RangeRequest) -> Result<RangeResult> {
-            let (inner, src) = self.read_source();
-            inner.get_range(src, &*self.source_table(table)?, req)
-        }
-        fn get_range_latest(&self, table: &str, req: &RangeRequest) -> Result<LatestRows> {
-            let (inner, src) = self.read_source();
-            inner.get_range_latest(src, &*self.source_table(table)?, req)
-        }
-        fn visit_range_latest(
-            &self,
-            table: &str,
-            req: &RangeRequest,
-            visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
-        ) -> Result<Option<Vec<PkValue>>> {
-            let (inner, src) = self.read_source();
-            inner.visit_range_latest(src, &*self.source_table(table)?, req, visit)
-        }
-        fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage> {
-            let (inner, src) = self.read_source();
-            inner.index_pks(src, &*self.source_table(table)?, index, range, after, limit)
-        }
-    };
-}
-
-/// Where an [`Access`] implementation reads from.
-trait ReadSource {
-    fn read_source(&self) -> (&Inner, &dyn Read);
-
-    /// The table a read names.
-    fn source_table(&self, name: &str) -> Result<Arc<Table>> {
-        self.read_source().0.table(name)
-    }
-}
-
-impl ReadSource for Store {
-    fn read_source(&self) -> (&Inner, &dyn Read) {
-        (&self.inner, self.inner.reader())
-    }
-}
-
-impl ReadSource for Txn {
-    fn read_source(&self) -> (&Inner, &dyn Read) {
-        (&self.inner, self.kv())
-    }
-
-    fn source_table(&self, name: &str) -> Result<Arc<Table>> {
-        self.table(name)
-    }
-}
-
-impl ReadSource for ReadView {
-    fn read_source(&self) -> (&Inner, &dyn Read) {
-        (&self.inner, &*self.snap)
-    }
 }
 
 /// The operations of the engine, offered alike by the store (each call commits on its own) and by a
