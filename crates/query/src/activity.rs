@@ -24,6 +24,8 @@ pub struct Backend {
     pub database: String,
     pub application_name: String,
     pub client: Option<SocketAddr>,
+    /// The address the client connected to (`inet_server_addr()`; not in pg_stat_activity).
+    pub server: Option<SocketAddr>,
     /// Microseconds since the epoch.
     pub backend_start_us: i64,
     pub xact_start_us: Option<i64>,
@@ -78,9 +80,9 @@ impl Entry {
         self.0.clone()
     }
 
-    /// The backend pid of the session (0 until given).
-    pub fn pid(&self) -> i32 {
-        self.0.activity.backends.lock().get(&self.0.id).map_or(0, |b| b.pid)
+    /// What `f` reads of the session's entry.
+    pub fn read<T: Default>(&self, f: impl FnOnce(&Backend) -> T) -> T {
+        self.0.activity.backends.lock().get(&self.0.id).map(f).unwrap_or_default()
     }
 }
 
@@ -103,6 +105,7 @@ mod tests {
             database: "d".into(),
             application_name: String::new(),
             client: None,
+            server: None,
             backend_start_us: 1,
             xact_start_us: None,
             query_start_us: None,
@@ -113,7 +116,7 @@ mod tests {
         let first = a.register(b.clone());
         let second = a.register(Backend { user: "v".into(), ..b });
         first.update(|b| b.pid = 42);
-        assert_eq!(first.pid(), 42);
+        assert_eq!(first.read(|b| b.pid), 42);
         assert_eq!(a.backends().iter().map(|b| b.user.as_str()).collect::<Vec<_>>(), ["u", "v"]);
         drop(first);
         assert_eq!(a.backends().len(), 1);

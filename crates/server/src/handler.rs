@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -68,10 +69,12 @@ pub struct Connection {
     cancel: Arc<AtomicBool>,
     pid: OnceLock<i32>,
     pub id: i32,
+    /// The address the client connected to.
+    local: Option<SocketAddr>,
 }
 
 impl Connection {
-    pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
+    pub fn new(shared: Arc<Shared>, local: Option<SocketAddr>) -> Arc<Connection> {
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
         Arc::new(Connection {
             shared,
@@ -80,6 +83,7 @@ impl Connection {
             cancel: Arc::new(AtomicBool::new(false)),
             pid: OnceLock::new(),
             id,
+            local,
         })
     }
 
@@ -102,7 +106,7 @@ impl Connection {
                 // Unreachable in practice: the same check refused the connection at startup.
                 warn!(conn = self.id, "startup settings not applied: {e}");
             }
-            s.set_backend(self.pid.get().copied().unwrap_or(0), Some(client.socket_addr()));
+            s.set_backend(self.pid.get().copied().unwrap_or(0), Some(client.socket_addr()), self.local);
             s
         });
         self.cancel.store(false, Ordering::SeqCst);
@@ -429,8 +433,8 @@ pub struct Handlers {
 }
 
 impl Handlers {
-    pub fn new(shared: Arc<Shared>) -> Handlers {
-        let conn = Connection::new(shared.clone());
+    pub fn new(shared: Arc<Shared>, local: Option<SocketAddr>) -> Handlers {
+        let conn = Connection::new(shared.clone(), local);
         let parser = Arc::new(StatementParser { conn: Arc::downgrade(&conn) });
         let startup = Arc::new(Startup::new(shared.auth, &shared.users, shared.pids.clone(), conn.clone()));
         Handlers { extended: Arc::new(Extended { conn: conn.clone(), parser }), canceller: Arc::new(Canceller { shared }), conn, startup }

@@ -206,7 +206,7 @@ async fn serve(
                     });
                     continue;
                 }
-                let handlers = Handlers::new(shared.clone());
+                let handlers = Handlers::new(shared.clone(), socket.local_addr().ok());
                 let id = handlers.conn.id;
                 let tls = tls.clone();
                 let (done, finished) = tokio::sync::oneshot::channel::<()>();

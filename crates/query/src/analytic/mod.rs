@@ -25,11 +25,13 @@ mod limits;
 mod literals;
 mod math;
 mod numbers;
+mod pg_typeof;
 mod plan_rewrite;
 pub mod provider;
 mod rewrite;
 mod search_path;
 mod sequences;
+mod session_udfs;
 pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
@@ -119,13 +121,6 @@ pub struct AnalyticPlan {
 }
 
 /// The Tabula tables a plan scans, in its subqueries too.
-/// `pg_backend_pid()`: the pid the session's client was given (the catalog library's answers 1).
-fn backend_pid(pid: i32) -> ScalarUDF {
-    use datafusion::logical_expr::{ColumnarValue, Volatility};
-    let answer = move |_: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Int32(Some(pid))));
-    datafusion::logical_expr::create_udf("pg_backend_pid", vec![], DataType::Int32, Volatility::Stable, Arc::new(answer))
-}
-
 fn read_tables(plan: &LogicalPlan) -> Result<Vec<String>> {
     use datafusion::common::tree_node::TreeNodeRecursion;
     let mut tables = Vec::new();
@@ -155,6 +150,9 @@ pub struct SessionInfo {
     pub sequences: crate::sequences::SessionSequences,
     /// `pg_backend_pid()`.
     pub pid: i32,
+    /// Where the client connects from, and the address it connected to (`None`: no TCP connection).
+    pub client: Option<std::net::SocketAddr>,
+    pub server: Option<std::net::SocketAddr>,
 }
 
 impl Analytics {
@@ -185,6 +183,7 @@ impl Analytics {
         catalog.register_schema("tabula", Arc::new(GeneratedSchema::tabula(db.clone(), weak_list))).map_err(map_err)?;
         ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(pg_typeof::PgTypeof::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in checked_udfs() {
@@ -217,7 +216,8 @@ impl Analytics {
             object_store_registry: shared.object_store_registry.clone(),
         };
         let mut builder = SessionStateBuilder::new_from_existing(self.ctx.state()).with_runtime_env(Arc::new(runtime));
-        let checkpoint = Arc::new(stop::Checkpoint(watch.clone().unwrap_or_else(|| stop::Watch::of(read.interrupt.clone()))));
+        let stop_watch = watch.clone().unwrap_or_else(|| stop::Watch::of(read.interrupt.clone()));
+        let checkpoint = Arc::new(stop::Checkpoint(stop_watch.clone()));
         if let Some(analyzer) = builder.analyzer() {
             analyzer.rules = stop::with_checkpoints(&analyzer.rules, &(checkpoint.clone() as _));
         }
@@ -241,7 +241,10 @@ impl Analytics {
         options.optimizer.repartition_sorts = false;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
-        state.register_udf(Arc::new(backend_pid(info.pid))).map_err(map_err)?;
+        for udf in session_udfs::constants(info) {
+            state.register_udf(Arc::new(udf)).map_err(map_err)?;
+        }
+        state.register_udf(Arc::new(session_udfs::pg_sleep(stop_watch))).map_err(map_err)?;
         for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
             state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
         }

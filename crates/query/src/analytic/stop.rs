@@ -48,7 +48,7 @@ impl Watch {
         Watch { interrupt, gone: Arc::default() }
     }
 
-    fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         if self.gone.load(Ordering::Relaxed) {
             return Err(DataFusionError::External(Box::new(QueryError::Cancelled)));
         }
@@ -233,6 +233,8 @@ mod tests {
             session_user: "tabula".into(),
             sequences: Default::default(),
             pid: 1,
+            client: None,
+            server: None,
         };
         let state = analytics.state(read, &info, None).unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();

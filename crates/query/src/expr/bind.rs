@@ -198,9 +198,17 @@ impl Binder<'_, '_> {
                 if varchar_length(data_type)?.is_some() {
                     return Err(QueryError::Analytic("a cast to varchar(n)".into()));
                 }
+                // A number cast to a float is read as one: `1e300::float8` is past numeric's range here.
+                if let (Some(n), SqlType::Float4 | SqlType::Float8) = (signed_number(expr), ty) {
+                    return Ok(Expr::Literal(Datum::parse(ty, &n)?, ty));
+                }
                 let inner = self.bind(expr)?;
                 match inner {
                     Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
+                    // A real spells itself as a real (`'3.4e38'::real::text` is 3.4e+38), as `eval` does.
+                    Expr::Literal(d @ Datum::Float(_), SqlType::Float4) if ty.is_text() => {
+                        Expr::Literal(d.to_pg_text(SqlType::Float4).map_or(Datum::Null, Datum::Text).cast_explicit(ty)?, ty)
+                    }
                     Expr::Literal(d, _) => Expr::Literal(d.cast_explicit(ty)?, ty),
                     e => Expr::Cast { expr: Box::new(e), ty },
                 }
@@ -480,6 +488,22 @@ pub fn column_type(dt: &ast::DataType) -> Result<(SqlType, Option<u32>)> {
 }
 
 /// Maps a SQL data type to Tabula's.
+/// A number literal as written, with its sign (`-1.5e-300`).
+fn signed_number(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => {
+            signed_number(expr).map(|n| n.strip_prefix('-').map_or_else(|| format!("-{n}"), str::to_string))
+        }
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Plus, expr } => signed_number(expr),
+        ast::Expr::Nested(e) => signed_number(e),
+        _ => None,
+    }
+}
+
 pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
     Ok(match dt {

@@ -18,6 +18,7 @@ pub(super) fn register(db: &Database, user: &str, database: &str) -> Entry {
         database: database.into(),
         application_name: String::new(),
         client: None,
+        server: None,
         backend_start_us: now,
         xact_start_us: None,
         query_start_us: None,
@@ -28,18 +29,24 @@ pub(super) fn register(db: &Database, user: &str, database: &str) -> Entry {
 }
 
 impl Session {
-    /// The backend pid the client was given (`pg_backend_pid()`), and where it connected from.
-    pub fn set_backend(&mut self, pid: i32, client: Option<SocketAddr>) {
+    /// The backend pid the client was given (`pg_backend_pid()`), where it connected from and to.
+    pub fn set_backend(&mut self, pid: i32, client: Option<SocketAddr>, server: Option<SocketAddr>) {
         let application_name = self.setting("application_name").unwrap_or_default().to_string();
         self.activity.update(|b| {
             b.pid = pid;
             b.client = client;
+            b.server = server;
             b.application_name = application_name;
         });
     }
 
     pub fn backend_pid(&self) -> i32 {
-        self.activity.pid()
+        self.activity.read(|b| b.pid)
+    }
+
+    /// Where the session's client connects from, and the address it connected to.
+    pub(super) fn addresses(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
+        self.activity.read(|b| (b.client, b.server))
     }
 
     /// A statement starts: the session is active, running `sql` (and in a transaction, its own if no

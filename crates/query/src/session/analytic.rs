@@ -115,12 +115,15 @@ impl Session {
     }
 
     pub(super) fn session_info(&self) -> SessionInfo {
+        let (client, server) = self.addresses();
         SessionInfo {
             settings: self.settings.clone(),
             user: self.current_user().to_string(),
             session_user: self.user.clone(),
             sequences: self.sequences.clone(),
             pid: self.backend_pid(),
+            client,
+            server,
         }
     }
 

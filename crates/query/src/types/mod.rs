@@ -351,7 +351,7 @@ impl Datum {
                     Err(_) => return Err(invalid(ty, s)),
                 }
             }
-            Float4 | Float8 => Datum::Float(parse_float(s).ok_or_else(|| invalid(ty, s))?),
+            Float4 | Float8 => Datum::Float(parse_float_in(ty, s)?),
             Numeric => {
                 let t = s.trim();
                 let d = Decimal::from_str(t).or_else(|_| Decimal::from_scientific(t)).map_err(|_| {
@@ -437,7 +437,10 @@ impl Datum {
                 }
                 Datum::Int(int_range(t, r as i64)?)
             }
-            (Datum::Float(f), Float4 | Float8) => Datum::Float(if ty == Float4 { f as f32 as f64 } else { f }),
+            (Datum::Float(f), Float8) => Datum::Float(f),
+            (Datum::Float(f), Float4) => Datum::Float(narrow(f).ok_or_else(|| {
+                QueryError::NumericOutOfRange(format!("value out of range: {}", if f.abs() > 1.0 { "overflow" } else { "underflow" }))
+            })?),
             (Datum::Float(f), Numeric) => Datum::Numeric(Decimal::from_str(&f.to_string()).map_err(|_| out_of_range(Numeric))?),
             (Datum::Bool(b), t) if t.is_integer() => Datum::Int(b as i64),
             (Datum::Bool(b), Bool) => Datum::Bool(b),

@@ -12,6 +12,32 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
     }
 }
 
+/// A float's text as float4in and float8in read it: 22P02 for what is no number, 22003 for a number past
+/// the type's range, too large or so small that it would read as zero.
+pub(super) fn parse_float_in(ty: SqlType, s: &str) -> Result<f64> {
+    let out_of_range = || QueryError::NumericOutOfRange(format!("\"{s}\" is out of range for type {}", ty.pg_name()));
+    let t = s.trim();
+    let Some(f) = parse_float(t) else {
+        return match t.parse::<f64>() {
+            Ok(_) => Err(out_of_range()),
+            Err(_) => Err(QueryError::InvalidText(format!("invalid input syntax for type {}: \"{s}\"", ty.pg_name()))),
+        };
+    };
+    let f = if ty == SqlType::Float4 { narrow(f).ok_or_else(out_of_range)? } else { f };
+    let mantissa = t.split(['e', 'E']).next().unwrap_or_default();
+    if f == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        return Err(out_of_range());
+    }
+    Ok(f)
+}
+
+/// A double as a real (float4): `None` past real's range, or when a value not zero would become zero.
+pub(super) fn narrow(f: f64) -> Option<f64> {
+    let r = f as f32;
+    let lost = (f.is_finite() && r.is_infinite()) || (f != 0.0 && r == 0.0);
+    (!lost).then_some(r as f64)
+}
+
 /// PostgreSQL's shortest round-trip float output: fixed notation for exponents -4..15, else `1e+20`.
 pub fn format_float(f: f64, single: bool) -> String {
     if f.is_nan() {
