@@ -342,6 +342,17 @@ pub(crate) fn check_setting(name: &str, value: &str) -> Result<(String, String)>
             }
             _ => return Err(invalid()),
         },
+        // timestamptz values are read and shown in UTC only: another zone would be shown by SHOW and then
+        // not used, every value off by its offset. Names of UTC are taken as written, as PostgreSQL shows them.
+        "timezone" => match value.to_lowercase().as_str() {
+            "local" | "default" => "UTC".to_string(),
+            v if UTC_NAMES.contains(&v.strip_prefix("etc/").unwrap_or(v)) => value.to_string(),
+            _ => {
+                return Err(QueryError::NotSupported(format!(
+                    "time zone \"{value}\": Tabula reads and shows timestamptz values in UTC only"
+                )))
+            }
+        },
         // There are no standbys, so every durable level means the local log is synced.
         "synchronous_commit" => match value.to_lowercase().as_str() {
             "on" | "true" | "yes" | "1" => "on".to_string(),
@@ -372,6 +383,10 @@ pub(crate) fn setting_description(key: &str) -> &'static str {
         _ => "Accepted and shown as PostgreSQL does; Tabula does not act on it.",
     }
 }
+
+/// The names of UTC (with or without `Etc/`, in any case), and offsets of zero.
+const UTC_NAMES: &[&str] =
+    &["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu", "z", "0", "+0", "-0", "00:00", "+00:00", "-00:00"];
 
 /// An encoding's name as PostgreSQL compares it: lower case, only letters and digits (`UTF-8` is `utf8`).
 pub(crate) fn encoding_name(name: &str) -> String {
