@@ -289,6 +289,50 @@ def copy_into_an_indexed_table():
         check("index scan", any("IndexScan" in line for line in plan), True)
 
 
+def binary_copy():
+    """COPY in PostgreSQL's binary format both ways: psycopg's binary copy (every stored type, NULLs, text
+    with tabs and newlines) and asyncpg's copy_records_to_table, which always loads in binary."""
+    import datetime
+    import uuid
+
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    types = ["int8", "int4", "int2", "text", "float8", "float4", "numeric", "bool", "timestamp", "timestamptz", "date", "uuid", "bytea", "jsonb"]
+    utc = datetime.timezone.utc
+    row = (1, 2, 3, "a\tb\nc", 1.5, 2.5, decimal.Decimal("3.25"), True, datetime.datetime(2024, 1, 2, 3, 4, 5),
+           datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=utc), datetime.date(2024, 1, 2), uuid.UUID(int=7), b"\x00\xff", {"a": [1, None]})
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS py_bin")
+        conn.execute("CREATE TABLE py_bin (k bigint PRIMARY KEY, i int, s smallint, t text, f float8, r real, n numeric, b bool, "
+                     "ts timestamp, tz timestamptz, d date, u uuid, by bytea, j jsonb)")
+        with conn.cursor() as cur:
+            with cur.copy("COPY py_bin FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                copy.write_row(row[:-1] + (Jsonb(row[-1]),))
+                copy.write_row((2,) + (None,) * 13)
+            check("binary copy in: count", cur.rowcount, 2)
+            with cur.copy("COPY (SELECT * FROM py_bin ORDER BY k) TO STDOUT (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                got = list(copy.rows())
+            check("binary copy out", got, [row, (2,) + (None,) * 13])
+            check("binary copy out: count", cur.rowcount, 2)
+            check("binary copy in: text", conn.execute("SELECT t, j::text FROM py_bin WHERE k = 1").fetchone(), ("a\tb\nc", '{"a": [1, null]}'))
+
+    async def load():
+        import asyncpg
+
+        conn = await asyncpg.connect(host="127.0.0.1", port=PORT, user="tabula", database="tabula")
+        try:
+            await conn.execute("DROP TABLE IF EXISTS py_bin2; CREATE TABLE py_bin2 (k bigint PRIMARY KEY, v text, x float8)")
+            await conn.copy_records_to_table("py_bin2", records=[(k, f"v{k}", k / 4) for k in range(1000)] + [(1000, None, None)])
+            return await conn.fetchrow("SELECT count(*), count(v), sum(x) FROM py_bin2")
+        finally:
+            await conn.close()
+
+    check("asyncpg copy_records_to_table", tuple(asyncio.run(load())), (1001, 1000, sum(k / 4 for k in range(1000))))
+
+
 psycopg3()
 psycopg3_prepared_then_rollback()
 server_side_cursors()
@@ -300,4 +344,5 @@ sqlalchemy_orm_serial_key("psycopg")
 sqlalchemy_orm_serial_key("psycopg2")
 pandas_to_sql()
 copy_into_an_indexed_table()
+binary_copy()
 print("python clients ok")

@@ -8,6 +8,8 @@ use crate::types::{Datum, SqlType};
 #[derive(Debug, Clone, PartialEq)]
 pub struct CopyFormat {
     pub csv: bool,
+    /// PostgreSQL's binary format ([`crate::copy_binary`]).
+    pub binary: bool,
     pub delimiter: u8,
     pub null: String,
     pub header: bool,
@@ -17,7 +19,7 @@ pub struct CopyFormat {
 
 impl Default for CopyFormat {
     fn default() -> Self {
-        CopyFormat { csv: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"', escape: b'"' }
+        CopyFormat { csv: false, binary: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"', escape: b'"' }
     }
 }
 
@@ -36,9 +38,9 @@ impl CopyFormat {
         for o in options {
             match o {
                 ast::CopyOption::Format(name) => match name.value.to_lowercase().as_str() {
-                    "text" => f.csv = false,
-                    "csv" => f.csv = true,
-                    "binary" => return Err(QueryError::NotSupported("COPY in binary format is not supported; use text or csv".into())),
+                    "text" => (f.csv, f.binary) = (false, false),
+                    "csv" => (f.csv, f.binary) = (true, false),
+                    "binary" => (f.csv, f.binary) = (false, true),
                     other => return Err(QueryError::InvalidParameterValue(format!("COPY format \"{other}\" not recognized"))),
                 },
                 ast::CopyOption::Delimiter(c) => delimiter = Some(one_byte(*c)?),
@@ -52,9 +54,7 @@ impl CopyFormat {
         }
         for o in legacy {
             match o {
-                ast::CopyLegacyOption::Binary => {
-                    return Err(QueryError::NotSupported("COPY in binary format is not supported; use text or csv".into()))
-                }
+                ast::CopyLegacyOption::Binary => f.binary = true,
                 ast::CopyLegacyOption::Delimiter(c) => delimiter = Some(one_byte(*c)?),
                 ast::CopyLegacyOption::Null(s) => null = Some(s.clone()),
                 ast::CopyLegacyOption::Header => f.header = true,
@@ -70,6 +70,13 @@ impl CopyFormat {
                     }
                 }
                 other => return Err(QueryError::NotSupported(format!("COPY option {other} is not supported"))),
+            }
+        }
+        if f.binary {
+            // As PostgreSQL refuses them (42601): the binary format has no text to shape.
+            let given = [("DELIMITER", delimiter.is_some()), ("NULL", null.is_some()), ("HEADER", f.header)];
+            if let Some((name, _)) = given.iter().find(|(_, given)| *given) {
+                return Err(QueryError::Syntax(format!("cannot specify {name} in BINARY mode")));
             }
         }
         if f.csv {

@@ -40,6 +40,7 @@ pub mod access;
 pub mod activity;
 pub mod analytic;
 pub mod copy;
+pub mod copy_binary;
 pub mod cursor;
 pub mod cursors;
 pub mod database;

@@ -155,10 +155,13 @@ pub enum Output {
     /// COPY FROM STDIN started: the client sends `columns` columns of COPY data next.
     CopyIn {
         columns: usize,
+        binary: bool,
     },
-    /// COPY TO STDOUT: the data, one row per chunk.
+    /// COPY TO STDOUT: the data, one row per chunk (the binary format's header and trailer chunks of their
+    /// own).
     CopyOut {
         columns: usize,
+        binary: bool,
         rows: Vec<Vec<u8>>,
     },
     Empty,

@@ -268,10 +268,15 @@ pub(crate) fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<
             _ => Response::Execution(command_tag(&tag)),
         },
         Output::Set { tag, .. } => Response::Execution(command_tag(&tag)),
-        Output::CopyIn { columns } => Response::CopyIn(CopyResponse::new(0, columns, stream::empty())),
-        Output::CopyOut { columns, rows } => {
+        Output::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(binary as i8, columns, stream::empty())),
+        Output::CopyOut { columns, binary, rows } => {
             let data = rows.into_iter().map(|r| Ok(CopyData::new(bytes::Bytes::from(r))));
-            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>())))
+            // Built as it is, not through `CopyResponse::new`, which would add a second binary trailer: the
+            // session's data has its own, the header in one message with the first row as PostgreSQL sends
+            // them (psycopg reads a row right after the signature).
+            let mut response = CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>()));
+            response.format = binary as i8;
+            Response::CopyOut(response)
         }
         Output::Empty => Response::EmptyQuery,
         Output::Deallocate(_) => return Err(to_pgwire(QueryError::Internal("DEALLOCATE outside a query handler".into()))),

@@ -15,6 +15,23 @@ use crate::types::{Datum, SqlType};
 /// Rows inserted per engine call during COPY FROM.
 const COPY_BATCH: usize = 2000;
 
+/// A field of COPY data: text, or a value's binary form.
+trait CopyField {
+    fn value(&self, ty: SqlType) -> Result<Datum>;
+}
+
+impl CopyField for String {
+    fn value(&self, ty: SqlType) -> Result<Datum> {
+        Datum::parse(ty, self)
+    }
+}
+
+impl CopyField for Vec<u8> {
+    fn value(&self, ty: SqlType) -> Result<Datum> {
+        crate::types::decode_binary(self, ty)
+    }
+}
+
 /// A COPY FROM in progress.
 pub(super) struct CopyIn {
     table: Arc<TableSchema>,
@@ -127,6 +144,17 @@ impl Session {
             return;
         }
         copy.buf.extend_from_slice(data);
+        if copy.format.binary {
+            let mut records = Vec::new();
+            match crate::copy_binary::take_records(&mut copy.buf, at_end, &mut copy.header_pending, &mut records) {
+                Ok(done) => copy.finished = done,
+                Err(e) => {
+                    copy.error = Some(e);
+                    return;
+                }
+            }
+            return self.copy_rows(&records);
+        }
         let mut records = Vec::new();
         match copy.format.take_records(&mut copy.buf, at_end, &mut records) {
             Ok(done) => copy.finished = done,
@@ -141,6 +169,11 @@ impl Session {
             copy.line += 1;
             copy.skipped_lines += 1;
         }
+        self.copy_rows(&records)
+    }
+
+    /// Writes rows of COPY data, their fields in text or binary form.
+    fn copy_rows<F: CopyField>(&mut self, records: &[Vec<Option<F>>]) {
         let session_txn = self.txn.as_ref();
         let copy = self.copy.as_mut().unwrap();
         let access: &dyn Access = match (&copy.txn, session_txn) {
@@ -178,8 +211,8 @@ impl Session {
                         .zip(&copy.targets)
                         .map(|(f, &t)| match f {
                             None => Ok(Datum::Null),
-                            Some(text) => {
-                                Datum::parse(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) }, text)
+                            Some(field) => {
+                                field.value(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) })
                             }
                         })
                         .collect::<Result<Vec<_>>>()?;
@@ -266,11 +299,12 @@ impl Session {
             skipped_lines: 0,
             rows: 0,
             line: 0,
-            header_pending: format.header,
+            // The binary format's header is always there; a text one only with HEADER.
+            header_pending: format.header || format.binary,
             finished: false,
             error: None,
         });
-        Ok(Output::CopyIn { columns: targets.len() })
+        Ok(Output::CopyIn { columns: targets.len(), binary: format.binary })
     }
 
     /// `COPY ... TO STDOUT`: the query's rows in the chosen format.
@@ -278,7 +312,20 @@ impl Session {
         let (out, _) = self.run_dml(&Plan::Select(select.clone()), params, false)?;
         let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
         let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
-        let mut chunks = Vec::with_capacity(rows.len() + 1);
+        let mut chunks = Vec::with_capacity(rows.len() + 2);
+        if format.binary {
+            // The header goes in one message with the first row (or the trailer), as PostgreSQL sends it:
+            // psycopg reads a row after the signature.
+            let mut first = crate::copy_binary::header();
+            for r in &rows {
+                let mut row = if chunks.is_empty() { std::mem::take(&mut first) } else { Vec::with_capacity(64) };
+                crate::copy_binary::format_row(r, &types, &mut row)?;
+                chunks.push(row);
+            }
+            first.extend(crate::copy_binary::trailer());
+            chunks.push(first);
+            return Ok(Output::CopyOut { columns: columns.len(), binary: true, rows: chunks });
+        }
         if format.header {
             let header: Vec<Datum> = columns.iter().map(|c| Datum::Text(c.name.clone())).collect();
             let mut line = Vec::new();
@@ -290,6 +337,6 @@ impl Session {
             format.format_row(r, &types, &mut line);
             chunks.push(line);
         }
-        Ok(Output::CopyOut { columns: columns.len(), rows: chunks })
+        Ok(Output::CopyOut { columns: columns.len(), binary: false, rows: chunks })
     }
 }

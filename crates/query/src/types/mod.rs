@@ -9,9 +9,11 @@ use tabula_store::PkType;
 
 use crate::error::{QueryError, Result};
 
+mod binary;
 mod stored;
 mod text;
 
+pub use binary::{decode_binary, encode_binary};
 use text::*;
 pub use text::{format_float, parse_text_array};
 
