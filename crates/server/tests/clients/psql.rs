@@ -66,6 +66,24 @@ Indexes:
 
 "#;
     assert_eq!(described, expected);
+    // `\d+` also asks for the options of the table's TOAST table, an unnest of an outer column in an ARRAY
+    // subquery (rewrite/unnest_map.rs).
+    let expected = r#"                                                            Table "public.devices"
+ Column |           Type           | Collation | Nullable |           Default            | Storage  | Compression | Stats target | Description 
+--------+--------------------------+-----------+----------+------------------------------+----------+-------------+--------------+-------------
+ site   | text                     |           | not null |                              | extended |             |              | 
+ id     | bigint                   |           | not null | generated always as identity | plain    |             |              | 
+ name   | character varying        |           |          |                              | extended |             |              | 
+ temp   | double precision         |           |          |                              | plain    |             |              | 
+ seen   | timestamp with time zone |           |          |                              | plain    |             |              | 
+ meta   | jsonb                    |           |          |                              | extended |             |              | 
+ active | boolean                  |           |          | true                         | plain    |             |              | 
+Indexes:
+    "devices_pkey" PRIMARY KEY, btree (site, id)
+Access method: heap
+
+"#;
+    assert_eq!(psql(&["-c", "\\d+ devices"]), expected);
     let tables = psql(&["-c", "\\dt"]);
     assert_eq!(
         tables,

@@ -39,6 +39,7 @@
 //!   `char(n)` is refused (`casts`).
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
+//! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
 //!   they stand for (`system_columns`).
 
@@ -52,6 +53,7 @@ mod chains;
 mod from;
 mod subqueries;
 mod system_columns;
+mod unnest_map;
 
 use casts::{any_parameter, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput};
 use from::FunctionsInFrom;
@@ -87,6 +89,11 @@ impl Rewriter {
     pub fn rewrite(&self, mut s: Statement) -> Statement {
         // First, so that no later walk goes down a chain as deep as it is long.
         let _ = s.visit(&mut chains::BalancedChains);
+        // Before the library's rules and `FunctionsInFrom` reshape the unnest.
+        let _ = visit_expressions_mut(&mut s, |e| {
+            unnest_map::unnest_map(e);
+            ControlFlow::<()>::Continue(())
+        });
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
         let _ = s.visit(&mut RegclassOutput);
         let _ = s.visit(&mut RegclassExists);
