@@ -64,8 +64,15 @@ impl RowStream {
         self
     }
 
-    pub(crate) fn on_drop(mut self, f: impl FnOnce() + Send + 'static) -> Self {
-        self.ended = Some(Box::new(f));
+    /// Runs `f` when the stream is dropped, after what was to run then already.
+    pub fn on_drop(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        let before = self.ended.take();
+        self.ended = Some(Box::new(move || {
+            if let Some(before) = before {
+                before();
+            }
+            f();
+        }));
         self
     }
 

@@ -17,7 +17,7 @@ use pgwire::messages::data::{NoData, ParameterDescription};
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT};
 use pgwire::messages::PgWireBackendMessage;
 use tabula_query::{Output, Prepared, SqlType};
-use tracing::{debug, info_span};
+use tracing::info_span;
 
 use crate::deferred::Deferred;
 use crate::errors::{error_info, to_pgwire};
@@ -171,7 +171,7 @@ impl ExtendedQueryHandler for Extended {
             params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
         }
         let (result, notices) = self.conn.with_session(client, |s| (s.execute(prepared, &params), s.take_notices()));
-        self.conn.log_slow(&prepared.sql, started);
+        let result = self.conn.timed(&prepared.sql, started, result);
         send_notices(client, notices).await?;
         match result {
             Ok(Output::Set { name, value, tag }) => {
@@ -180,10 +180,7 @@ impl ExtendedQueryHandler for Extended {
             }
             Ok(Output::Deallocate(name)) => Ok(self.conn.deallocate(client, name)),
             Ok(o) => to_response(o, Some(&portal.result_column_format)),
-            Err(e) => {
-                debug!(error = %e, code = e.sqlstate(), "statement failed");
-                Ok(Response::Error(Box::new(error_info(&e))))
-            }
+            Err(e) => Ok(Response::Error(Box::new(error_info(&e)))),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
@@ -25,7 +26,7 @@ use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tabula_query::settings::{display_setting_name, REPORTED_SETTINGS};
 use tabula_query::{Database, Datum, Output, QueryError, Session, SqlType};
-use tracing::{debug, info_span, warn};
+use tracing::{debug, error, info_span, warn};
 
 use crate::auth::{AuthMethod, Startup, Users};
 use crate::errors::{error_info, to_pgwire};
@@ -71,6 +72,8 @@ pub struct Connection {
     pub id: i32,
     /// The address the client connected to.
     local: Option<SocketAddr>,
+    /// When the COPY FROM STDIN under way started, and its text: it ends at CopyDone.
+    copy_started: Mutex<Option<(Instant, String)>>,
 }
 
 impl Connection {
@@ -84,6 +87,7 @@ impl Connection {
             pid: OnceLock::new(),
             id,
             local,
+            copy_started: Mutex::new(None),
         })
     }
 
@@ -317,12 +321,43 @@ impl Iterator for EncodedRows {
 
 impl Connection {
     /// Logs a statement that took longer than the threshold, with the plan it ran.
-    pub(crate) fn log_slow(&self, sql: &str, started: std::time::Instant) {
-        let ms = started.elapsed().as_millis() as u64;
-        if self.shared.slow_statement_ms > 0 && ms >= self.shared.slow_statement_ms {
+    pub(crate) fn log_slow(&self, sql: &str, started: Instant) {
+        if self.shared.slow_statement_ms > 0 && started.elapsed().as_millis() as u64 >= self.shared.slow_statement_ms {
             let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
-            warn!(conn = self.id, ms, sql, plan = %plan.trim_end(), "slow statement");
+            log_slow(self.id, self.shared.slow_statement_ms, sql, &plan, started);
         }
+    }
+
+    /// A statement's result, timed to its real end for the slow-statement log: a streamed result when its
+    /// stream ends, a COPY FROM STDIN at its CopyDone, anything else now. A failed statement is logged at
+    /// ERROR with its text, as PostgreSQL logs it (`log_min_error_statement`).
+    pub(crate) fn timed(&self, sql: &str, started: Instant, out: Result<Output, QueryError>) -> Result<Output, QueryError> {
+        match out {
+            Ok(Output::Stream { columns, cursor }) => {
+                let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
+                let (id, threshold, sql) = (self.id, self.shared.slow_statement_ms, sql.to_string());
+                Ok(Output::Stream { columns, cursor: cursor.on_drop(move || log_slow(id, threshold, &sql, &plan, started)) })
+            }
+            Ok(out @ Output::CopyIn { .. }) => {
+                *self.copy_started.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, sql.to_string()));
+                Ok(out)
+            }
+            Err(e) => {
+                error!(conn = self.id, code = e.sqlstate(), statement = sql, "{e}");
+                Err(e)
+            }
+            out => {
+                self.log_slow(sql, started);
+                out
+            }
+        }
+    }
+}
+
+fn log_slow(conn: i32, threshold_ms: u64, sql: &str, plan: &str, started: Instant) {
+    let ms = started.elapsed().as_millis() as u64;
+    if threshold_ms > 0 && ms >= threshold_ms {
+        warn!(conn, ms, sql, plan = %plan.trim_end(), "slow statement");
     }
 }
 
@@ -346,10 +381,17 @@ impl SimpleQueryHandler for Connection {
                 .collect();
             (r, reported, s.take_notices())
         });
-        self.log_slow(query, started);
+        let streamed = results.iter().any(|r| matches!(r, Ok(Output::Stream { .. } | Output::CopyIn { .. })));
+        if !streamed {
+            self.log_slow(query, started);
+        }
         send_notices(client, notices).await?;
         let mut out = Vec::new();
         for r in results {
+            let r = match r {
+                r @ Ok(Output::Stream { .. } | Output::CopyIn { .. }) | r @ Err(_) => self.timed(query, started, r),
+                r => r,
+            };
             match r {
                 Ok(Output::Set { name, value, tag }) => {
                     report_parameter(client, &name, &value, &reported).await?;
@@ -357,10 +399,7 @@ impl SimpleQueryHandler for Connection {
                 }
                 Ok(Output::Deallocate(name)) => out.push(self.deallocate(client, name)),
                 Ok(o) => out.push(to_response(o, None)?),
-                Err(e) => {
-                    debug!(error = %e, code = e.sqlstate(), "statement failed");
-                    out.push(Response::Error(Box::new(error_info(&e))));
-                }
+                Err(e) => out.push(Response::Error(Box::new(error_info(&e)))),
             }
         }
         Ok(out)
@@ -414,7 +453,13 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         use futures::SinkExt;
-        let rows = self.with_session(client, |s| s.copy_done()).map_err(to_pgwire)?;
+        let rows = self.with_session(client, |s| s.copy_done());
+        let copy = self.copy_started.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((started, sql)) = copy {
+            let rows = self.timed(&sql, started, rows.as_ref().map(|_| Output::Empty).map_err(Clone::clone));
+            drop(rows);
+        }
+        let rows = rows.map_err(to_pgwire)?;
         client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows as usize).into())).await?;
         Ok(())
     }
@@ -425,6 +470,7 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.copy_started.lock().unwrap_or_else(|p| p.into_inner()).take();
         to_pgwire(self.with_session(client, |s| s.copy_fail(&fail.message)))
     }
 }

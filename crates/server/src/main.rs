@@ -145,6 +145,8 @@ async fn run() -> anyhow::Result<()> {
             .context("bad log level")?,
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file or journald gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let defaults = ServerConfig::default();
     let config = ServerConfig {

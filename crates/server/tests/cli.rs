@@ -67,3 +67,55 @@ fn a_server_starts_with_the_block_cache_it_is_given_and_shows_its_settings() {
     assert!(first.contains("serving"), "the server did not start: {first:?}");
     assert_eq!(shown.expect("SHOW over a connection"), ["64MB", "0", "250us", "7"]);
 }
+
+/// The log, as an operator reads it from a file: a failed statement at ERROR with its text (as
+/// PostgreSQL's `log_min_error_statement`), a slow result timed to the end of its stream and a slow COPY
+/// FROM STDIN to its end, and no colour codes where stderr is no terminal.
+#[test]
+fn the_log_has_failed_statements_and_slow_streams_in_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("tabula.log");
+    let mut child = tabula()
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["--listen", "127.0.0.1:0", "--wal-prefill-mb", "0", "--slow-statement-ms", "200"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start tabula");
+    let mut first = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
+    let addr = first.rsplit_once(" on ").map(|(_, addr)| addr.trim().to_string()).expect("the address");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        use futures::SinkExt;
+        let (host, port) = addr.rsplit_once(':').unwrap();
+        let conn = format!("host={host} port={port} user=tabula dbname=tabula");
+        let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.simple_query("SELECT * FROM nothing_here").await.expect_err("no such table");
+        client.batch_execute("CREATE TABLE s (k bigint PRIMARY KEY)").await.unwrap();
+        // The statement returns its stream at once; the rows take 300 ms to come.
+        client.simple_query("SELECT pg_sleep(0.1) FROM generate_series(1, 3)").await.unwrap();
+        let sink = client.copy_in::<_, bytes::Bytes>("COPY s FROM STDIN").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from_static(b"100\n")).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        sink.send(bytes::Bytes::from_static(b"101\n")).await.unwrap();
+        assert_eq!(sink.finish().await.unwrap(), 2);
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(out);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = |needle: &str| text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in the log:\n{text}"));
+    let failed = line("relation \"nothing_here\" does not exist");
+    assert!(
+        failed.contains("ERROR") && failed.contains("statement=\"SELECT * FROM nothing_here\"") && failed.contains("42P01"),
+        "{failed}"
+    );
+    assert!(line("sql=\"SELECT pg_sleep(0.1) FROM generate_series(1, 3)\"").contains("slow statement"), "{text}");
+    assert!(line("sql=\"COPY s FROM STDIN\"").contains("slow statement"), "{text}");
+    assert!(!text.contains('\u{1b}'), "colour codes in a file: {text}");
+}
