@@ -35,6 +35,18 @@ pub struct Backend {
     pub state: &'static str,
     /// The running statement's text, or the last one's.
     pub query: String,
+    /// The COPY FROM STDIN under way (`pg_stat_progress_copy`).
+    pub copy: Option<CopyProgress>,
+}
+
+/// How far a COPY FROM STDIN has come.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyProgress {
+    pub table: String,
+    /// Bytes of data received.
+    pub bytes: u64,
+    /// Rows written.
+    pub tuples: u64,
 }
 
 impl Activity {
@@ -112,6 +124,7 @@ mod tests {
             state_change_us: 1,
             state: "idle",
             query: String::new(),
+            copy: None,
         };
         let first = a.register(b.clone());
         let second = a.register(Backend { user: "v".into(), ..b });

@@ -25,6 +25,7 @@ pub(super) fn register(db: &Database, user: &str, database: &str) -> Entry {
         state_change_us: now,
         state: "idle",
         query: String::new(),
+        copy: None,
     })
 }
 

@@ -63,11 +63,20 @@ impl Session {
     /// COPY data from the client.
     pub fn copy_data(&mut self, data: &[u8]) {
         self.copy_feed(data, false);
+        let Some(rows) = self.copy.as_ref().map(|c| c.rows) else { return };
+        self.activity.update(|b| {
+            if let Some(p) = &mut b.copy {
+                p.bytes += data.len() as u64;
+                p.tuples = rows;
+            }
+        });
     }
 
     /// The end of COPY data: the remaining rows are written and the statement commits. Returns the count.
     pub fn copy_done(&mut self) -> Result<u64> {
-        self.copy_finish().map_err(|e| self.typed_values(e))
+        let done = self.copy_finish().map_err(|e| self.typed_values(e));
+        self.activity.update(|b| b.copy = None);
+        done
     }
 
     fn copy_finish(&mut self) -> Result<u64> {
@@ -129,6 +138,7 @@ impl Session {
 
     /// The client gave up the COPY: nothing of it is written.
     pub fn copy_fail(&mut self, message: &str) -> QueryError {
+        self.activity.update(|b| b.copy = None);
         if let Some(copy) = self.copy.take() {
             if let Some(t) = copy.txn {
                 let _ = t.rollback();
@@ -304,6 +314,8 @@ impl Session {
             finished: false,
             error: None,
         });
+        let progress = crate::activity::CopyProgress { table: table.name.clone(), bytes: 0, tuples: 0 };
+        self.activity.update(|b| b.copy = Some(progress));
         Ok(Output::CopyIn { columns: targets.len(), binary: format.binary })
     }
 

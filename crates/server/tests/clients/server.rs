@@ -210,3 +210,34 @@ async fn pg_stat_activity_shows_each_session() {
     }
     server.stop().await;
 }
+
+/// pg_stat_progress_copy shows a COPY FROM STDIN while its data comes: the table, the bytes received and
+/// the rows written so far; once it ends, nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_stat_progress_copy_follows_a_copy_from_stdin() {
+    use futures::SinkExt;
+    let server = TestServer::start().await;
+    let loader = server.connect().await;
+    let watcher = server.connect().await;
+    loader.batch_execute("CREATE TABLE loaded (k bigint PRIMARY KEY, v text)").await.unwrap();
+    let pid: i32 = loader.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let sink = loader.copy_in::<_, bytes::Bytes>("COPY loaded FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let data: String = (0..5000).map(|k| format!("{k}\tvalue {k}\n")).collect();
+    sink.send(bytes::Bytes::from(data.clone())).await.unwrap();
+    let progress = "SELECT pid, relid = 'loaded'::regclass::oid, command, type, bytes_processed, tuples_processed \
+                    FROM pg_stat_progress_copy";
+    let mut seen = None;
+    for _ in 0..200 {
+        let rows = watcher.query(progress, &[]).await.unwrap();
+        if let Some(r) = rows.first().filter(|r| r.get::<_, i64>(5) == 5000) {
+            seen = Some((r.get::<_, i32>(0), r.get::<_, bool>(1), r.get::<_, String>(2), r.get::<_, String>(3), r.get::<_, i64>(4)));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, Some((pid, true, "COPY FROM".to_string(), "PIPE".to_string(), data.len() as i64)));
+    assert_eq!(sink.finish().await.unwrap(), 5000);
+    assert!(watcher.query(progress, &[]).await.unwrap().is_empty(), "the COPY is over");
+    server.stop().await;
+}

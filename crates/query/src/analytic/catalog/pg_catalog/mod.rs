@@ -15,6 +15,7 @@ mod pg_proc;
 mod pg_roles;
 mod pg_settings;
 mod pg_stat_activity;
+mod pg_stat_progress_copy;
 mod pg_stat_user_tables;
 
 pub use empty::empty_relation;
@@ -31,4 +32,5 @@ pub use pg_proc::PgProc;
 pub use pg_roles::PgRoles;
 pub use pg_settings::PgSettings;
 pub use pg_stat_activity::PgStatActivity;
+pub use pg_stat_progress_copy::PgStatProgressCopy;
 pub use pg_stat_user_tables::PgStatUserTables;
