@@ -318,6 +318,14 @@ def binary_copy():
             check("binary copy out", got, [row, (2,) + (None,) * 13])
             check("binary copy out: count", cur.rowcount, 2)
             check("binary copy in: text", conn.execute("SELECT t, j::text FROM py_bin WHERE k = 1").fetchone(), ("a\tb\nc", '{"a": [1, null]}'))
+            # Damaged data (no PGCOPY signature) is 22P04, and nothing of it is written.
+            try:
+                with cur.copy("COPY py_bin (k) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.write(b"not a binary copy stream at all")
+                raise AssertionError("damaged binary copy accepted")
+            except psycopg.errors.BadCopyFileFormat:
+                pass
+            check("damaged binary copy: nothing written", conn.execute("SELECT count(*) FROM py_bin").fetchone()[0], 2)
 
     async def load():
         import asyncpg

@@ -322,10 +322,12 @@ impl Iterator for EncodedRows {
 impl Connection {
     /// Logs a statement that took longer than the threshold, with the plan it ran.
     pub(crate) fn log_slow(&self, sql: &str, started: Instant) {
-        if self.shared.slow_statement_ms > 0 && started.elapsed().as_millis() as u64 >= self.shared.slow_statement_ms {
-            let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
-            log_slow(self.id, self.shared.slow_statement_ms, sql, &plan, started);
-        }
+        log_slow(self.id, self.shared.slow_statement_ms, sql, self.last_plan(), started);
+    }
+
+    /// The plan of the session's last statement, printed only if a statement turns out slow.
+    fn last_plan(&self) -> Option<Arc<tabula_query::Plan>> {
+        self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan_shared())
     }
 
     /// A statement's result, timed to its real end for the slow-statement log: a streamed result when its
@@ -334,16 +336,15 @@ impl Connection {
     pub(crate) fn timed(&self, sql: &str, started: Instant, out: Result<Output, QueryError>) -> Result<Output, QueryError> {
         match out {
             Ok(Output::Stream { columns, cursor }) => {
-                let plan = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|s| s.last_plan()).unwrap_or_default();
-                let (id, threshold, sql) = (self.id, self.shared.slow_statement_ms, sql.to_string());
-                Ok(Output::Stream { columns, cursor: cursor.on_drop(move || log_slow(id, threshold, &sql, &plan, started)) })
+                let (id, threshold, sql, plan) = (self.id, self.shared.slow_statement_ms, sql.to_string(), self.last_plan());
+                Ok(Output::Stream { columns, cursor: cursor.on_drop(move || log_slow(id, threshold, &sql, plan, started)) })
             }
             Ok(out @ Output::CopyIn { .. }) => {
                 *self.copy_started.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, sql.to_string()));
                 Ok(out)
             }
             Err(e) => {
-                error!(conn = self.id, code = e.sqlstate(), statement = sql, "{e}");
+                log_failed(self.id, sql, &e);
                 Err(e)
             }
             out => {
@@ -354,11 +355,16 @@ impl Connection {
     }
 }
 
-fn log_slow(conn: i32, threshold_ms: u64, sql: &str, plan: &str, started: Instant) {
+fn log_slow(conn: i32, threshold_ms: u64, sql: &str, plan: Option<Arc<tabula_query::Plan>>, started: Instant) {
     let ms = started.elapsed().as_millis() as u64;
     if threshold_ms > 0 && ms >= threshold_ms {
+        let plan = plan.map(|p| p.to_string()).unwrap_or_default();
         warn!(conn, ms, sql, plan = %plan.trim_end(), "slow statement");
     }
+}
+
+fn log_failed(conn: i32, sql: &str, e: &QueryError) {
+    error!(conn, code = e.sqlstate(), statement = sql, "{e}");
 }
 
 #[async_trait]
@@ -456,8 +462,10 @@ impl CopyHandler for Connection {
         let rows = self.with_session(client, |s| s.copy_done());
         let copy = self.copy_started.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((started, sql)) = copy {
-            let rows = self.timed(&sql, started, rows.as_ref().map(|_| Output::Empty).map_err(Clone::clone));
-            drop(rows);
+            match &rows {
+                Ok(_) => self.log_slow(&sql, started),
+                Err(e) => log_failed(self.id, &sql, e),
+            }
         }
         let rows = rows.map_err(to_pgwire)?;
         client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows as usize).into())).await?;

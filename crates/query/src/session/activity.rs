@@ -45,11 +45,6 @@ impl Session {
         self.activity.read(|b| b.pid)
     }
 
-    /// Where the session's client connects from, and the address it connected to.
-    pub(super) fn addresses(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
-        self.activity.read(|b| (b.client, b.server))
-    }
-
     /// A statement starts: the session is active, running `sql` (and in a transaction, its own if no
     /// block is open).
     pub(super) fn statement_started(&self, sql: &str) {

@@ -115,13 +115,14 @@ impl Session {
     }
 
     pub(super) fn session_info(&self) -> SessionInfo {
-        let (client, server) = self.addresses();
+        // One read of the activity entry, under its lock once.
+        let (pid, client, server) = self.activity.read(|b| (b.pid, b.client, b.server));
         SessionInfo {
             settings: self.settings.clone(),
             user: self.current_user().to_string(),
             session_user: self.user.clone(),
             sequences: self.sequences.clone(),
-            pid: self.backend_pid(),
+            pid,
             client,
             server,
         }

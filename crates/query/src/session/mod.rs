@@ -178,6 +178,11 @@ impl Session {
         self.last_plan.as_ref().map(|p| p.to_string())
     }
 
+    /// The plan of the last statement, to print later (a streamed result's slow-statement log line).
+    pub fn last_plan_shared(&self) -> Option<Arc<crate::plan::Plan>> {
+        self.last_plan.clone()
+    }
+
     pub fn txn_status(&self) -> TxnStatus {
         match (&self.txn, self.failed) {
             (None, _) => TxnStatus::Idle,
