@@ -9,11 +9,15 @@ use serde::Deserialize;
 use tabula_server::{start, ServerConfig};
 
 #[derive(Parser, Debug)]
-#[command(name = "tabula", version, about = "Tabula: a PostgreSQL-compatible wide-column database on RocksDB")]
+#[command(name = "tabula", version, about = "Tabula: a PostgreSQL-compatible wide-column database on RocksDB or TiKV")]
 struct Cli {
     /// Directory of the embedded store [default: ./tabula-data]
     #[arg(long, env = "TABULA_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Keep the data in a TiKV cluster instead: tikv://pd-host:port[,pd-host:port...][/keyspace-prefix]
+    /// [default: the embedded store in --data-dir]
+    #[arg(long, env = "TABULA_STORE")]
+    store: Option<String>,
     /// Address to listen on [default: 127.0.0.1:5432]
     #[arg(long, env = "TABULA_LISTEN")]
     listen: Option<String>,
@@ -83,6 +87,7 @@ struct Cli {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     data_dir: Option<PathBuf>,
+    store: Option<String>,
     listen: Option<String>,
     durability: Option<String>,
     wal_writer_delay: Option<u64>,
@@ -151,6 +156,7 @@ async fn run() -> anyhow::Result<()> {
     let defaults = ServerConfig::default();
     let config = ServerConfig {
         data_dir: cli.data_dir.or(file.data_dir).unwrap_or(defaults.data_dir),
+        store: cli.store.or(file.store),
         listen: cli.listen.or(file.listen).unwrap_or(defaults.listen),
         synchronous_commit: synchronous_commit(cli.durability.or(file.durability).as_deref().unwrap_or("sync"))?,
         wal_writer_delay: match cli.wal_writer_delay.or(file.wal_writer_delay) {
@@ -212,7 +218,8 @@ async fn run() -> anyhow::Result<()> {
     };
     let server = start(config.clone()).await?;
     let addr = server.addr;
-    println!("Tabula {} serving {} on {addr}", env!("CARGO_PKG_VERSION"), config.data_dir.display());
+    let serving = config.store.clone().unwrap_or_else(|| config.data_dir.display().to_string());
+    println!("Tabula {} serving {serving} on {addr}", env!("CARGO_PKG_VERSION"));
     println!("Connect with: psql -h {} -p {} -U tabula tabula", addr.ip(), addr.port());
     shutdown_signal().await;
     eprintln!("tabula: shutting down");

@@ -13,7 +13,9 @@ use pgwire::api::auth::StartupHandler;
 use pgwire::api::{ClientInfo, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tabula_kv::Engine;
 use tabula_kv_rocks::{RocksEngine, RocksOptions};
+use tabula_kv_tikv::{TikvAddress, TikvEngine};
 use tabula_query::Database;
 use tabula_store::{Durability, Store, StoreConfig};
 use tokio::net::TcpListener;
@@ -30,6 +32,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub data_dir: PathBuf,
+    /// A TiKV cluster to keep the data in (`tikv://pd:2379[,...][/prefix]`) instead of RocksDB in `data_dir`.
+    pub store: Option<String>,
     pub listen: String,
     /// The default of `synchronous_commit`: whether a commit returns only once synced to disk. Sessions may
     /// set it either way; the log is opened for both (`Durability::Group`).
@@ -70,6 +74,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             data_dir: PathBuf::from("tabula-data"),
+            store: None,
             listen: "127.0.0.1:5432".into(),
             synchronous_commit: true,
             wal_writer_delay: Duration::from_millis(200),
@@ -131,8 +136,14 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     // no commit syncs it itself.
     let rocks =
         RocksOptions { block_cache_bytes: config.block_cache_bytes, sync_writes: false, log_prefill_bytes: config.wal_prefill_bytes };
-    let engine = RocksEngine::open(&config.data_dir, &rocks).map_err(|e| anyhow!("{e}"))?;
-    let store = Store::open(Arc::new(engine), store_config).map_err(|e| anyhow!("{e}"))?;
+    let engine: Arc<dyn Engine> = match &config.store {
+        None => Arc::new(RocksEngine::open(&config.data_dir, &rocks).map_err(|e| anyhow!("{e}"))?),
+        Some(url) => {
+            let address = TikvAddress::parse(url).map_err(|e| anyhow!("--store: {e}"))?;
+            Arc::new(TikvEngine::open(&address).map_err(|e| anyhow!("{e}"))?)
+        }
+    };
+    let store = Store::open(engine, store_config).map_err(|e| anyhow!("{e}"))?;
     let listener = TcpListener::bind(&config.listen).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
             anyhow!(

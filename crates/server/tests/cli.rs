@@ -30,6 +30,22 @@ fn a_block_cache_of_zero_is_refused_from_the_flag_and_the_file() {
     assert!(err.contains("--block-cache-mb"), "{err}");
 }
 
+/// `--store` names a TiKV cluster; a malformed address, and a cluster that cannot be reached, are refused
+/// at start with what was wrong (the runs against a real cluster are `tabula-kv-tikv`'s, with
+/// `TABULA_TIKV_PD`).
+#[test]
+fn a_tikv_store_that_is_malformed_or_unreachable_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = refused(tabula().arg("--data-dir").arg(dir.path()).args(["--listen", "127.0.0.1:0", "--store", "pd1:2379"]));
+    assert!(err.contains("--store: a TiKV store is named tikv://pd-host:port[,...][/prefix]"), "{err}");
+    let file = dir.path().join("tabula.toml");
+    std::fs::write(&file, "store = \"tikv://127.0.0.1:9/shop\"\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    let err = refused(tabula().arg("--config").arg(&file));
+    assert!(err.contains("cannot reach TiKV through PD at 127.0.0.1:9"), "{err}");
+    let err = refused(tabula().env("TABULA_STORE", "tikv:///x").args(["--listen", "127.0.0.1:0"]));
+    assert!(err.contains("names no PD endpoint"), "{err}");
+}
+
 #[test]
 fn a_server_starts_with_the_block_cache_it_is_given_and_shows_its_settings() {
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,7 @@ impl TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = ServerConfig {
             data_dir: dir.path().join("data"),
+            store: tikv_store(),
             listen: "127.0.0.1:0".into(),
             block_cache_bytes: 8 << 20,
             ..ServerConfig::default()
@@ -43,6 +44,16 @@ impl TestServer {
             s.shutdown().await.expect("clean shutdown");
         }
     }
+}
+
+/// With `TABULA_TIKV_PD` naming a TiKV cluster, the suites' servers keep their data there, each in a fresh
+/// keyspace; otherwise in RocksDB, in a temporary directory.
+pub fn tikv_store() -> Option<String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let pd = std::env::var("TABULA_TIKV_PD").ok().filter(|pd| !pd.is_empty())?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    Some(format!("tikv://{pd}/sql-{}-{nanos}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
 }
 
 /// A server started with `change` made to the test configuration; returns its connection string too.
