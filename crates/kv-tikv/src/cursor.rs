@@ -22,8 +22,20 @@ use crate::{ReadAt, FIRST_PAGE, MAX_PAGE};
 /// A transaction's writes to the data space (`None`: deleted), by key.
 pub(crate) type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+/// Where pages come from: up to `limit` pairs of `[lower, upper)` from the lower end, or with `reverse`
+/// from the upper end in descending order, as TiKV's scans answer.
+pub(crate) trait Pages {
+    fn page(&self, lower: &[u8], upper: &[u8], limit: u32, reverse: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+}
+
+impl Pages for ReadAt {
+    fn page(&self, lower: &[u8], upper: &[u8], limit: u32, reverse: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        ReadAt::page(self, Space::Data, lower, upper, limit, reverse)
+    }
+}
+
 pub(crate) struct PagedCursor {
-    at: Option<ReadAt>,
+    at: Option<Box<dyn Pages>>,
     lower: Vec<u8>,
     upper: Vec<u8>,
     overlay: Overlay,
@@ -38,9 +50,9 @@ pub(crate) struct PagedCursor {
 
 impl PagedCursor {
     /// A cursor over `[lower, upper)` as read by `at`, with `overlay` (already cut to the range) laid over.
-    pub(crate) fn new(at: ReadAt, lower: Vec<u8>, upper: Vec<u8>, overlay: Overlay) -> PagedCursor {
+    pub(crate) fn new(at: impl Pages + 'static, lower: Vec<u8>, upper: Vec<u8>, overlay: Overlay) -> PagedCursor {
         PagedCursor {
-            at: Some(at),
+            at: Some(Box::new(at)),
             start: lower.clone(),
             end: lower.clone(),
             lower,
@@ -76,10 +88,10 @@ impl PagedCursor {
     /// Loads the page that starts at `from` (forward) or ends at `to` (backward), skipping pages that the
     /// overlay emptied. Leaves the cursor nowhere on an error or at the range's end.
     fn load(&mut self, backward: bool, mut edge: Vec<u8>) {
-        let Some(at) = self.at.clone() else { return self.nowhere() };
         loop {
+            let Some(at) = &self.at else { return self.nowhere() };
             let (lo, hi) = if backward { (self.lower.clone(), edge.clone()) } else { (edge.clone(), self.upper.clone()) };
-            let mut page = match at.page(Space::Data, &lo, &hi, self.limit, backward) {
+            let mut page = match at.page(&lo, &hi, self.limit, backward) {
                 Ok(p) => p,
                 Err(e) => {
                     self.error = Some(e);
@@ -205,6 +217,72 @@ mod tests {
 
     fn pairs(keys: &[&str]) -> Vec<(Vec<u8>, Vec<u8>)> {
         keys.iter().map(|k| (k.as_bytes().to_vec(), b"v".to_vec())).collect()
+    }
+
+    /// Pages cut from a sorted map by TiKV's rules.
+    struct Map(BTreeMap<Vec<u8>, Vec<u8>>);
+
+    impl Pages for Map {
+        fn page(&self, lower: &[u8], upper: &[u8], limit: u32, reverse: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            let range = self.0.range::<[u8], _>((Bound::Included(lower), Bound::Excluded(upper)));
+            let pairs = range.map(|(k, v)| (k.clone(), v.clone()));
+            Ok(if reverse { pairs.rev().take(limit as usize).collect() } else { pairs.take(limit as usize).collect() })
+        }
+    }
+
+    fn walk(c: &mut PagedCursor, backward: bool) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while c.valid() {
+            out.push(c.key().to_vec());
+            c.advance(backward);
+        }
+        out
+    }
+
+    /// Pages of 64, 128, ... pairs over 1,000 keys, in both directions, with a transaction's writes (a
+    /// deleted run longer than a page among them), and turning back in the middle.
+    #[test]
+    fn pages_cover_the_range_once_in_both_directions() {
+        let key = |i: u32| format!("k{i:05}").into_bytes();
+        let map = || Map((0..1000).map(|i| (key(i), b"v".to_vec())).collect());
+        let mut overlay = Overlay::new();
+        for i in 100..300 {
+            overlay.insert(key(i), None);
+        }
+        overlay.insert(key(500), None);
+        overlay.insert(b"k00500x".to_vec(), Some(b"new".to_vec()));
+        overlay.insert(b"k99999".to_vec(), Some(b"past the range".to_vec()));
+        let expected: Vec<Vec<u8>> = (10..990)
+            .filter(|i| !(100..300).contains(i) && *i != 500)
+            .map(key)
+            .chain([b"k00500x".to_vec()])
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let cut: Overlay = overlay.range(key(10)..key(990)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut c = PagedCursor::new(map(), key(10), key(990), cut.clone());
+        c.seek_to_first();
+        assert_eq!(walk(&mut c, false), expected);
+        let mut c = PagedCursor::new(map(), key(10), key(990), cut.clone());
+        c.seek_to_last();
+        assert_eq!(walk(&mut c, true), expected.iter().rev().cloned().collect::<Vec<_>>());
+        // Forward 400 rows (several pages), then back to the start.
+        let mut c = PagedCursor::new(map(), key(10), key(990), cut);
+        c.seek_to_first();
+        for _ in 0..400 {
+            c.advance(false);
+        }
+        let at = c.key().to_vec();
+        assert_eq!(at, expected[400]);
+        assert_eq!(walk(&mut c, true), expected[..=400].iter().rev().cloned().collect::<Vec<_>>());
+        // An empty range, and a range the overlay empties.
+        let mut c = PagedCursor::new(map(), key(5), key(5), Overlay::new());
+        c.seek_to_first();
+        assert!(!c.valid());
+        let gone: Overlay = (100..300).map(|i| (key(i), None)).collect();
+        let mut c = PagedCursor::new(map(), key(100), key(300), gone);
+        c.seek_to_last();
+        assert!(!c.valid() && c.status().is_ok());
     }
 
     #[test]
