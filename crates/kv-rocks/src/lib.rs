@@ -9,6 +9,7 @@ mod compaction;
 mod ingest;
 mod log;
 mod read;
+mod sizes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, OptimisticTransactionDB, OptimisticTransactionOptions, Options, SingleThreaded,
     WriteBatchWithTransaction, WriteOptions,
 };
-use tabula_kv::{Batch, CompactionHook, Cursor, Engine, Ingest, KvError, Read, Result, Snapshot, Transaction};
+use tabula_kv::{Batch, CompactionHook, Cursor, Engine, Ingest, KvError, Read, Result, SizeStats, Snapshot, Transaction};
 
 use compaction::FilterSlot;
 
@@ -355,6 +356,10 @@ impl Engine for RocksEngine {
     }
 
     fn compaction_hook(&self) -> Option<&dyn CompactionHook> {
+        Some(self)
+    }
+
+    fn size_stats(&self) -> Option<&dyn SizeStats> {
         Some(self)
     }
 }

@@ -9,7 +9,7 @@ fn rocksdb_passes_the_conformance_suite() {
     for (name, case) in CASES {
         let dir = tempfile::tempdir().unwrap();
         let engine = RocksEngine::open(dir.path(), &options).unwrap();
-        assert_eq!(capabilities(&engine), ["ingest", "compaction hook"]);
+        assert_eq!(capabilities(&engine), ["ingest", "compaction hook", "size stats"]);
         eprintln!("conformance on rocksdb: {name}");
         case(&engine);
     }

@@ -33,6 +33,7 @@ pub const CASES: &[(&str, Case)] = &[
     ("concurrent_writers_lose_no_increment", concurrent_writers_lose_no_increment),
     ("ingested_files_arrive_whole", ingested_files_arrive_whole),
     ("the_compaction_hook_sees_every_value", the_compaction_hook_sees_every_value),
+    ("sizes_of_key_ranges_follow_their_data", sizes_of_key_ranges_follow_their_data),
 ];
 
 /// The capabilities an engine offers, by name.
@@ -43,6 +44,9 @@ pub fn capabilities(e: &dyn Engine) -> Vec<&'static str> {
     }
     if e.compaction_hook().is_some() {
         out.push("compaction hook");
+    }
+    if e.size_stats().is_some() {
+        out.push("size stats");
     }
     out
 }
@@ -372,4 +376,35 @@ fn the_compaction_hook_sees_every_value(e: &dyn Engine) {
     e.compact(None).unwrap();
     assert_eq!(keys(walk(e, b"", b"z", false)), vec![b"a".to_vec(), b"c".to_vec()]);
     assert_eq!(get(e, b"c"), Some(b"c".to_vec()), "changed by the filter");
+}
+
+/// A range holding 1 MB (made to be stored, flushed and compacted) weighs more than an empty one, and about
+/// what it holds; a range whose keys were deleted and compacted away weighs nothing again.
+fn sizes_of_key_ranges_follow_their_data(e: &dyn Engine) {
+    let Some(stats) = e.size_stats() else { return };
+    // Values that no compression shrinks much, so that file sizes stay near the data's.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut noise = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x.to_le_bytes()
+    };
+    let mut b = Batch::default();
+    for i in 0..1000u32 {
+        let value: Vec<u8> = (0..128).flat_map(|_| noise()).collect();
+        b.put(format!("s/{i:04}").as_bytes(), &value);
+    }
+    e.write(b).unwrap();
+    e.flush().unwrap();
+    e.compact(None).unwrap();
+    let sizes = stats.approximate_sizes(&[(b"s/", b"s0"), (b"t/", b"t0"), (b"s/0500", b"s0")]).unwrap();
+    assert!((900_000..2_000_000).contains(&sizes[0]), "1 MB of data, stored as {} bytes", sizes[0]);
+    assert_eq!(sizes[1], 0, "an empty range");
+    assert!(sizes[2] < sizes[0], "half of the keys weigh less than all of them: {sizes:?}");
+    e.meta_write(&[], &[(b"s/".to_vec(), b"s0".to_vec())]).unwrap();
+    e.flush().unwrap();
+    e.compact(None).unwrap();
+    let after = stats.approximate_sizes(&[(b"s/", b"s0")]).unwrap();
+    assert!(after[0] < 10_000, "deleted and compacted away, yet {} bytes", after[0]);
 }

@@ -10,7 +10,9 @@
 //! (as tikv's `engine_traits` has `SstExt` and `CompactExt`):
 //! - [`Ingest`]: sorted files built outside the engine and moved in whole (bulk loads);
 //! - [`CompactionHook`]: a filter the engine runs over values as it compacts (the TTL and version rules);
-//!   an engine without it leaves hidden versions to the store's own clean-up.
+//!   an engine without it leaves hidden versions to the store's own clean-up;
+//! - [`SizeStats`]: how many bytes the engine keeps for a range of keys (its files, compressed), which the
+//!   store's own counts of logical bytes cannot tell.
 //!
 //! Engines: [`memory::MemoryEngine`] here (tests, and the proof that nothing above depends on one engine),
 //! RocksDB in `tabula-kv-rocks`. [`conformance`] is the suite every engine passes.
@@ -172,6 +174,18 @@ pub trait Engine: Read + Send + Sync {
     fn compaction_hook(&self) -> Option<&dyn CompactionHook> {
         None
     }
+    /// The bytes stored for ranges of keys, when the engine can tell.
+    fn size_stats(&self) -> Option<&dyn SizeStats> {
+        None
+    }
+}
+
+/// The space an engine's files take for ranges of the data space's keys: what a user sizes disks by, as
+/// PostgreSQL's `pg_relation_size` is the size of a relation's files. Approximate, and it may lag the
+/// latest writes (RocksDB counts only what it has flushed from memory to its files).
+pub trait SizeStats {
+    /// The bytes stored for each range `[start, end)`, in order.
+    fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>>;
 }
 
 /// Bulk loads as sorted files: built outside the engine, then moved in all together, atomically.

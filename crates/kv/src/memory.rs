@@ -21,8 +21,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::{
-    Batch, CompactionFilterFactory, CompactionHook, Cursor, Decision, Engine, Ingest, KvError, Read, Result, Snapshot, SortedFile, Space,
-    Transaction,
+    Batch, CompactionFilterFactory, CompactionHook, Cursor, Decision, Engine, Ingest, KvError, Read, Result, SizeStats, Snapshot,
+    SortedFile, Space, Transaction,
 };
 
 type Versions = Vec<(u64, Option<Arc<[u8]>>)>;
@@ -262,8 +262,28 @@ impl Engine for MemoryEngine {
         Some(self)
     }
 
+    fn size_stats(&self) -> Option<&dyn SizeStats> {
+        Some(self)
+    }
     fn compaction_hook(&self) -> Option<&dyn CompactionHook> {
         Some(self)
+    }
+}
+
+/// Every version's key and value bytes, as the engine holds them all until no reader needs them.
+impl SizeStats for MemoryEngine {
+    fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        let state = self.shared.state.read();
+        Ok(ranges
+            .iter()
+            .map(|&(lo, hi)| {
+                if lo >= hi {
+                    return 0;
+                }
+                let range = state.data.range::<[u8], _>((Bound::Included(lo), Bound::Excluded(hi)));
+                range.map(|(k, vs)| vs.iter().map(|(_, v)| (k.len() + v.as_ref().map_or(0, |v| v.len())) as u64).sum::<u64>()).sum()
+            })
+            .collect())
     }
 }
 

@@ -5,7 +5,7 @@ use tabula_kv::memory::MemoryEngine;
 
 #[test]
 fn the_memory_engine_passes_the_conformance_suite() {
-    assert_eq!(capabilities(&MemoryEngine::new()), ["ingest", "compaction hook"]);
+    assert_eq!(capabilities(&MemoryEngine::new()), ["ingest", "compaction hook", "size stats"]);
     for (name, case) in CASES {
         let engine = MemoryEngine::new();
         eprintln!("conformance on memory: {name}");

@@ -42,6 +42,9 @@ pub struct PartitionInfo {
     pub end: Vec<u8>,
     pub approx_bytes: i64,
     pub approx_rows: i64,
+    /// The bytes the engine's files take for the partition's rows, when the engine can tell
+    /// (`tabula_kv::SizeStats`): compressed, and without what is not flushed yet.
+    pub stored_bytes: Option<i64>,
     pub reads: u64,
     pub writes: u64,
     pub read_rate: f64,
@@ -81,6 +84,7 @@ impl Partition {
             end: self.end.clone(),
             approx_bytes: self.bytes.load(Ordering::Relaxed).max(0),
             approx_rows: self.rows.load(Ordering::Relaxed).max(0),
+            stored_bytes: None,
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             read_rate: self.read_rate(),

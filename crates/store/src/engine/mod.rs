@@ -184,8 +184,17 @@ impl Store {
         Ok(self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])?)
     }
 
+    /// The table's partitions, with the bytes the engine stores for each where it can tell.
     pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
-        Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
+        let mut parts: Vec<PartitionInfo> = self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect();
+        if let Some(stats) = self.inner.kv.size_stats() {
+            let ranges: Vec<(&[u8], &[u8])> = parts.iter().map(|p| (p.start.as_slice(), p.end.as_slice())).collect();
+            let sizes = stats.approximate_sizes(&ranges)?;
+            for (p, size) in parts.iter_mut().zip(sizes) {
+                p.stored_bytes = Some(size as i64);
+            }
+        }
+        Ok(parts)
     }
 
     /// Decodes a partition bound into primary-key bounds (for display); `None` for hash-prefixed tables.
