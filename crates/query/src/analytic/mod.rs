@@ -35,6 +35,7 @@ mod session_udfs;
 pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
+mod text_operand;
 mod uuid;
 
 pub use errors::map_err;
@@ -184,6 +185,7 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(pg_typeof::PgTypeof::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in checked_udfs() {

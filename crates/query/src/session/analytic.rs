@@ -64,6 +64,11 @@ impl Session {
                 }
             }
             Err(e) if deferred => return Err(e),
+            // DataFusion typed the expression the key-value planner could not run and found no operator for
+            // it (`1 = ANY(ARRAY['a'])`): that is the answer PostgreSQL gives, not "not supported".
+            Err(e) if matches!(e.root(), QueryError::UndefinedOperator(_)) && matches!(refusal.root(), QueryError::NotSupported(_)) => {
+                return Err(e)
+            }
             Err(_) => return Err(refusal),
         };
         // Output columns named as PostgreSQL names them (DataFusion prints expressions instead).

@@ -95,6 +95,12 @@ Access method: heap
     assert_eq!(schemas, "public|tabula\ntabula|tabula\n");
     let databases = psql(&["-At", "-c", "\\l"]);
     assert!(databases.starts_with("tabula|tabula|UTF8|"), "{databases}");
+    // `\l+` sizes the database with pg_database_size: what the engine's files hold, flushed or not yet.
+    let sized = psql(&["-At", "-c", "\\l+"]);
+    let fields: Vec<&str> = sized.trim_end().split('|').collect();
+    assert_eq!(fields.len(), 11, "{sized}");
+    assert_eq!((fields[0], fields[9]), ("tabula", "pg_default"), "{sized}");
+    assert!(fields[8].ends_with(" bytes") || fields[8].ends_with(" kB") || fields[8].ends_with(" MB"), "{sized}");
 
     // \copy streams a local file through COPY FROM STDIN, and back out through COPY TO STDOUT.
     let dir = tempfile::tempdir().unwrap();

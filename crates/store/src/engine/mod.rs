@@ -197,6 +197,14 @@ impl Store {
         Ok(parts)
     }
 
+    /// The bytes the engine stores for every table's rows, out-of-line values and indexes, when the engine
+    /// can tell (`tabula_kv::SizeStats`).
+    pub fn stored_bytes(&self) -> Result<Option<u64>> {
+        let Some(stats) = self.inner.kv.size_stats() else { return Ok(None) };
+        // Every data key starts with a table or index id of 4 bytes.
+        Ok(Some(stats.approximate_sizes(&[(&[], &[0xff; 5])])?[0]))
+    }
+
     /// Decodes a partition bound into primary-key bounds (for display); `None` for hash-prefixed tables.
     pub fn partition_bound(&self, name: &str, key: &[u8]) -> Result<Option<Vec<PkValue>>> {
         let t = self.inner.table(name)?;

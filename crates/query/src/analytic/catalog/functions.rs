@@ -162,40 +162,6 @@ fn name_to_oid(name: &str, db: Weak<dyn Source>, f: NameLookup) -> ScalarUDF {
     )
 }
 
-/// PostgreSQL's pg_size_pretty: bytes, kB, MB, GB, TB, rounding half up past 10 of a unit.
-fn size_pretty(n: i64) -> String {
-    let mut v = n;
-    for unit in ["bytes", "kB", "MB", "GB", "TB"] {
-        if v.abs() < 10 * 1024 || unit == "TB" {
-            return format!("{v} {unit}");
-        }
-        v = (v + if v >= 0 { 512 } else { -512 }) / 1024;
-    }
-    unreachable!("TB returns")
-}
-
-/// Approximate bytes of a Tabula table (its partitions' statistics); 0 for anything else.
-fn relation_bytes(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
-    datafusion::logical_expr::create_udf(
-        name,
-        vec![DataType::Int64],
-        DataType::Int64,
-        Volatility::Volatile,
-        Arc::new(move |args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
-            let db = db.upgrade();
-            let bytes = |oid: i64| -> i64 {
-                let Some(db) = db.as_ref() else { return 0 };
-                let Some((name, OidPart::Table)) = tabula_object(&**db, oid) else { return 0 };
-                db.store().partitions(&name).map(|p| p.iter().map(|p| p.approx_bytes.max(0)).sum()).unwrap_or(0)
-            };
-            let out: Int64Array = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>().iter().map(|o| o.map(bytes)).collect();
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }),
-    )
-}
-
 /// The name a relation OID prints as (`oid::regclass`): Tabula's tables and their keys by name, others
 /// by number.
 fn oid_to_name(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
@@ -346,12 +312,13 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         }),
         oid_to_name("regclass_name", db_for_regclass),
         ScalarUDF::new_from_impl(RegclassCheck { signature: Signature::any(2, Volatility::Immutable) }),
-        int_to_text("pg_size_pretty", |n| Some(size_pretty(n))),
+        int_to_text("pg_size_pretty", |n| Some(super::sizes::size_pretty(n))),
         text_to_text("quote_literal", |s| Some(quote_literal(s))),
         pg_text(),
-        relation_bytes("pg_table_size", db_for_sizes.clone()),
-        relation_bytes("pg_relation_size", db_for_sizes.clone()),
-        relation_bytes("pg_total_relation_size", db_for_sizes),
+        super::sizes::relation_bytes("pg_table_size", db_for_sizes.clone()),
+        super::sizes::relation_bytes("pg_relation_size", db_for_sizes.clone()),
+        super::sizes::relation_bytes("pg_total_relation_size", db_for_sizes.clone()),
+        super::sizes::database_bytes(db_for_sizes),
         int_to_text("pg_get_userbyid", move |oid| {
             let role = db_for_users.upgrade().and_then(|db| db.roles().all().into_iter().find(|r| r.oid as i64 == oid));
             Some(role.map_or_else(|| format!("unknown (OID={oid})"), |r| r.name))

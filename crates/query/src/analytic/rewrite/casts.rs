@@ -54,6 +54,23 @@ pub(super) fn any_parameter(e: &mut Expr) {
     }
 }
 
+/// `x = ANY(ARRAY['a', 'b'])`: an ARRAY of quoted literals is `text[]` to PostgreSQL, so x must be text;
+/// DataFusion would cast the literals to x's type and compare. x is checked by `tabula_text_operand`.
+pub(super) fn any_text_array(e: &mut Expr) {
+    let (Expr::AnyOp { left, right, compare_op, .. } | Expr::AllOp { left, right, compare_op }) = e else { return };
+    let mut inner = right.as_ref();
+    while let Expr::Nested(n) = inner {
+        inner = n;
+    }
+    let Expr::Array(array) = inner else { return };
+    let quoted = |x: &Expr| matches!(x, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)));
+    if array.elem.is_empty() || !array.elem.iter().all(quoted) {
+        return;
+    }
+    let op = Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(compare_op.to_string())));
+    **left = call(crate::analytic::text_operand::NAME, vec![(**left).clone(), op], vec![]);
+}
+
 /// `x::varchar(n)`: PostgreSQL's explicit cast keeps the first `n` characters (a column of that type
 /// refuses longer values instead); Arrow's ignores the length. `left(x::varchar, n)`.
 pub(super) fn varchar_length_cast(e: &mut Expr) {

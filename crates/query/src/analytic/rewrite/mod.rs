@@ -55,7 +55,9 @@ mod subqueries;
 mod system_columns;
 mod unnest_map;
 
-use casts::{any_parameter, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput};
+use casts::{
+    any_parameter, any_text_array, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput,
+};
 use from::FunctionsInFrom;
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
@@ -101,6 +103,7 @@ impl Rewriter {
         // Before the library's ANY/ALL rule, which makes them `array_has` calls.
         let _ = visit_expressions_mut(&mut s, |e| {
             any_parameter(e);
+            any_text_array(e);
             ControlFlow::<()>::Continue(())
         });
         for rule in &self.rules {
