@@ -95,6 +95,18 @@ Access method: heap
     assert_eq!(schemas, "public|tabula\ntabula|tabula\n");
     let databases = psql(&["-At", "-c", "\\l"]);
     assert!(databases.starts_with("tabula|tabula|UTF8|"), "{databases}");
+    // `\df` and `\do`, as PostgreSQL 15 prints them: no function or operator of the user's, and a built-in
+    // function's signature with its argument names and modes.
+    assert_eq!(
+        psql(&["-c", "\\df"]),
+        "                       List of functions\n Schema | Name | Result data type | Argument data types | Type \n\
+         --------+------+------------------+---------------------+------\n(0 rows)\n\n"
+    );
+    assert_eq!(
+        psql(&["-At", "-c", "\\df pg_catalog.json_each"]),
+        "pg_catalog|json_each|SETOF record|from_json json, OUT key text, OUT value json|func\n"
+    );
+    assert!(psql(&["-c", "\\do"]).ends_with("-------------\n(0 rows)\n\n"));
     // `\l+` sizes the database with pg_database_size: what the engine's files hold, flushed or not yet.
     let sized = psql(&["-At", "-c", "\\l+"]);
     let fields: Vec<&str> = sized.trim_end().split('|').collect();

@@ -68,7 +68,7 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
     format!("CREATE {unique}INDEX {} ON public.{} USING btree ({})", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
 }
 
-fn quote_ident(s: &str) -> String {
+pub(super) fn quote_ident(s: &str) -> String {
     let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if plain {
@@ -299,6 +299,8 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         ConstUdf::udf("pg_get_statisticsobjdef", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_type_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_function_is_visible", ScalarValue::Boolean(Some(true))),
+        // Every operator is pg_catalog's, which is always on the search path.
+        ConstUdf::udf("pg_operator_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_collation_is_visible", ScalarValue::Boolean(Some(true))),
         ConstUdf::udf("pg_is_in_recovery", ScalarValue::Boolean(Some(false))),
         ScalarUDF::new_from_impl(JsonBuildObject { signature: Signature::variadic_any(Volatility::Immutable) }),
@@ -336,6 +338,9 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
             )
         }),
     ]
+    .into_iter()
+    .chain(super::proc_text::proc_udfs())
+    .collect()
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -40,6 +40,7 @@ mod functions;
 mod information_schema;
 mod oids;
 mod pg_catalog;
+mod proc_text;
 mod sizes;
 
 use cells::{build_batch, data_type, schema_of, Cell, K};
