@@ -1,4 +1,4 @@
-//! `current_schema()` and `current_schemas(implicit)`: the schemas of the session's `search_path` that
+//! `current_schema()`, `current_schemas(implicit)` and `pg_table_is_visible(oid)`: the schemas of the session's `search_path` that
 //! exist, as PostgreSQL reads them. With `search_path` set to '' (pg_dump does so first), there is no
 //! current schema (NULL) and `current_schemas(false)` is empty; `current_schemas(true)` adds pg_catalog,
 //! which is searched first unless the path names it.
@@ -97,9 +97,10 @@ impl ScalarUDFImpl for CurrentSchemas {
 }
 
 /// The two functions for one statement of a session.
-pub fn udfs(settings: &Settings) -> [ScalarUDF; 2] {
+pub fn udfs(settings: &Settings) -> [ScalarUDF; 3] {
     let schemas = schemas(settings);
     [
+        table_is_visible(schemas.clone()),
         ScalarUDF::new_from_impl(CurrentSchemas {
             list: false,
             schemas: schemas.clone(),
@@ -111,6 +112,34 @@ pub fn udfs(settings: &Settings) -> [ScalarUDF; 2] {
             signature: Signature::exact(vec![DataType::Boolean], Volatility::Stable),
         }),
     ]
+}
+
+/// `pg_table_is_visible(oid)`: whether the relation's schema is searched (pg_catalog always is), so that
+/// psql's `\dp` and `\dt` list what an unqualified name reaches, as PostgreSQL's do: information_schema's
+/// and Tabula's own views only when `search_path` names their schema. (A relation shadowed by one of the
+/// same name earlier in the path counts as visible here.)
+fn table_is_visible(schemas: Vec<String>) -> ScalarUDF {
+    datafusion::logical_expr::create_udf(
+        "pg_table_is_visible",
+        vec![DataType::Int64],
+        DataType::Boolean,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
+            let out: datafusion::arrow::array::BooleanArray = oids
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                .iter()
+                .map(|o| {
+                    o.map(|o| match super::catalog::relation_schema(o) {
+                        "pg_catalog" => true,
+                        schema => schemas.iter().any(|s| s == schema),
+                    })
+                })
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
 }
 
 #[cfg(test)]

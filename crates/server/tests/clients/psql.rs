@@ -107,6 +107,8 @@ Access method: heap
         "pg_catalog|json_each|SETOF record|from_json json, OUT key text, OUT value json|func\n"
     );
     assert!(psql(&["-c", "\\do"]).ends_with("-------------\n(0 rows)\n\n"));
+    // `\dp` lists what an unqualified name reaches: not information_schema's views (off the search path).
+    assert_eq!(psql(&["-At", "-c", "\\dp"]), "public|devices|table|||\n");
     // `\l+` sizes the database with pg_database_size: what the engine's files hold, flushed or not yet.
     let sized = psql(&["-At", "-c", "\\l+"]);
     let fields: Vec<&str> = sized.trim_end().split('|').collect();

@@ -79,7 +79,23 @@ pub fn namespace_exists(schema: &str) -> bool {
 }
 
 fn table_oid(id: u32) -> i32 {
-    20000 + 3 * id as i32
+    TABLE_OIDS + 3 * id as i32
+}
+
+/// Where relation OIDs start: Tabula's tables (and their keys and indexes), the views of Tabula's schema
+/// and of information_schema (numbered by name within each); pg_catalog's are PostgreSQL's, below them all.
+const TABLE_OIDS: i32 = 20000;
+const TABULA_VIEW_OIDS: i32 = 16400;
+const INFORMATION_SCHEMA_OIDS: i32 = 13100;
+
+/// The schema of the relation an OID names, by the ranges above.
+pub fn relation_schema(oid: i64) -> &'static str {
+    match oid {
+        o if o >= TABLE_OIDS as i64 => "public",
+        o if o >= TABULA_VIEW_OIDS as i64 => "tabula",
+        o if o >= INFORMATION_SCHEMA_OIDS as i64 => "information_schema",
+        _ => "pg_catalog",
+    }
 }
 
 /// Which object of a Tabula table an OID names.
@@ -192,8 +208,8 @@ impl Snapshot {
                 // same on every start of the same build.
                 let base = match s.as_str() {
                     "pg_catalog" => 11000,
-                    "information_schema" => 13100,
-                    _ => 16400,
+                    "information_schema" => INFORMATION_SCHEMA_OIDS,
+                    _ => TABULA_VIEW_OIDS,
                 };
                 let known = if s == "pg_catalog" { pg_catalog_oid(&name) } else { None };
                 let oid = known.unwrap_or(base + i as i32);
