@@ -1,7 +1,7 @@
 //! The suite every engine passes: what the store relies on, checked through the traits alone.
 //!
 //! Each case takes a fresh, empty engine. An engine's crate runs them all from its tests:
-//! ```ignore
+//! ```text
 //! for (name, case) in tabula_kv::conformance::CASES {
 //!     let engine = open_fresh_engine();
 //!     case(&*engine); // panics with the case's name in the message on failure
