@@ -78,7 +78,7 @@ impl SystemView {
                 Ok(d) => d,
                 Err(_) => continue, // dropped meanwhile
             };
-            let parts = store.partitions(&name)?;
+            let parts = store.partitions_with_stored_bytes(&name)?;
             match self {
                 SystemView::Tables => {
                     let pk: Vec<&str> = def.primary_key.iter().map(|c| c.name.as_str()).collect();

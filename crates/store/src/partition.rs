@@ -43,7 +43,8 @@ pub struct PartitionInfo {
     pub approx_bytes: i64,
     pub approx_rows: i64,
     /// The bytes the engine's files take for the partition's rows, when the engine can tell
-    /// (`tabula_kv::SizeStats`): compressed, and without what is not flushed yet.
+    /// (`tabula_kv::SizeStats`): compressed, and without what is not flushed yet. Filled in by
+    /// `Store::partitions_with_stored_bytes` only.
     pub stored_bytes: Option<i64>,
     pub reads: u64,
     pub writes: u64,

@@ -247,7 +247,7 @@ fn partitions_show_the_bytes_the_engine_stores() {
         store.put_row("sized", &[Some(int(k))], &[CellWrite::new("v", Value::Binary(value))], &Condition::ignore()).unwrap();
     }
     store.flush().unwrap();
-    let parts = store.partitions("sized").unwrap();
+    let parts = store.partitions_with_stored_bytes("sized").unwrap();
     let stored = parts[0].stored_bytes.expect("both engines tell their sizes");
     assert!((180_000..400_000).contains(&stored), "200 kB of rows stored as {stored} bytes");
 }

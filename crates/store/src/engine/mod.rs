@@ -184,9 +184,15 @@ impl Store {
         Ok(self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])?)
     }
 
-    /// The table's partitions, with the bytes the engine stores for each where it can tell.
+    /// The table's partitions and their statistics (`stored_bytes` not asked of the engine: `None`).
     pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
-        let mut parts: Vec<PartitionInfo> = self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect();
+        Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
+    }
+
+    /// [`Store::partitions`] with the bytes the engine stores for each, where it can tell: one more look-up
+    /// in the engine's files, made only for the views that show it.
+    pub fn partitions_with_stored_bytes(&self, name: &str) -> Result<Vec<PartitionInfo>> {
+        let mut parts = self.partitions(name)?;
         if let Some(stats) = self.inner.kv.size_stats() {
             let ranges: Vec<(&[u8], &[u8])> = parts.iter().map(|p| (p.start.as_slice(), p.end.as_slice())).collect();
             let sizes = stats.approximate_sizes(&ranges)?;
