@@ -73,8 +73,8 @@ impl Cursor {
         let Some(scan) = plan.scan.as_ref().filter(|_| plan.stream) else {
             return Err(QueryError::Internal("a cursor over a plan that does not stream".into()));
         };
-        let ctx = EvalCtx { params, now_us, user, session_user, database };
-        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database }, interrupt);
+        let ctx = EvalCtx { params, now_us, user, session_user, database, sequences: None };
+        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database, sequences: None }, interrupt);
         let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
         let skip = eval_u64(&plan.offset)?.unwrap_or(0);
         let remaining = eval_u64(&plan.limit)?;
@@ -320,7 +320,7 @@ impl Iterator for Cursor {
 
 /// An evaluation context from a cursor's fields (its rows buffer stays free to borrow).
 fn eval_ctx<'a>(params: &'a [Datum], now_us: i64, [user, session_user, database]: &'a [String; 3]) -> EvalCtx<'a> {
-    EvalCtx { params, now_us, user, session_user, database }
+    EvalCtx { params, now_us, user, session_user, database, sequences: None }
 }
 
 impl std::fmt::Debug for Cursor {

@@ -14,6 +14,8 @@ use crate::memory::ServerMemory;
 use crate::planner::Catalog;
 use crate::roles::Registry;
 use crate::schema::TableSchema;
+use crate::sequences::def::SequenceDef;
+use crate::sequences::SequenceSource;
 use crate::settings::{check_setting, default_settings, Settings, SERVER_SETTINGS};
 
 /// Statement texts longer than this are refused unless configured otherwise.
@@ -145,10 +147,10 @@ impl Database {
     pub fn catalog_version(&self) -> u64 {
         self.catalog_version.load(Ordering::SeqCst)
     }
-}
 
-impl Catalog for Database {
-    fn table(&self, name: &str) -> Result<Arc<TableSchema>> {
+    /// A table's or a sequence's schema: both are the store's tables, a sequence an empty one
+    /// (`crate::sequences::def`).
+    pub fn relation(&self, name: &str) -> Result<Arc<TableSchema>> {
         if let Some(t) = self.schemas.read().get(name) {
             return Ok(t.clone());
         }
@@ -158,6 +160,31 @@ impl Catalog for Database {
         Ok(schema)
     }
 
+    /// The tables' names, sorted: no sequence's.
+    pub fn table_names(&self) -> Vec<String> {
+        self.store.table_names().into_iter().filter(|n| self.relation(n).is_ok_and(|t| t.sequence.is_none())).collect()
+    }
+
+    /// The names of the sequences made by CREATE SEQUENCE, sorted.
+    pub fn sequence_names(&self) -> Vec<String> {
+        self.store.table_names().into_iter().filter(|n| self.relation(n).is_ok_and(|t| t.sequence.is_some())).collect()
+    }
+}
+
+/// 42809 for a sequence named where a table must be, as PostgreSQL's `"s" is not a table`.
+pub fn not_a_table(name: &str) -> QueryError {
+    QueryError::Engine { sqlstate: "42809", message: format!("\"{name}\" is not a table") }
+}
+
+impl Catalog for Database {
+    fn table(&self, name: &str) -> Result<Arc<TableSchema>> {
+        let t = self.relation(name)?;
+        if t.sequence.is_some() {
+            return Err(not_a_table(name));
+        }
+        Ok(t)
+    }
+
     fn referencing(&self, parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
         let cached = self.references.read().clone();
         let refs = match cached {
@@ -165,7 +192,7 @@ impl Catalog for Database {
             None => {
                 let version = self.catalog_version();
                 let mut refs = References::new();
-                for name in self.store.table_names() {
+                for name in self.table_names() {
                     let t = self.table(&name)?;
                     for (i, fk) in t.foreign_keys.iter().enumerate() {
                         refs.entry(fk.parent.clone()).or_default().push((t.clone(), i));
@@ -193,5 +220,31 @@ impl Source for Database {
 
     fn activity(&self) -> &Arc<crate::activity::Activity> {
         &self.activity
+    }
+
+    fn table_names(&self) -> Vec<String> {
+        Database::table_names(self)
+    }
+
+    fn sequences(&self) -> &dyn SequenceSource {
+        self
+    }
+}
+
+impl SequenceSource for Database {
+    fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    fn relations(&self) -> Result<Vec<Arc<TableSchema>>> {
+        self.store.table_names().iter().map(|n| self.relation(n)).collect()
+    }
+
+    fn redefine(&self, name: &str, def: &SequenceDef) -> Result<()> {
+        let t = self.relation(name)?;
+        let changed = TableSchema { sequence: Some(def.clone()), ..(*t).clone() };
+        let r = self.store.set_user_meta(name, changed.encode());
+        self.invalidate();
+        Ok(r?)
     }
 }

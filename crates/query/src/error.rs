@@ -131,6 +131,9 @@ pub enum QueryError {
     Internal(String),
     #[error("{inner}")]
     WithContext { inner: Box<QueryError>, context: String },
+    /// An error with PostgreSQL's HINT for it (`Use DROP SEQUENCE to remove a sequence.`).
+    #[error("{inner}")]
+    WithHint { inner: Box<QueryError>, hint: String },
 }
 
 impl QueryError {
@@ -167,7 +170,7 @@ impl QueryError {
             UndefinedParameter(_) => "42704",
             CantChangeParameter(_) => "55P02",
             Store(e) => e.sqlstate(),
-            WithContext { inner, .. } => inner.sqlstate(),
+            WithContext { inner, .. } | WithHint { inner, .. } => inner.sqlstate(),
             ProgramLimitExceeded(_) => "54000",
             TooComplex(_) => "54001",
             UndefinedSavepoint(_) => "3B001",
@@ -200,12 +203,18 @@ impl QueryError {
                 Some(d) => format!("{d} ({context})"),
                 None => context.clone(),
             }),
+            QueryError::WithHint { inner, .. } => inner.detail(),
             _ => None,
         }
     }
 
     /// What PostgreSQL's HINT field would suggest.
     pub fn hint(&self) -> Option<String> {
+        match self {
+            QueryError::WithHint { hint, .. } => return Some(hint.clone()),
+            QueryError::WithContext { inner, .. } => return inner.hint(),
+            _ => {}
+        }
         match self.root() {
             QueryError::Store(StoreError::TransactionTooLarge { .. }) => {
                 Some("Split the work over several transactions, or raise the server's --max-transaction-mb.".into())
@@ -231,7 +240,7 @@ impl QueryError {
             QueryError::CheckViolation { table, constraint } | QueryError::ForeignKey { table, constraint, .. } => {
                 (Some(table.clone()), None, Some(constraint.clone()))
             }
-            QueryError::WithContext { inner, .. } => inner.object(),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.object(),
             _ => (None, None, None),
         }
     }
@@ -240,7 +249,7 @@ impl QueryError {
     pub fn position(&self) -> Option<usize> {
         match self {
             QueryError::SyntaxAt { position, .. } => Some(*position),
-            QueryError::WithContext { inner, .. } => inner.position(),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.position(),
             _ => None,
         }
     }
@@ -282,10 +291,14 @@ impl QueryError {
         QueryError::WithContext { inner: Box::new(self), context }
     }
 
+    pub fn with_hint(self, hint: &str) -> QueryError {
+        QueryError::WithHint { inner: Box::new(self), hint: hint.into() }
+    }
+
     /// The error under any added context.
     pub fn root(&self) -> &QueryError {
         match self {
-            QueryError::WithContext { inner, .. } => inner.root(),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.root(),
             other => other,
         }
     }

@@ -26,6 +26,9 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
             return Ok(vec![ParsedStatement::Fetch(f?)]);
         }
     }
+    if let Some(s) = crate::sequences::parse::parse(&tokens) {
+        return Ok(vec![ParsedStatement::Sequence(s?)]);
+    }
     if let Some(m) = crate::maintenance::parse(&tokens) {
         return Ok(vec![ParsedStatement::Maintenance(m?)]);
     }
@@ -124,6 +127,8 @@ pub enum ParsedStatement {
     },
     Fetch(crate::cursors::FetchStatement),
     Maintenance(crate::maintenance::Maintenance),
+    /// CREATE SEQUENCE, ALTER SEQUENCE, `ALTER TABLE ... ADD GENERATED ... AS IDENTITY`.
+    Sequence(crate::sequences::parse::SequenceStatement),
     /// `SET CONSTRAINTS {ALL | name [, ...]} {DEFERRED | IMMEDIATE}` (`names` `None`: ALL).
     SetConstraints {
         names: Option<Vec<String>>,

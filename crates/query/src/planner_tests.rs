@@ -38,6 +38,7 @@ fn catalog() -> Tables {
         indexes: vec![],
         checks: vec![],
         foreign_keys: vec![],
+        sequence: None,
     })])
 }
 

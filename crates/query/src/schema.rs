@@ -18,6 +18,7 @@ use tabula_store::{TableDef, TableOptions};
 use crate::error::{QueryError, Result};
 pub use crate::foreign_key::{FkAction, ForeignKey};
 use crate::roles::{Acl, Privileges, BOOTSTRAP};
+use crate::sequences::def::SequenceDef;
 use crate::types::{Datum, SqlType};
 
 /// Name of the pseudo-column holding a cell's version (ms since the epoch).
@@ -104,6 +105,8 @@ pub struct TableSchema {
     pub checks: Vec<CheckDef>,
     /// Its FOREIGN KEYs (the references it holds; those it is the target of are found through the catalog).
     pub foreign_keys: Vec<ForeignKey>,
+    /// Set for a sequence made by CREATE SEQUENCE (`crate::sequences::def`), which is no table.
+    pub sequence: Option<SequenceDef>,
 }
 
 /// A CHECK constraint: its name and its expression's SQL text, bound again for each write plan.
@@ -186,9 +189,15 @@ impl TableSchema {
         let mut acl = None;
         let mut checks = Vec::new();
         let mut foreign_keys = Vec::new();
+        let mut sequence = None;
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
             match f[0] {
+                "!sequence" => {
+                    let def = SequenceDef::decode(&f[1..]).ok_or_else(|| QueryError::Internal(format!("bad sequence {}", def.name)))?;
+                    sequence = Some(def);
+                    continue;
+                }
                 "!dropped" if f.len() == 2 => {
                     dropped.push(f[1].to_string());
                     continue;
@@ -275,12 +284,17 @@ impl TableSchema {
             indexes,
             checks,
             foreign_keys,
+            sequence,
         })
     }
 
     /// The metadata to store for this table.
     pub fn encode(&self) -> Vec<u8> {
-        Self::encode_meta(&self.columns, &self.dropped, (&self.checks, &self.foreign_keys), &self.owner, self.acl.as_ref())
+        let mut meta = Self::encode_meta(&self.columns, &self.dropped, (&self.checks, &self.foreign_keys), &self.owner, self.acl.as_ref());
+        if let Some(d) = &self.sequence {
+            meta.extend_from_slice(d.encode().as_bytes());
+        }
+        meta
     }
 
     /// The metadata of a table (`constraints`: its CHECKs and FOREIGN KEYs).

@@ -67,6 +67,7 @@ impl SystemView {
             indexes: vec![],
             checks: vec![],
             foreign_keys: vec![],
+            sequence: None,
         })
     }
 
@@ -78,6 +79,10 @@ impl SystemView {
                 Ok(d) => d,
                 Err(_) => continue, // dropped meanwhile
             };
+            // A sequence is an empty table of the store's, and no table of the user's.
+            if TableSchema::from_def(&def).is_ok_and(|t| t.sequence.is_some()) {
+                continue;
+            }
             let parts = store.partitions_with_stored_bytes(&name)?;
             match self {
                 SystemView::Tables => {

@@ -7,6 +7,7 @@
 //! "p" table_id:u32                  partitions of the table with their statistics
 //! "a" table_id:u32 partition-key    auto-increment counter of a generated column after the partition key: i64
 //! "a" table_id:u32                  sequence of a generated partition-key column: highest value reserved, i64
+//!                                   (and a ninth byte, 0, when none was drawn since a restart)
 //! "r" role name                     role record: opaque to the engine (the SQL layer's roles)
 //! "j" journal id:u64                DDL journal of an open transaction (engine/pending.rs)
 //! "c" journal id:u64                the mark that the journal's transaction committed

@@ -94,6 +94,9 @@ pub trait Source: Catalog + Send + Sync {
     fn store(&self) -> &Arc<tabula_store::Store>;
     fn roles(&self) -> &crate::roles::Registry;
     fn activity(&self) -> &Arc<crate::activity::Activity>;
+    /// The tables' names, sorted (no sequence's).
+    fn table_names(&self) -> Vec<String>;
+    fn sequences(&self) -> &dyn crate::sequences::SequenceSource;
 }
 
 /// DataFusion, set up once per database.

@@ -76,11 +76,17 @@ impl PublicSchema {
 #[async_trait]
 impl SchemaProvider for PublicSchema {
     fn table_names(&self) -> Vec<String> {
-        self.db.upgrade().map(|db| db.store().table_names()).unwrap_or_default()
+        self.db.upgrade().map(|db| db.table_names()).unwrap_or_default()
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
         let db = self.db()?;
+        if let Some(def) =
+            db.sequences().relations().ok().and_then(|all| all.into_iter().find(|t| t.name == name)).and_then(|t| t.sequence.clone())
+        {
+            let relation = super::sequences::SequenceRelation { db: self.db.clone(), name: name.to_string(), def };
+            return Ok(Some(Arc::new(relation)));
+        }
         match db.table(name) {
             Ok(t) => Ok(Some(Arc::new(TabulaTable::new(self.db.clone(), t)))),
             Err(QueryError::UndefinedTable(_)) => Ok(None),
@@ -267,7 +273,8 @@ impl TabulaScanExec {
     /// Reads every row now: in the transaction, or by key lookups that do not stream.
     fn materialize(&self) -> Result<Vec<SqlRow>, QueryError> {
         let r = &self.read;
-        let ctx = EvalCtx { params: &[], now_us: r.now_us, user: &r.user, session_user: &r.session_user, database: &r.database };
+        let ctx =
+            EvalCtx { params: &[], now_us: r.now_us, user: &r.user, session_user: &r.session_user, database: &r.database, sequences: None };
         match (&r.txn, &r.view) {
             (Some(txn), _) => {
                 let guard = txn.lock();

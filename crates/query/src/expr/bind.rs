@@ -374,8 +374,13 @@ impl Binder<'_, '_> {
             let args = self.function_args(f)?;
             return self.udf_call(udf, args);
         };
-        let args = self.function_args(f)?;
+        let args = match func {
+            Func::Sequence(_) => self.sequence_args(f)?,
+            _ => self.function_args(f)?,
+        };
         let arity_ok = match func {
+            Func::Sequence(crate::sequences::Call::Lastval) => args.is_empty(),
+            Func::Sequence(crate::sequences::Call::Setval) => (2..=3).contains(&args.len()),
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => !args.is_empty(),
             Func::NullIf => args.len() == 2,
             Func::Now
@@ -394,12 +399,44 @@ impl Binder<'_, '_> {
             return Err(QueryError::UndefinedFunction(format!("{name} with {} arguments", args.len())));
         }
         // Untyped arguments of text functions are text; of the variadic ones, the first typed argument's type.
+        if let Func::Sequence(_) = func {
+            let types = [SqlType::Text, SqlType::Int8, SqlType::Bool];
+            let args = args.into_iter().zip(types).map(|(a, t)| self.coerce(a, t)).collect::<Result<Vec<_>>>()?;
+            return Ok(Expr::Func { func, args });
+        }
         let target = match func {
             Func::Lower | Func::Upper | Func::Length | Func::Md5 | Func::Concat => SqlType::Text,
             _ => args.iter().map(|a| a.ty()).find(|t| *t != SqlType::Unknown).unwrap_or(SqlType::Unknown),
         };
         let args = args.into_iter().map(|a| self.coerce(a, target)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Func { func, args })
+    }
+
+    /// A sequence function's arguments: the first, the sequence, as its name (`'s'::regclass` is `'s'`:
+    /// the name finds the sequence as PostgreSQL's regclass input would).
+    fn sequence_args(&mut self, f: &ast::Function) -> Result<Vec<Expr>> {
+        let ast::FunctionArguments::List(list) = &f.args else { return self.function_args(f) };
+        let mut args = Vec::new();
+        for (i, a) in list.args.iter().enumerate() {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(mut e)) = a.clone() else {
+                return Err(QueryError::NotSupported(format!("function argument {a} is not supported")));
+            };
+            if i == 0 {
+                while let ast::Expr::Cast { expr, data_type, .. } = &e {
+                    let regclass = match data_type {
+                        ast::DataType::Regclass => true,
+                        ast::DataType::Custom(ty, _) => ty.to_string().eq_ignore_ascii_case("regclass"),
+                        _ => false,
+                    };
+                    if !regclass {
+                        break;
+                    }
+                    e = (**expr).clone();
+                }
+            }
+            args.push(self.bind(&e)?);
+        }
+        Ok(args)
     }
 
     fn function_args(&mut self, f: &ast::Function) -> Result<Vec<Expr>> {

@@ -161,6 +161,7 @@ mod tests {
             indexes: vec![],
             checks: vec![],
             foreign_keys: vec![],
+            sequence: None,
         }
     }
 

@@ -51,6 +51,7 @@ impl Expr {
                 Func::Now => Timestamptz,
                 Func::CurrentDate => Date,
                 Func::GenRandomUuid => Uuid,
+                Func::Sequence(_) => Int8,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
                 Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least | Func::MoreThanOneRow => {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
@@ -76,7 +77,7 @@ impl Expr {
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             // Volatile functions take a new value each time: never folded once for all rows.
             Expr::Func { func, args } => {
-                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid | Func::MoreThanOneRow)
+                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid | Func::MoreThanOneRow | Func::Sequence(_))
                     && args.iter().all(|a| a.is_constant())
             }
             // The functions taken from the analytic engine are all immutable.

@@ -35,6 +35,19 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
             }
             best.unwrap_or(Datum::Null)
         }
+        Sequence(call) => {
+            let Some((src, session)) = ctx.sequences else {
+                return Err(QueryError::NotSupported(format!("{}() in this statement", call.name())));
+            };
+            let name = text(0);
+            let value = vals.get(1).and_then(|v| v.as_int());
+            let is_called = match vals.get(2) {
+                Some(Datum::Bool(b)) => Some(*b),
+                Some(_) => None,
+                None => Some(true),
+            };
+            crate::sequences::call(src, session, call, name.as_deref(), value, is_called)?.map_or(Datum::Null, Datum::Int)
+        }
         Now => Datum::Timestamp(ctx.now_us),
         CurrentDate => Datum::Date(ctx.now_us.div_euclid(86_400_000_000) as i32),
         GenRandomUuid => Datum::Uuid(random_uuid()?),

@@ -112,6 +112,9 @@ pub enum Func {
     Least,
     Md5,
     GenRandomUuid,
+    /// `nextval`, `currval`, `setval`, `lastval` (`crate::sequences`): the first argument is the sequence's
+    /// name as text (`'s'::regclass` is bound as `'s'`).
+    Sequence(crate::sequences::Call),
     /// Where a scalar subquery of an UPDATE or DELETE found more than one row (`crate::subqueries`): 21000
     /// once evaluated, as PostgreSQL raises it only when a row needs the value. Its argument types it.
     MoreThanOneRow,
@@ -146,6 +149,10 @@ impl Func {
             "least" => Least,
             "md5" => Md5,
             "gen_random_uuid" => GenRandomUuid,
+            "nextval" => Sequence(crate::sequences::Call::Nextval),
+            "currval" => Sequence(crate::sequences::Call::Currval),
+            "setval" => Sequence(crate::sequences::Call::Setval),
+            "lastval" => Sequence(crate::sequences::Call::Lastval),
             MORE_THAN_ONE_ROW => MoreThanOneRow,
             _ => return None,
         })
@@ -176,6 +183,7 @@ impl Func {
             Least => "least",
             Md5 => "md5",
             GenRandomUuid => "gen_random_uuid",
+            Sequence(c) => c.name(),
             MoreThanOneRow => MORE_THAN_ONE_ROW,
         }
     }
@@ -316,6 +324,9 @@ pub struct EvalCtx<'a> {
     /// `session_user`: who logged in.
     pub session_user: &'a str,
     pub database: &'a str,
+    /// Where the sequence functions draw, and the session's memory of what they drew; `None` where a
+    /// statement cannot call them (0A000).
+    pub sequences: Option<(&'a dyn crate::sequences::SequenceSource, &'a parking_lot::Mutex<crate::sequences::Sequences>)>,
 }
 
 pub const SERVER_VERSION: &str = "15.0";

@@ -290,6 +290,13 @@ pub enum Plan {
     },
     /// `VACUUM` or `ANALYZE`.
     Maintenance(crate::maintenance::Maintenance),
+    /// CREATE SEQUENCE, ALTER SEQUENCE, `ALTER TABLE ... ADD GENERATED ... AS IDENTITY`.
+    Sequence(crate::sequences::parse::SequenceStatement),
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
     /// `SET CONSTRAINTS {ALL | name, ...} {IMMEDIATE | DEFERRED}` (`None`: ALL).
     SetConstraints {
         names: Option<Vec<String>>,

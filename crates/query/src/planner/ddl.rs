@@ -69,8 +69,9 @@ impl Planner<'_> {
                     ast::ColumnOption::Default(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => def.default = None,
                     ast::ColumnOption::Default(e) => {
                         // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
-                        self.bind_default(&e.to_string(), ty, &cname)?;
-                        def.default = Some(e.to_string());
+                        let text = default_text(e);
+                        self.bind_default(&text, ty, &cname)?;
+                        def.default = Some(text);
                     }
                     ast::ColumnOption::Generated { generation_expr: None, generated_as, .. } => {
                         def.identity = true;
@@ -172,6 +173,7 @@ impl Planner<'_> {
             indexes: vec![],
             checks: vec![],
             foreign_keys: vec![],
+            sequence: None,
         };
         for (column, c) in &checks {
             let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;
@@ -243,8 +245,9 @@ impl Planner<'_> {
                         // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored. The rows
                         // there get it when the column is added.
                         ast::ColumnOption::Default(e) => {
-                            self.bind_default(&e.to_string(), ty, &name)?;
-                            col.default = Some(e.to_string());
+                            let text = default_text(e);
+                            self.bind_default(&text, ty, &name)?;
+                            col.default = Some(text);
                         }
                         other => return Err(QueryError::NotSupported(format!("ADD COLUMN with {other}"))),
                     }
@@ -324,8 +327,9 @@ impl Planner<'_> {
             }
             ast::AlterColumnOperation::SetDefault { value } => {
                 // Checked now: a DEFAULT that cannot be evaluated is refused, never ignored.
-                self.bind_default(&value.to_string(), t.columns[i].ty, &column)?;
-                ColumnChange::Default(Some(value.to_string()))
+                let text = default_text(value);
+                self.bind_default(&text, t.columns[i].ty, &column)?;
+                ColumnChange::Default(Some(text))
             }
             ast::AlterColumnOperation::DropDefault => ColumnChange::Default(None),
             ast::AlterColumnOperation::DropNotNull if t.is_pk(i) && t.columns[i].identity => return Err(identity()),
@@ -390,6 +394,29 @@ pub(crate) fn key_columns(table: &str, columns: &mut [ColumnDef], names: &[Strin
 
 /// The columns of `PRIMARY KEY (...)`, and how many of them are the partition key: the first, or the
 /// parenthesised first group of `PRIMARY KEY ((a, b), c)` (Tablestore's spliced partition key).
+/// A DEFAULT's SQL text as PostgreSQL prints it back: `nextval('s'::regclass)`, where sqlparser prints the
+/// cast's type in capitals and the name as given (`'public.s'`; a regclass prints without its schema when
+/// that is on the search path).
+fn default_text(e: &ast::Expr) -> String {
+    let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        if let ast::Expr::Cast { expr, data_type, .. } = x {
+            if matches!(data_type, ast::DataType::Regclass) {
+                *data_type = ast::DataType::Custom(ast::ObjectName::from(vec![ast::Ident::new("regclass")]), vec![]);
+                if let ast::Expr::Value(v) = expr.as_mut() {
+                    if let ast::Value::SingleQuotedString(name) = &mut v.value {
+                        if let Some(rest) = name.strip_prefix("public.") {
+                            *name = rest.to_string();
+                        }
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    e.to_string()
+}
+
 fn key_names(pk: &ast::PrimaryKeyConstraint) -> Result<(Vec<String>, usize)> {
     let bad = |e: &ast::Expr| QueryError::Syntax(format!("bad primary key column {e}"));
     let mut names = Vec::new();

@@ -91,6 +91,9 @@ impl<'a> Planner<'a> {
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, cascade, .. } => {
                 Ok(Plan::DropTable { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
             }
+            Statement::Drop { object_type: ast::ObjectType::Sequence, if_exists, names, cascade, .. } => {
+                Ok(Plan::DropSequence { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
+            }
             Statement::CreateIndex(c) => self.create_index(c),
             Statement::Drop { object_type: ast::ObjectType::Index, if_exists, names, cascade, .. } => {
                 if *cascade {

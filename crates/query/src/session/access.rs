@@ -53,7 +53,7 @@ impl Session {
     }
 
     pub(super) fn need_owner(&self, name: &str) -> Result<()> {
-        match self.db.table(name) {
+        match self.db.relation(name) {
             Ok(t) if t.owner != self.current_user() => Err(not_owner(name)),
             // A table that does not exist fails as it would for anyone.
             _ => Ok(()),
@@ -102,7 +102,10 @@ impl Session {
             | Plan::RenameColumn { table, .. }
             | Plan::AddCheck { table, .. }
             | Plan::AlterColumn { table, .. } => self.need_owner(table),
-            Plan::CreateTable(_) => match self.db.roles().get(self.current_user()) {
+            Plan::Sequence(crate::sequences::parse::SequenceStatement::Alter { name, .. }) => self.need_owner(name),
+            Plan::Sequence(crate::sequences::parse::SequenceStatement::AddIdentity { table, .. }) => self.need_owner(table),
+            Plan::DropSequence { names, .. } => names.iter().try_for_each(|n| self.need_owner(n)),
+            Plan::CreateTable(_) | Plan::Sequence(_) => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),
                 _ => Err(QueryError::InsufficientPrivilege("permission denied for schema public".into())),
             },
@@ -159,7 +162,7 @@ impl Session {
                 self.check_grantees(grantees)?;
                 let names = match tables {
                     Some(t) => t.clone(),
-                    None => self.db.store().table_names(),
+                    None => self.db.table_names(),
                 };
                 // Every table is checked before any changes: all or nothing.
                 let mut changed = Vec::new();
@@ -326,7 +329,7 @@ impl Session {
         if role.create_in_public {
             privileges.push("privileges for schema public".to_string());
         }
-        for name in self.db.store().table_names() {
+        for name in self.db.table_names() {
             let t = self.db.table(&name)?;
             if t.acl.as_ref().is_some_and(|a| a.names(&role.name)) && t.owner != role.name {
                 privileges.push(format!("privileges for table {name}"));

@@ -201,6 +201,7 @@ impl Session {
             user: self.role.as_deref().unwrap_or(&self.user),
             session_user: &self.user,
             database: &self.database,
+            sequences: Some((self.db.as_ref(), &*self.sequences)),
         };
         for chunk in records.chunks(COPY_BATCH) {
             let mut batch = Vec::with_capacity(chunk.len());

@@ -13,7 +13,14 @@ use crate::schema::{ColumnDef, TableSchema, VERSION_COLUMN};
 use crate::types::SqlType;
 
 /// The engine's definition of a table: its key columns' engine types, and the SQL columns as metadata.
-fn table_def(name: &str, columns: &[ColumnDef], pk: &[usize], partition_key_len: usize, options: TableOptions, meta: Vec<u8>) -> TableDef {
+pub(super) fn table_def(
+    name: &str,
+    columns: &[ColumnDef],
+    pk: &[usize],
+    partition_key_len: usize,
+    options: TableOptions,
+    meta: Vec<u8>,
+) -> TableDef {
     TableDef {
         name: name.to_string(),
         primary_key: pk
@@ -104,6 +111,16 @@ impl Session {
                 self.db.store().table_id(n)?;
             }
         }
+        for n in names {
+            if self.db.relation(n).is_ok_and(|t| t.sequence.is_some()) {
+                return Err(crate::database::not_a_table(n).with_hint("Use DROP SEQUENCE to remove a sequence."));
+            }
+        }
+        // The sequences OWNED BY their columns go with them, as in PostgreSQL.
+        let mut owned = Vec::new();
+        for n in names {
+            owned.extend(self.owned_sequences(n, None)?);
+        }
         let outside = self.outside_references(names)?;
         if let Some((child, i)) = outside.first().filter(|_| !cascade) {
             let fk = &child.foreign_keys[*i];
@@ -131,6 +148,13 @@ impl Session {
                     return Err(e.into());
                 }
             }
+        }
+        for s in owned {
+            let r = self.ddl().drop_table(&s);
+            if r.is_err() {
+                self.db.invalidate();
+            }
+            r?;
         }
         self.db.invalidate();
         Ok(Output::Command { tag: "DROP TABLE".into() })
@@ -327,7 +351,8 @@ impl Session {
         if !self.is_superuser() && role != self.current_user() {
             return Err(QueryError::InsufficientPrivilege(format!("must be able to SET ROLE \"{role}\"")));
         }
-        let mut altered = (*self.db.table(table)?).clone();
+        // A sequence too: pg_dump gives it its owner by ALTER TABLE.
+        let mut altered = (*self.db.relation(table)?).clone();
         altered.owner = role;
         self.ddl().set_user_meta(table, altered.encode())?;
         self.db.invalidate();

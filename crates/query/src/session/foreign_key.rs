@@ -74,7 +74,6 @@ impl Session {
         if let Some(names) = names {
             let all: Vec<ForeignKey> = self
                 .db
-                .store()
                 .table_names()
                 .iter()
                 .map(|n| self.db.table(n))
@@ -192,6 +191,6 @@ impl Session {
             }
             self.store_schema(&name, &altered)?;
         }
-        Ok(())
+        self.rename_sequence_owners(parent, table_to, column)
     }
 }

@@ -22,7 +22,7 @@ const MAX_NAME: usize = 63;
 impl Session {
     /// The table whose index is named `name`, if any.
     fn index_table(&self, name: &str) -> Result<Option<String>> {
-        for t in self.db.store().table_names() {
+        for t in self.db.table_names() {
             if self.db.table(&t)?.indexes.iter().any(|i| i.name == name) {
                 return Ok(Some(t));
             }

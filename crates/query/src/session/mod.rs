@@ -33,6 +33,7 @@ mod dml;
 mod explain;
 mod foreign_key;
 mod index;
+mod sequence;
 mod settings;
 mod statements;
 mod vacuum;
@@ -293,6 +294,7 @@ impl Session {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
             ParsedStatement::SetConstraints { names, deferred } => (Plan::SetConstraints { names, deferred }, given, None),
             ParsedStatement::Maintenance(m) => (Plan::Maintenance(m), given, None),
+            ParsedStatement::Sequence(s) => (Plan::Sequence(s), given, None),
             ParsedStatement::Fetch(f) => {
                 let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
@@ -430,7 +432,15 @@ impl Session {
     }
 
     fn ctx<'a>(&'a self, params: &'a [Datum], now_us: i64) -> EvalCtx<'a> {
-        EvalCtx { params, now_us, user: self.current_user(), session_user: &self.user, database: &self.database }
+        let sequences: (&dyn crate::sequences::SequenceSource, _) = (self.db.as_ref(), &*self.sequences);
+        EvalCtx {
+            params,
+            now_us,
+            user: self.current_user(),
+            session_user: &self.user,
+            database: &self.database,
+            sequences: Some(sequences),
+        }
     }
 
     fn run(&mut self, plan: &Plan, params: &[Datum]) -> Result<Output> {
@@ -568,6 +578,8 @@ impl Session {
             Plan::AddForeignKey { table, fk, validate } => self.add_foreign_key(table, fk, *validate),
             Plan::SetConstraints { names, deferred } => self.set_constraints(names.as_deref(), *deferred),
             Plan::Maintenance(m) => self.maintain(m),
+            Plan::Sequence(s) => self.run_sequence(s),
+            Plan::DropSequence { names, if_exists, cascade } => self.drop_sequences(names, *if_exists, *cascade),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),

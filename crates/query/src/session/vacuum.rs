@@ -17,7 +17,7 @@ impl Session {
         let tables: Vec<(String, Vec<String>)> = if named {
             m.tables.clone()
         } else {
-            let mut all: Vec<String> = self.db.store().table_names().into_iter().filter(|n| self.db.table(n).is_ok()).collect();
+            let mut all: Vec<String> = self.db.table_names();
             all.sort();
             all.into_iter().map(|n| (n, Vec::new())).collect()
         };

@@ -14,6 +14,9 @@
 //!   that uses one of its values, so after a crash no value already written is handed out again; values
 //!   reserved and not used are skipped (PostgreSQL likewise skips up to 32 values after a crash).
 //!
+//! Whether a value was drawn since the sequence was made or restarted (PostgreSQL's `is_called`) is kept
+//! with the reservation: `restart` writes it with a ninth byte, 0, that the next reservation drops.
+//!
 //! The block starts at 32 values (PostgreSQL's `SEQ_LOG_VALS`) and doubles at each reservation up to
 //! 4096, so a bulk insert of a million generated keys reserves a few hundred times, not 30,000 times.
 
@@ -28,6 +31,9 @@ struct Block {
     next: i64,
     end: i64,
     size: i64,
+    /// Whether a value was drawn since the block was set (`None`: not known before the reservation is
+    /// read, on the first use after the server started).
+    called: Option<bool>,
 }
 
 #[derive(Debug)]
@@ -38,7 +44,10 @@ pub(crate) struct Sequence {
 
 impl Sequence {
     pub(super) fn new(table_id: u32) -> Sequence {
-        Sequence { key: catalog::autoinc_key(table_id, &[]), block: Mutex::new(Block { next: 1, end: 0, size: FIRST_BLOCK / 2 }) }
+        Sequence {
+            key: catalog::autoinc_key(table_id, &[]),
+            block: Mutex::new(Block { next: 1, end: 0, size: FIRST_BLOCK / 2, called: None }),
+        }
     }
 
     /// The next value.
@@ -50,7 +59,30 @@ impl Sequence {
         }
         let v = b.next;
         b.next += 1;
+        b.called = Some(true);
         Ok(v)
+    }
+
+    /// The last value drawn and `true`, or the next to be drawn and `false` when none was since the
+    /// sequence was made or restarted: PostgreSQL's `last_value` and `is_called`. After the server
+    /// restarted, the last value is the highest reserved (values reserved and not used are skipped).
+    pub(super) fn state(&self, kv: &dyn Engine) -> Result<(i64, bool)> {
+        let b = self.block.lock();
+        match b.called {
+            Some(true) => return Ok((b.next - 1, true)),
+            Some(false) => return Ok((b.next, false)),
+            None => {}
+        }
+        Ok(match kv.meta_get(&self.key)? {
+            None => (1, false),
+            Some(v) => {
+                let reserved = decode_reservation(&v)?;
+                match v.get(8) {
+                    Some(0) => (reserved + 1, false),
+                    _ => (reserved, true),
+                }
+            }
+        })
     }
 
     /// A value given for the column: later values are drawn above it, so that none collides with it.
@@ -77,14 +109,17 @@ impl Sequence {
             || {
                 let txn = kv.begin(false);
                 txn.get_for_update(Space::Meta, &self.key)?;
-                txn.put(Space::Meta, &self.key, &reserved.to_be_bytes())?;
+                // The ninth byte: nothing drawn since.
+                let mut value = reserved.to_be_bytes().to_vec();
+                value.push(0);
+                txn.put(Space::Meta, &self.key, &value)?;
                 txn.commit()?;
                 Ok(())
             },
             |e| matches!(e, StoreError::Conflict),
         )?;
         // Empty: the next draw reserves a block from `next` on.
-        *b = Block { next, end: reserved, size: b.size };
+        *b = Block { next, end: reserved, size: b.size, called: Some(false) };
         Ok(())
     }
 
@@ -95,7 +130,7 @@ impl Sequence {
             || {
                 let txn = kv.begin(false);
                 let reserved = match txn.get_for_update(Space::Meta, &self.key)? {
-                    Some(v) => i64::from_be_bytes(v.as_slice().try_into().map_err(|_| StoreError::Corrupt("sequence reservation".into()))?),
+                    Some(v) => decode_reservation(&v)?,
                     None => 0,
                 };
                 let base = reserved.max(from - 1);
@@ -107,7 +142,7 @@ impl Sequence {
             },
             |e| matches!(e, StoreError::Conflict),
         )?;
-        *b = Block { next, end, size };
+        *b = Block { next, end, size, called: b.called };
         Ok(())
     }
 }
@@ -118,6 +153,13 @@ impl Store {
     pub fn sequence_next(&self, table: &str) -> Result<i64> {
         let t = self.inner.table(table)?;
         sequence_of(&t, table)?.next(&*self.inner.kv)
+    }
+
+    /// The table sequence's last value drawn and `true`, or its next value and `false` when none was drawn
+    /// since it was made or restarted.
+    pub fn sequence_state(&self, table: &str) -> Result<(i64, bool)> {
+        let t = self.inner.table(table)?;
+        sequence_of(&t, table)?.state(&*self.inner.kv)
     }
 
     /// Makes `next` the next value drawn from the table's sequence (`setval`).
@@ -132,6 +174,12 @@ fn sequence_of<'t>(t: &'t Table, name: &str) -> Result<&'t Sequence> {
         return Err(StoreError::NotSupported(format!("table \"{name}\" has no generated partition-key column, and so no sequence")));
     }
     Ok(&t.seq)
+}
+
+/// The highest value reserved: the first eight bytes (big-endian), and a ninth after a restart.
+fn decode_reservation(v: &[u8]) -> Result<i64> {
+    let bytes = v.get(..8).filter(|_| v.len() <= 9).ok_or_else(|| StoreError::Corrupt("sequence reservation".into()))?;
+    Ok(i64::from_be_bytes(bytes.try_into().expect("eight bytes")))
 }
 
 fn overflow() -> StoreError {

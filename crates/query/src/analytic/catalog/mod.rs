@@ -160,6 +160,8 @@ struct Rel {
     /// (name, type OID, not null)
     columns: Vec<(String, SqlType, bool)>,
     tabula: Option<(Arc<TableSchema>, u32)>,
+    /// A sequence's definition (`kind` "S").
+    sequence: Option<crate::sequences::def::SequenceDef>,
 }
 
 /// Everything the catalog tables are generated from, read once per scan.
@@ -199,7 +201,15 @@ impl Snapshot {
                     let t = db.table(&name).map_err(df_err)?;
                     let id = db.store().table_id(&name).map_err(|e| df_err(e.into()))?;
                     let columns = t.visible().iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
-                    rels.push(Rel { schema: s.clone(), name, oid: table_oid(id), kind: "r", columns, tabula: Some((t, id)) });
+                    rels.push(Rel {
+                        schema: s.clone(),
+                        name,
+                        oid: table_oid(id),
+                        kind: "r",
+                        columns,
+                        tabula: Some((t, id)),
+                        sequence: None,
+                    });
                     continue;
                 }
                 let Some(table) = provider.table(&name).await? else { continue };
@@ -215,8 +225,20 @@ impl Snapshot {
                 let oid = known.unwrap_or(base + i as i32);
                 // PostgreSQL's system tables have OIDs below 10000, its views above.
                 let kind = if known.is_some_and(|o| o < 10000) { "r" } else { "v" };
-                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None });
+                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None, sequence: None });
             }
+        }
+        // The sequences made by CREATE SEQUENCE, with the columns PostgreSQL shows for one.
+        for t in db.sequences().relations().map_err(df_err)? {
+            let Some(def) = t.sequence.clone() else { continue };
+            let id = db.store().table_id(&t.name).map_err(|e| df_err(e.into()))?;
+            let columns = vec![
+                ("last_value".into(), SqlType::Int8, true),
+                ("log_cnt".into(), SqlType::Int8, true),
+                ("is_called".into(), SqlType::Bool, true),
+            ];
+            let (schema, name, oid) = ("public".to_string(), t.name.clone(), table_oid(id));
+            rels.push(Rel { schema, name, oid, kind: "S", columns, tabula: None, sequence: Some(def) });
         }
         Ok(Snapshot { rels, db: db.clone(), settings, viewer })
     }
@@ -317,7 +339,7 @@ fn pg_class_row(
     owned: Ownership,
 ) -> Vec<Cell> {
     let (owner, acl) = owned;
-    let am = if kind == "v" { 0 } else { am };
+    let am = if matches!(kind, "v" | "S") { 0 } else { am };
     vec![
         oid.into(),
         name.into(),
@@ -491,6 +513,8 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_stat_progress_copy" => &PgStatProgressCopy,
         "pg_extension" => &PgExtension,
         "pg_depend" => &PgDepend,
+        "pg_sequence" => &PgSequence,
+        "pg_sequences" => &PgSequences,
         "pg_init_privs" => &PgInitPrivs,
         _ => return empty_relation(name).map(|e| Generated::Relation(e as &'static dyn Relation)),
     };
@@ -501,7 +525,7 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
 impl SchemaProvider for PgCatalogSchema {
     fn table_names(&self) -> Vec<String> {
         let mut names = self.inner.table_names();
-        for extra in ["pg_stat_all_tables", "pg_transform", "pg_seclabels"] {
+        for extra in ["pg_stat_all_tables", "pg_transform", "pg_seclabels", "pg_sequences"] {
             if !names.iter().any(|n| n == extra) {
                 names.push(extra.into());
             }

@@ -58,7 +58,7 @@ impl Relation for Columns {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for r in s.rels.iter().filter(|r| s.sees(r, false)) {
+        for r in s.rels.iter().filter(|r| r.kind != "S" && s.sees(r, false)) {
             for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                 let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
                 let identity = col.is_some_and(|c| c.identity);

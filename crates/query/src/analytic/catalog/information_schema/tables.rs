@@ -26,7 +26,7 @@ impl Relation for Tables {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
-        for r in s.rels.iter().filter(|r| s.sees(r, false)) {
+        for r in s.rels.iter().filter(|r| r.kind != "S" && s.sees(r, false)) {
             let base = r.kind == "r";
             out.push(vec![
                 CATALOG.into(),

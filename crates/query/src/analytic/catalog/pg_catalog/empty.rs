@@ -12,7 +12,7 @@ pub struct Empty(pub &'static str);
 /// data came from, by OIDs that are not this catalog's. Nor column statistics, `pg_stats`: ANALYZE gathers
 /// none, the planner choosing its routes by rules; its array columns, `anyarray` and `real[]` in
 /// PostgreSQL, are `text[]` here.)
-static EMPTY: [Empty; 16] = [
+static EMPTY: [Empty; 15] = [
     Empty("pg_policy"),
     Empty("pg_statistic_ext"),
     Empty("pg_publication"),
@@ -20,7 +20,6 @@ static EMPTY: [Empty; 16] = [
     Empty("pg_publication_namespace"),
     Empty("pg_inherits"),
     Empty("pg_trigger"),
-    Empty("pg_sequence"),
     Empty("pg_transform"),
     Empty("pg_seclabels"),
     Empty("pg_partitioned_table"),
@@ -151,16 +150,6 @@ impl Relation for Empty {
                 ("ev_action", Text),
             ],
             "pg_inherits" => vec![("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", I32), ("inhdetachpending", Bool)],
-            "pg_sequence" => vec![
-                ("seqrelid", Oid),
-                ("seqtypid", Oid),
-                ("seqstart", I64),
-                ("seqincrement", I64),
-                ("seqmax", I64),
-                ("seqmin", I64),
-                ("seqcache", I64),
-                ("seqcycle", Bool),
-            ],
             _ => vec![
                 ("oid", Oid),
                 ("tgrelid", Oid),

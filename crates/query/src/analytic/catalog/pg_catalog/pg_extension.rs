@@ -49,8 +49,8 @@ impl Relation for PgExtension {
     }
 }
 
-/// Dependencies between objects: only the extension's membership (deptype `e`). Tabula keeps no other
-/// dependencies a tool could act on (no views, sequences or foreign keys over users' tables).
+/// Dependencies between objects: the extension's membership (deptype `e`), and the sequences OWNED BY a
+/// column (deptype `a`).
 #[derive(Debug)]
 pub struct PgDepend;
 
@@ -74,6 +74,22 @@ impl Relation for PgDepend {
         };
         let mut out = vec![member(PG_NAMESPACE_CLASS, TABULA_NSP)];
         out.extend(s.rels.iter().filter(|r| r.schema == CATALOG).map(|r| member(PG_CLASS_CLASS, r.oid)));
+        // A sequence OWNED BY a column depends on it automatically (deptype `a`): psql's `\d` shows it as
+        // "Owned by", pg_dump writes it back as ALTER SEQUENCE ... OWNED BY.
+        for r in &s.rels {
+            let Some((table, column)) = r.sequence.as_ref().and_then(|d| d.owned_by.as_ref()) else { continue };
+            let Some((t, owner)) = s.tabula().find(|(t, _, _)| t.name == *table).map(|(t, schema, _)| (t, schema)) else { continue };
+            let Some(attnum) = owner.column_index(column) else { continue };
+            out.push(vec![
+                PG_CLASS_CLASS.into(),
+                r.oid.into(),
+                0.into(),
+                PG_CLASS_CLASS.into(),
+                t.oid.into(),
+                (attnum as i32 + 1).into(),
+                "a".into(),
+            ]);
+        }
         Ok(out)
     }
 }
