@@ -105,10 +105,14 @@ impl ForeignKey {
         })
     }
 
-    /// `pg_get_constraintdef`: `FOREIGN KEY (a) REFERENCES p(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED`.
-    pub fn definition(&self, quote: impl Fn(&str) -> String) -> String {
+    /// `pg_get_constraintdef`: `FOREIGN KEY (a) REFERENCES p(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED`;
+    /// `qualified`: the referenced table as `public.p`, as PostgreSQL names a table whose schema is not on
+    /// the search path (pg_dump's empty one).
+    pub fn definition(&self, quote: impl Fn(&str) -> String, qualified: bool) -> String {
         let list = |cols: &[String]| cols.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ");
-        let mut s = format!("FOREIGN KEY ({}) REFERENCES {}({})", list(&self.columns), quote(&self.parent), list(&self.parent_columns));
+        let schema = if qualified { "public." } else { "" };
+        let mut s =
+            format!("FOREIGN KEY ({}) REFERENCES {schema}{}({})", list(&self.columns), quote(&self.parent), list(&self.parent_columns));
         if self.on_update != FkAction::NoAction {
             s.push_str(&format!(" ON UPDATE {}", self.on_update.sql()));
         }
@@ -146,7 +150,7 @@ mod tests {
         assert_eq!(fields[0], "!fkey");
         assert_eq!(ForeignKey::decode(&fields[1..]), Some(fk.clone()));
         assert_eq!(
-            fk.definition(|s| s.to_string()),
+            fk.definition(|s| s.to_string(), false),
             "FOREIGN KEY (a, b c) REFERENCES p(x, y) ON UPDATE RESTRICT ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"
         );
     }

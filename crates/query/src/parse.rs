@@ -29,6 +29,9 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     if let Some(s) = crate::sequences::parse::parse(&tokens) {
         return Ok(vec![ParsedStatement::Sequence(s?)]);
     }
+    if let Some(stmts) = with_sequence_statements(sql, &tokens) {
+        return stmts;
+    }
     if let Some(m) = crate::maintenance::parse(&tokens) {
         return Ok(vec![ParsedStatement::Maintenance(m?)]);
     }
@@ -45,6 +48,40 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
             },
         },
     }
+}
+
+/// Several statements of which some are sequence statements (`crate::sequences::parse`), which sqlparser
+/// cannot read: each statement parsed on its own, by the one that reads it. `None` when none is one.
+fn with_sequence_statements(sql: &str, tokens: &[TokenWithSpan]) -> Option<Result<Vec<ParsedStatement>>> {
+    let mut parts: Vec<&[TokenWithSpan]> = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, t) in tokens.iter().enumerate() {
+        match t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if depth == 0 => {
+                parts.push(&tokens[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&tokens[start..]);
+    let parts: Vec<&[TokenWithSpan]> =
+        parts.into_iter().filter(|p| p.iter().any(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))).collect();
+    if parts.len() < 2 || !parts.iter().any(|p| crate::sequences::parse::parse(p).is_some()) {
+        return None;
+    }
+    let dialect = PostgreSqlDialect {};
+    let parse_one = |part: &[TokenWithSpan]| -> Result<Vec<ParsedStatement>> {
+        if let Some(s) = crate::sequences::parse::parse(part) {
+            return Ok(vec![ParsedStatement::Sequence(s?)]);
+        }
+        let stmts =
+            Parser::new(&dialect).with_tokens_with_locations(part.to_vec()).parse_statements().map_err(|e| QueryError::syntax(sql, e))?;
+        Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect())
+    };
+    Some(parts.into_iter().map(parse_one).collect::<Result<Vec<_>>>().map(|v| v.into_iter().flatten().collect()))
 }
 
 /// `COPY ... (FREEZE on, HEADER 1)`: PostgreSQL's boolean option values `on`/`off`/`1`/`0` (pgbench's

@@ -37,6 +37,9 @@ pub struct ColumnDef {
     pub default: Option<String>,
     /// `varchar(n)`'s `n`: a longer value is refused (22001), as in PostgreSQL.
     pub max_chars: Option<u32>,
+    /// `numeric(p, s)`'s precision and scale: a value is rounded to `s` decimals, and one that then needs
+    /// more than `p - s` digits before the point is refused (22003), as in PostgreSQL.
+    pub numeric: Option<(u32, u32)>,
     /// The generated row id of a table created without a primary key: its key, invisible to SQL (no name
     /// finds it, `SELECT *` and the catalog leave it out). Always the table's last column.
     pub hidden: Option<RowId>,
@@ -53,7 +56,17 @@ pub struct RowId {
 impl ColumnDef {
     /// A plain nullable column: no default, no identity, no length.
     pub fn plain(name: &str, ty: SqlType) -> ColumnDef {
-        ColumnDef { name: name.into(), ty, not_null: false, identity: false, always: false, default: None, max_chars: None, hidden: None }
+        ColumnDef {
+            name: name.into(),
+            ty,
+            not_null: false,
+            identity: false,
+            always: false,
+            default: None,
+            max_chars: None,
+            numeric: None,
+            hidden: None,
+        }
     }
 
     /// The hidden row id of a table without a primary key, named apart from the table's columns.
@@ -68,6 +81,9 @@ impl ColumnDef {
     /// PostgreSQL, spaces past the limit are cut off; any other character there is 22001.
     pub fn fit(&self, v: Datum) -> Result<Datum> {
         let v = v.cast(self.ty)?;
+        if let (Some(spec), Datum::Numeric(d)) = (self.numeric, &v) {
+            return Ok(Datum::Numeric(crate::types::fit_numeric(*d, spec)?));
+        }
         let (Some(n), Datum::Text(s)) = (self.max_chars, &v) else { return Ok(v) };
         let Some((cut, _)) = s.char_indices().nth(n as usize) else { return Ok(v) };
         if s[cut..].chars().all(|c| c == ' ') {
@@ -78,9 +94,10 @@ impl ColumnDef {
 
     /// The declared type as PostgreSQL names it: `character varying(20)`, `bigint`.
     pub fn type_name(&self) -> String {
-        match self.max_chars {
-            Some(n) => format!("{}({n})", self.ty.pg_name()),
-            None => self.ty.pg_name().to_string(),
+        match (self.max_chars, self.numeric) {
+            (Some(n), _) => format!("{}({n})", self.ty.pg_name()),
+            (None, Some((p, s))) => format!("numeric({p},{s})"),
+            (None, None) => self.ty.pg_name().to_string(),
         }
     }
 }
@@ -228,15 +245,22 @@ impl TableSchema {
             if f.len() < 4 {
                 return Err(QueryError::Internal(format!("bad column metadata of table {}", def.name)));
             }
-            // `character varying(20)`: the type and its length.
-            let max_chars = match f[1].strip_suffix(')').and_then(|t| t.split_once('(')) {
-                Some((_, n)) => Some(n.parse::<u32>().map_err(|_| QueryError::Internal(format!("bad type {}", f[1])))?),
-                None => None,
-            };
+            // `character varying(20)`: the type and its length; `numeric(10,2)`: its precision and scale.
+            let bad = || QueryError::Internal(format!("bad type {}", f[1]));
+            let (mut max_chars, mut numeric) = (None, None);
+            match f[1].strip_suffix(')').and_then(|t| t.split_once('(')) {
+                Some((_, ps)) if ps.contains(',') => {
+                    let (p, s) = ps.split_once(',').ok_or_else(bad)?;
+                    numeric = Some((p.parse::<u32>().map_err(|_| bad())?, s.parse::<u32>().map_err(|_| bad())?));
+                }
+                Some((_, n)) => max_chars = Some(n.parse::<u32>().map_err(|_| bad())?),
+                None => {}
+            }
             columns.push(ColumnDef {
                 name: f[0].to_string(),
                 ty: SqlType::parse(f[1]).ok_or_else(|| QueryError::Internal(format!("unknown type {}", f[1])))?,
                 max_chars,
+                numeric,
                 not_null: f[2] == "1",
                 identity: matches!(f[3], "1" | "2" | "3" | "4"),
                 always: f[3] == "2",

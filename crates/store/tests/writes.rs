@@ -167,18 +167,28 @@ fn a_sequence_goes_on_from_where_it_is_set() {
         store.create_table(def).unwrap();
         assert_eq!(store.sequence_next("seq").unwrap(), 1);
         assert_eq!(store.sequence_next("seq").unwrap(), 2);
-        store.sequence_restart("seq", 1000).unwrap();
+        store.sequence_restart("seq", 1000, false).unwrap();
+        assert_eq!(store.sequence_state("seq").unwrap(), (1000, false));
         assert_eq!(store.put_row("seq", &[None], &[], &Condition::ignore()).unwrap().pk[0], int(1000));
-        store.sequence_restart("seq", 2).unwrap();
+        store.sequence_restart("seq", 2, true).unwrap();
+        assert_eq!(store.sequence_state("seq").unwrap(), (1, true), "1 counts as drawn");
         assert_eq!(store.sequence_next("seq").unwrap(), 2, "back below values handed out, when asked");
         store.create_table(table("plain", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
         assert_eq!(store.sequence_next("plain").unwrap_err().sqlstate(), "0A000");
-        assert_eq!(store.sequence_restart("nosuch", 1).unwrap_err().sqlstate(), "42P01");
+        assert_eq!(store.sequence_restart("nosuch", 1, false).unwrap_err().sqlstate(), "42P01");
     }
     if on_disk() {
         let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
         let next = store.sequence_next("seq").unwrap();
         assert!(next > 2 && next < 1000, "after the block reserved from 2 on, not after 1000: {next}");
+        store.sequence_restart("seq", 500, false).unwrap();
+    }
+    if on_disk() {
+        // Whether a value was drawn since the restart outlives the server.
+        let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+        assert_eq!(store.sequence_state("seq").unwrap(), (500, false));
+        assert_eq!(store.sequence_next("seq").unwrap(), 500);
+        assert_eq!(store.sequence_state("seq").unwrap(), (500, true));
     }
 }
 

@@ -29,7 +29,7 @@ mod pg_typeof;
 mod plan_rewrite;
 pub mod provider;
 mod rewrite;
-mod search_path;
+pub(crate) mod search_path;
 mod sequences;
 mod session_udfs;
 pub(crate) mod single_row;
@@ -258,6 +258,9 @@ impl Analytics {
         }
         for udf in search_path::udfs(&info.settings) {
             state.register_udf(Arc::new(udf)).map_err(map_err)?;
+        }
+        if !search_path::schemas(&info.settings).iter().any(|s| s == "public") {
+            state.register_udf(Arc::new(catalog::qualified_constraintdef(self.db.clone()))).map_err(map_err)?;
         }
         Ok(state)
     }

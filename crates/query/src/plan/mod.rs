@@ -180,7 +180,7 @@ pub enum ColumnChange {
     NotNull,
     /// `TYPE`, between types whose values are stored alike (text to text, integer to integer): the rows
     /// stay as they are, once checked to fit a shorter length or a narrower integer.
-    Type { ty: SqlType, max_chars: Option<u32> },
+    Type { ty: SqlType, max_chars: Option<u32>, numeric: Option<(u32, u32)> },
 }
 
 #[derive(Debug, Clone, PartialEq)]

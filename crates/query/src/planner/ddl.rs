@@ -52,7 +52,8 @@ impl Planner<'_> {
             let type_text = col.data_type.to_string().to_lowercase();
             let serial = matches!(type_text.as_str(), "bigserial" | "serial" | "smallserial" | "serial8" | "serial4");
             let (ty, max_chars) = crate::expr::column_type(&col.data_type)?;
-            let mut def = ColumnDef { not_null: serial, identity: serial, max_chars, ..ColumnDef::plain(&cname, ty) };
+            let numeric = crate::types::numeric_spec(&col.data_type)?;
+            let mut def = ColumnDef { not_null: serial, identity: serial, max_chars, numeric, ..ColumnDef::plain(&cname, ty) };
             for opt in &col.options {
                 match &opt.option {
                     ast::ColumnOption::NotNull => def.not_null = true,
@@ -235,8 +236,9 @@ impl Planner<'_> {
             }
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
                 let (ty, max_chars) = crate::expr::column_type(&column_def.data_type)?;
+                let numeric = crate::types::numeric_spec(&column_def.data_type)?;
                 let name = ident_name(&column_def.name);
-                let mut col = ColumnDef { max_chars, ..ColumnDef::plain(&name, ty) };
+                let mut col = ColumnDef { max_chars, numeric, ..ColumnDef::plain(&name, ty) };
                 for opt in &column_def.options {
                     match &opt.option {
                         ast::ColumnOption::Null => col.not_null = false,
@@ -340,7 +342,15 @@ impl Planner<'_> {
             ast::AlterColumnOperation::SetNotNull => ColumnChange::NotNull,
             ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
                 let (ty, max_chars) = crate::expr::column_type(data_type)?;
+                let numeric = crate::types::numeric_spec(data_type)?;
                 let old = t.columns[i].ty;
+                // A precision and scale, or new ones, would round or refuse the values there.
+                if numeric.is_some() && numeric != t.columns[i].numeric {
+                    return Err(QueryError::NotSupported(format!(
+                        "ALTER COLUMN TYPE from {} to {data_type}: it would round every row to the new scale",
+                        t.columns[i].type_name()
+                    )));
+                }
                 let plain_using = using.as_ref().is_none_or(|u| matches!(u, ast::Expr::Identifier(id) if ident_name(id) == column));
                 // A bpchar is held without its trailing spaces: another text type's values may have them.
                 let to_bpchar = matches!(ty, SqlType::Bpchar(_)) && !matches!(old, SqlType::Bpchar(_));
@@ -352,7 +362,7 @@ impl Planner<'_> {
                         data_type
                     )));
                 }
-                ColumnChange::Type { ty, max_chars }
+                ColumnChange::Type { ty, max_chars, numeric }
             }
             other => return Err(QueryError::NotSupported(format!("ALTER COLUMN {other}: it would check or rewrite every row"))),
         };
@@ -396,9 +406,26 @@ pub(crate) fn key_columns(table: &str, columns: &mut [ColumnDef], names: &[Strin
 /// parenthesised first group of `PRIMARY KEY ((a, b), c)` (Tablestore's spliced partition key).
 /// A DEFAULT's SQL text as PostgreSQL prints it back: `nextval('s'::regclass)`, where sqlparser prints the
 /// cast's type in capitals and the name as given (`'public.s'`; a regclass prints without its schema when
-/// that is on the search path).
+/// that is on the search path), and `nextval('s')` without the cast its regclass argument gets.
 fn default_text(e: &ast::Expr) -> String {
     let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        if let ast::Expr::Function(f) = x {
+            let sequence_call = matches!(ident_of(&f.name).as_deref(), Some("nextval" | "currval" | "setval"));
+            if let (true, ast::FunctionArguments::List(list)) = (sequence_call, &mut f.args) {
+                if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg @ ast::Expr::Value(_)))) = list.args.first_mut() {
+                    *arg = ast::Expr::Cast {
+                        kind: ast::CastKind::DoubleColon,
+                        expr: Box::new(arg.clone()),
+                        data_type: ast::DataType::Regclass,
+                        array: false,
+                        format: None,
+                    };
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
     let _ = ast::visit_expressions_mut(&mut e, |x| {
         if let ast::Expr::Cast { expr, data_type, .. } = x {
             if matches!(data_type, ast::DataType::Regclass) {
@@ -415,6 +442,11 @@ fn default_text(e: &ast::Expr) -> String {
         std::ops::ControlFlow::<()>::Continue(())
     });
     e.to_string()
+}
+
+/// The last part of a function's name, folded as an identifier.
+fn ident_of(n: &ast::ObjectName) -> Option<String> {
+    n.0.last().and_then(|p| p.as_ident()).map(ident_name)
 }
 
 fn key_names(pk: &ast::PrimaryKeyConstraint) -> Result<(Vec<String>, usize)> {

@@ -91,6 +91,22 @@ pub fn given_name(given: &str) -> String {
     }
 }
 
+/// The sequence a DEFAULT's SQL text draws from (`nextval('s'::regclass)`), named as the catalog holds it.
+pub fn drawn_by(default: &str) -> Option<String> {
+    let at = default.find("nextval('")? + "nextval('".len();
+    let end = default[at..].find('\'')?;
+    Some(given_name(&default[at..at + end]))
+}
+
+/// A DEFAULT drawing from a sequence, with the sequence's schema named (`nextval('public.s'::regclass)`),
+/// as PostgreSQL prints a regclass when its schema is not on the search path (pg_dump's empty one).
+pub fn qualified_default(default: &str) -> String {
+    match drawn_by(default) {
+        Some(_) if !default.contains("nextval('public.") => default.replacen("nextval('", "nextval('public.", 1),
+        _ => default.to_string(),
+    }
+}
+
 /// Finds a sequence by the name a function was given: 42P01 when there is none, as PostgreSQL's regclass
 /// input answers.
 pub fn resolve(relations: &[Arc<TableSchema>], given: &str) -> Result<Sequence> {
@@ -230,7 +246,7 @@ impl Sequences {
             Kind::Serial { table, .. } => {
                 let next = if is_called { value.checked_add(1) } else { Some(value) };
                 // At the type's end: the next nextval is past it and fails, as in PostgreSQL.
-                src.store().sequence_restart(table, next.unwrap_or(i64::MAX))?;
+                src.store().sequence_restart(table, next.unwrap_or(i64::MAX), is_called)?;
             }
             Kind::Made(d) => restart(src, &s.name, d, value, is_called)?,
         }
@@ -248,6 +264,6 @@ pub fn restart(src: &dyn SequenceSource, name: &str, d: &SequenceDef, value: i64
     if let Some(phase) = phase {
         src.redefine(name, &SequenceDef { phase, ..d.clone() })?;
     }
-    src.store().sequence_restart(name, if is_called { n + 1 } else { n })?;
+    src.store().sequence_restart(name, if is_called { n + 1 } else { n }, is_called)?;
     Ok(())
 }

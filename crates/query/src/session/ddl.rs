@@ -431,7 +431,7 @@ impl Session {
                 self.no_nulls(table, column)?;
                 altered.columns.iter_mut().filter(|c| c.name == column).for_each(|c| c.not_null = true);
             }
-            crate::plan::ColumnChange::Type { ty, max_chars } => {
+            crate::plan::ColumnChange::Type { ty, max_chars, numeric } => {
                 // A row the new type cannot hold makes it fail, as PostgreSQL's rewrite would.
                 let quoted = format!("\"{}\"", column.replace('"', "\"\""));
                 let (outside, error) = match (ty, max_chars) {
@@ -463,6 +463,7 @@ impl Session {
                     altered.columns.iter_mut().find(|c| c.name == column).ok_or_else(|| QueryError::UndefinedColumn(column.to_string()))?;
                 col.ty = *ty;
                 col.max_chars = *max_chars;
+                col.numeric = *numeric;
             }
         }
         self.ddl().set_user_meta(table, altered.encode())?;

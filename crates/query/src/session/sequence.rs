@@ -22,11 +22,9 @@ fn no_sequence(name: &str) -> QueryError {
     QueryError::Engine { sqlstate: "42P01", message: format!("relation \"{name}\" does not exist") }
 }
 
-/// Whether a DEFAULT's SQL text draws from sequence `name` (`nextval('name'::regclass)`, `public.` or not).
+/// Whether a DEFAULT's SQL text draws from sequence `name`.
 fn draws_from(default: &str, name: &str) -> bool {
-    let lower = default.to_lowercase();
-    lower.contains("nextval(")
-        && [format!("'{name}'"), format!("'public.{name}'"), format!("'\"{name}\"'")].iter().any(|q| default.contains(q.as_str()))
+    sequences::drawn_by(default).as_deref() == Some(name)
 }
 
 impl Session {
@@ -112,7 +110,7 @@ impl Session {
         // The counter's first value is where START lies on the sequence's grid.
         let (n, _) = def.restart_at(def.start)?;
         if n != 1 {
-            self.db.store().sequence_restart(name, n)?;
+            self.db.store().sequence_restart(name, n, false)?;
         }
         command("CREATE SEQUENCE")
     }

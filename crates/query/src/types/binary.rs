@@ -25,6 +25,10 @@ pub fn encode_binary(d: &Datum, ty: SqlType, buf: &mut impl BufMut) -> Result<()
         (SqlType::Numeric, Datum::Numeric(n)) => {
             let mut tmp = bytes::BytesMut::new();
             n.to_sql(&Type::NUMERIC, &mut tmp).map_err(|e| QueryError::Internal(e.to_string()))?;
+            // rust_decimal writes a zero with display scale 0: `0.00` keeps its two decimals, as PostgreSQL's.
+            if n.is_zero() && tmp.len() >= 8 {
+                tmp[6..8].copy_from_slice(&(n.scale() as u16).to_be_bytes());
+            }
             buf.put_slice(&tmp);
         }
         (SqlType::Bytea, Datum::Bytes(b)) => buf.put_slice(b),

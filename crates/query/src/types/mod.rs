@@ -10,10 +10,12 @@ use tabula_store::PkType;
 use crate::error::{QueryError, Result};
 
 mod binary;
+mod numeric;
 mod stored;
 mod text;
 
 pub use binary::{decode_binary, encode_binary};
+pub use numeric::{fit_numeric, numeric_spec};
 use text::*;
 pub use text::{format_float, parse_text_array};
 

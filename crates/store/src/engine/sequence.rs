@@ -101,8 +101,9 @@ impl Sequence {
 
     /// Sets where the sequence goes on: the next value this server draws is `next`, below values handed
     /// out before if so asked (PostgreSQL's `setval`). Other servers keep the blocks they reserved, as
-    /// other sessions keep their cached values of a PostgreSQL sequence.
-    pub(super) fn restart(&self, kv: &dyn Engine, next: i64) -> Result<()> {
+    /// other sessions keep their cached values of a PostgreSQL sequence. `called`: the value before `next`
+    /// counts as drawn (`setval(s, v, true)`), for [`Sequence::state`].
+    pub(super) fn restart(&self, kv: &dyn Engine, next: i64, called: bool) -> Result<()> {
         let mut b = self.block.lock();
         let reserved = next.checked_sub(1).ok_or_else(overflow)?;
         crate::retry::on_conflict(
@@ -111,7 +112,9 @@ impl Sequence {
                 txn.get_for_update(Space::Meta, &self.key)?;
                 // The ninth byte: nothing drawn since.
                 let mut value = reserved.to_be_bytes().to_vec();
-                value.push(0);
+                if !called {
+                    value.push(0);
+                }
                 txn.put(Space::Meta, &self.key, &value)?;
                 txn.commit()?;
                 Ok(())
@@ -119,7 +122,7 @@ impl Sequence {
             |e| matches!(e, StoreError::Conflict),
         )?;
         // Empty: the next draw reserves a block from `next` on.
-        *b = Block { next, end: reserved, size: b.size, called: Some(false) };
+        *b = Block { next, end: reserved, size: b.size, called: Some(called) };
         Ok(())
     }
 
@@ -162,10 +165,11 @@ impl Store {
         sequence_of(&t, table)?.state(&*self.inner.kv)
     }
 
-    /// Makes `next` the next value drawn from the table's sequence (`setval`).
-    pub fn sequence_restart(&self, table: &str, next: i64) -> Result<()> {
+    /// Makes `next` the next value drawn from the table's sequence (`setval`); `called`: the one before it
+    /// counts as the last drawn ([`Store::sequence_state`]).
+    pub fn sequence_restart(&self, table: &str, next: i64, called: bool) -> Result<()> {
         let t = self.inner.table(table)?;
-        sequence_of(&t, table)?.restart(&*self.inner.kv, next)
+        sequence_of(&t, table)?.restart(&*self.inner.kv, next, called)
     }
 }
 

@@ -18,7 +18,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
 }
 
 /// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
-fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
+fn describe_oid(db: &dyn Source, oid: i64, what: OidText, qualified: bool) -> Option<String> {
     let (name, part) = tabula_object(db, oid)?;
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
@@ -31,7 +31,7 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText) -> Option<String> {
             Some(format!("UNIQUE ({})", cols.join(", ")))
         }
         (OidText::ConstraintDef, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
-        (OidText::ConstraintDef, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident)),
+        (OidText::ConstraintDef, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident, qualified)),
         _ => None,
     }
 }
@@ -90,11 +90,13 @@ pub struct OidTextUdf {
     what: OidText,
     signature: Signature,
     db: Weak<dyn Source>,
+    /// Tables named with their schema: it is not on the session's search path.
+    qualified: bool,
 }
 
 impl PartialEq for OidTextUdf {
     fn eq(&self, other: &Self) -> bool {
-        self.what == other.what
+        self.what == other.what && self.qualified == other.qualified
     }
 }
 impl Eq for OidTextUdf {}
@@ -105,7 +107,7 @@ impl Hash for OidTextUdf {
 }
 
 impl OidTextUdf {
-    fn new(what: OidText, db: Weak<dyn Source>) -> Self {
+    fn new(what: OidText, db: Weak<dyn Source>, qualified: bool) -> Self {
         let mut sigs = Vec::new();
         for oid in [DataType::Int32, DataType::Int64] {
             sigs.push(TypeSignature::Exact(vec![oid.clone()]));
@@ -113,7 +115,7 @@ impl OidTextUdf {
             sigs.push(TypeSignature::Exact(vec![oid.clone(), DataType::Int32, DataType::Boolean]));
             sigs.push(TypeSignature::Exact(vec![oid, DataType::Int64, DataType::Boolean]));
         }
-        OidTextUdf { what, signature: Signature::one_of(sigs, Volatility::Stable), db }
+        OidTextUdf { what, signature: Signature::one_of(sigs, Volatility::Stable), db, qualified }
     }
 }
 
@@ -138,9 +140,16 @@ impl ScalarUDFImpl for OidTextUdf {
         let oids = datafusion::arrow::compute::cast(&arrays[0], &DataType::Int64)?;
         let oids = oids.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
         let db = self.db.upgrade();
-        let out: StringArray = oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(&**db, o, self.what)))).collect();
+        let out: StringArray =
+            oids.iter().map(|o| o.and_then(|o| db.as_ref().and_then(|db| describe_oid(&**db, o, self.what, self.qualified)))).collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
     }
+}
+
+/// `pg_get_constraintdef` for a session whose search path does not name `public` (pg_dump's): it names the
+/// tables a foreign key references with their schema. Registered for each such statement.
+pub fn qualified_constraintdef(db: Weak<dyn Source>) -> ScalarUDF {
+    ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db, true))
 }
 
 /// `f(name) -> oid`: NULL when nothing has that name.
@@ -285,8 +294,8 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
     let db_for_users = db.clone();
     vec![
         acldefault_udf(db.clone()),
-        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone())),
-        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone(), false)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db, false)),
         // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
         ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
         // Tabula keeps no comments or views; every type, function and collation is visible.

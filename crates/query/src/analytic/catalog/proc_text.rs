@@ -246,8 +246,8 @@ pub(super) fn proc_udfs() -> Vec<ScalarUDF> {
 
 /// `format_type`: the library's, which names the common types and their modifiers (`character varying(10)`),
 /// with the types it does not know (pseudo-types such as `anycompatible`, which psql's `\do` and `\df` print)
-/// named from pg_type instead of as `oid(2776)`, and OID 0 and unknown OIDs as PostgreSQL prints them (`-`,
-/// `???`).
+/// named from pg_type instead of as `oid(2776)`, OID 0 and unknown OIDs as PostgreSQL prints them (`-`,
+/// `???`), and a numeric's scale always (`numeric(10,0)`).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct FormatType {
     signature: Signature,
@@ -288,6 +288,10 @@ impl ScalarUDFImpl for FormatType {
                     return None;
                 }
                 let name = names.value(i);
+                // `numeric(10,0)`, where the library prints `numeric(10)`.
+                if let Some(p) = name.strip_prefix("numeric(").and_then(|r| r.strip_suffix(')')).filter(|p| !p.contains(',')) {
+                    return Some(format!("numeric({p},0)"));
+                }
                 match oids.is_valid(i).then(|| oids.value(i)) {
                     Some(oid) if name == format!("oid({oid})") => Some(match oid {
                         0 => "-".to_string(),

@@ -70,7 +70,10 @@ impl Relation for Columns {
                     SqlType::Int8 => (Some(64), Some(2), Some(0)),
                     SqlType::Float4 => (Some(24), Some(2), None),
                     SqlType::Float8 => (Some(53), Some(2), None),
-                    SqlType::Numeric => (None, Some(10), None),
+                    SqlType::Numeric => match col.and_then(|c| c.numeric) {
+                        Some((p, s)) => (Some(p as i32), Some(10), Some(s as i32)),
+                        None => (None, Some(10), None),
+                    },
                     _ => (None, None, None),
                 };
                 let dt_precision =

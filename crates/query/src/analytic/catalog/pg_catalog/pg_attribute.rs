@@ -8,10 +8,14 @@ pub struct PgAttribute;
 /// The position of `atttypmod` in a row.
 const ATTTYPMOD: usize = 8;
 
-/// `atttypmod`: varchar(n)'s is `n + 4`, as PostgreSQL stores it (format_type prints `character varying(n)`
-/// from it); -1 for every other column.
+/// `atttypmod`: varchar(n)'s is `n + 4`, numeric(p, s)'s `(p << 16 | s) + 4`, as PostgreSQL stores them
+/// (format_type prints `character varying(n)`, `numeric(p,s)` from them); -1 for every other column.
 fn typmod(c: &crate::schema::ColumnDef) -> i32 {
-    c.max_chars.map_or(-1, |n| n as i32 + 4)
+    match (c.max_chars, c.numeric) {
+        (Some(n), _) => n as i32 + 4,
+        (None, Some((p, s))) => ((p << 16) | s) as i32 + 4,
+        (None, None) => -1,
+    }
 }
 
 impl Relation for PgAttribute {

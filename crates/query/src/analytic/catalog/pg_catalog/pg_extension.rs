@@ -12,6 +12,7 @@ use crate::analytic::catalog::*;
 const TABULA_EXTENSION: i32 = 16382;
 const PG_EXTENSION_CLASS: i32 = 3079;
 const PG_CLASS_CLASS: i32 = 1259;
+const PG_ATTRDEF_CLASS: i32 = 2604;
 
 #[derive(Debug)]
 pub struct PgExtension;
@@ -74,6 +75,24 @@ impl Relation for PgDepend {
         };
         let mut out = vec![member(PG_NAMESPACE_CLASS, TABULA_NSP)];
         out.extend(s.rels.iter().filter(|r| r.schema == CATALOG).map(|r| member(PG_CLASS_CLASS, r.oid)));
+        // A default that draws from a sequence depends on it (deptype `n`): pg_dump then writes the default
+        // after the sequence, as ALTER TABLE ... SET DEFAULT, where PostgreSQL resolves its regclass.
+        for (r, t, _) in s.tabula() {
+            for (i, c) in t.columns.iter().enumerate() {
+                let Some(seq) = c.default.as_deref().and_then(crate::sequences::drawn_by) else { continue };
+                let Some(target) = s.rels.iter().find(|q| q.kind == "S" && q.name == seq) else { continue };
+                let attrdef = super::pg_attrdef::attrdef_oid(r.oid, i);
+                out.push(vec![
+                    PG_ATTRDEF_CLASS.into(),
+                    attrdef.into(),
+                    0.into(),
+                    PG_CLASS_CLASS.into(),
+                    target.oid.into(),
+                    0.into(),
+                    "n".into(),
+                ]);
+            }
+        }
         // A sequence OWNED BY a column depends on it automatically (deptype `a`): psql's `\d` shows it as
         // "Owned by", pg_dump writes it back as ALTER SEQUENCE ... OWNED BY.
         for r in &s.rels {
