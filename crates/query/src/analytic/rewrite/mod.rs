@@ -96,6 +96,11 @@ impl Rewriter {
             unnest_map::unnest_map(e);
             ControlFlow::<()>::Continue(())
         });
+        // Before the regclass rules and the subqueries' decorrelation reshape the branch it finds.
+        let _ = visit_expressions_mut(&mut s, |e| {
+            identity_sequence_branch(e);
+            ControlFlow::<()>::Continue(())
+        });
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
         let _ = s.visit(&mut RegclassOutput);
         let _ = s.visit(&mut RegclassExists);

@@ -271,6 +271,29 @@ fn reads_no_rows(select: &Select) -> bool {
     })
 }
 
+/// `CASE WHEN attidentity ... THEN (SELECT ... FROM pg_sequence ...) END` (SQLAlchemy's identity options of
+/// a column): the branch reads the pg_sequence row of an identity column's sequence, and there is none, as
+/// the sequence of an identity or serial column is its table's own counter, no relation (pg_sequence holds
+/// the sequences made by CREATE SEQUENCE, which back no identity column). So the branch is NULL; DataFusion
+/// could not plan it, a subquery correlated through a function of the outer row.
+pub(super) fn identity_sequence_branch(e: &mut Expr) {
+    let Expr::Case { conditions, .. } = e else { return };
+    for w in conditions.iter_mut() {
+        let mut on_identity = false;
+        let _ = sqlparser::ast::visit_expressions(&w.condition, |x| {
+            on_identity |= matches!(x, Expr::Identifier(i) if i.value.eq_ignore_ascii_case("attidentity"))
+                || matches!(x, Expr::CompoundIdentifier(p) if p.last().is_some_and(|i| i.value.eq_ignore_ascii_case("attidentity")));
+            ControlFlow::<()>::Continue(())
+        });
+        let reads_pg_sequence = matches!(&w.result, Expr::Subquery(q) if matches!(q.body.as_ref(), SetExpr::Select(s)
+            if matches!(s.from.as_slice(), [twj] if matches!(&twj.relation, TableFactor::Table { name, .. }
+                if name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("pg_sequence"))))));
+        if on_identity && reads_pg_sequence {
+            w.result = Expr::Value(ValueWithSpan::from(Value::Null));
+        }
+    }
+}
+
 /// `ARRAY(SELECT ...)` over nothing ([`reads_no_rows`]): an empty array (of text).
 pub(super) fn empty_array_subquery(e: &mut Expr) {
     let Expr::Function(f) = e else { return };
