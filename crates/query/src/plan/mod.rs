@@ -220,10 +220,12 @@ pub enum Plan {
         if_exists: bool,
         cascade: bool,
     },
-    /// `TRUNCATE`; with CASCADE, the tables whose foreign keys reference them are emptied too.
+    /// `TRUNCATE`; with CASCADE, the tables whose foreign keys reference them are emptied too; with
+    /// RESTART IDENTITY, their generated keys' and owned sequences start again.
     Truncate {
         names: Vec<String>,
         cascade: bool,
+        restart_identity: bool,
     },
     /// `ALTER TABLE ... SET (name = value, ...)` (values as written, already checked) or `RESET (name, ...)`.
     SetOptions {

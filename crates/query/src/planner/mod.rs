@@ -107,6 +107,7 @@ impl<'a> Planner<'a> {
             Statement::Truncate(t) => Ok(Plan::Truncate {
                 names: t.table_names.iter().map(|n| object_name(&n.name)).collect(),
                 cascade: matches!(t.cascade, Some(ast::CascadeOption::Cascade)),
+                restart_identity: matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)),
             }),
             Statement::AlterTable(a) => self.alter_table(a),
             Statement::AlterSchema(a) => match a.operations.as_slice() {

@@ -162,9 +162,9 @@ impl Session {
 
     /// `TRUNCATE`: every row of each table (of all or none: each is found first). In a transaction each
     /// is a new table, so the catalog's cache is made again.
-    pub(super) fn truncate(&mut self, names: &[String], cascade: bool) -> Result<Output> {
+    pub(super) fn truncate(&mut self, names: &[String], cascade: bool, restart_identity: bool) -> Result<Output> {
         for n in names {
-            self.db.store().table_id(n)?;
+            self.db.table(n)?;
         }
         // A table another one references goes with it (CASCADE, PostgreSQL's NOTICE), or not at all.
         let mut names = names.to_vec();
@@ -179,11 +179,26 @@ impl Session {
             names.push(child.name.clone());
         }
         let names = &names;
+        // The sequences OWNED BY their columns restart at once: in a transaction that could roll back and
+        // leave the rows with a sequence below them, not supported.
+        let mut owned = Vec::new();
+        for n in names.iter().filter(|_| restart_identity) {
+            owned.extend(self.owned_sequences(n, None)?);
+        }
+        if !owned.is_empty() && self.txn.is_some() {
+            return Err(QueryError::NotSupported(format!(
+                "TRUNCATE ... RESTART IDENTITY inside a transaction block, of a table that owns sequence \"{}\"",
+                owned[0]
+            )));
+        }
         let r = names.iter().try_for_each(|n| self.ddl().truncate_table(n));
         if self.txn.is_some() {
             self.db.invalidate();
         }
         r?;
+        if restart_identity {
+            self.restart_identities(names, &owned)?;
+        }
         Ok(Output::Command { tag: "TRUNCATE TABLE".into() })
     }
 

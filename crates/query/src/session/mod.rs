@@ -562,7 +562,7 @@ impl Session {
             Plan::Access(statement) => self.run_access(statement),
             Plan::CreateTable(c) => self.create_table(c),
             Plan::DropTable { names, if_exists, cascade } => self.drop_tables(names, *if_exists, *cascade),
-            Plan::Truncate { names, cascade } => self.truncate(names, *cascade),
+            Plan::Truncate { names, cascade, restart_identity } => self.truncate(names, *cascade, *restart_identity),
             Plan::SetOptions { table, set, reset } => self.set_options(table, set, reset),
             Plan::AddColumn { table, column, if_not_exists } => self.add_column(table, column, *if_not_exists),
             Plan::DropColumn { table, column, if_exists } => self.drop_column(table, column, *if_exists),

@@ -228,6 +228,22 @@ impl Session {
         Ok(out)
     }
 
+    /// `TRUNCATE ... RESTART IDENTITY`, after the tables were emptied: each generated key's counter starts
+    /// at 1 again (in a transaction, the counter of the table TRUNCATE made, which a rollback drops with
+    /// it), and each of the `owned` sequences at its START.
+    pub(super) fn restart_identities(&mut self, tables: &[String], owned: &[String]) -> Result<()> {
+        for t in tables {
+            if sequences::of_table(&*self.db.table(t)?).is_some() {
+                self.db.store().sequence_restart(t, 1, false)?;
+            }
+        }
+        for n in owned {
+            let (_, def) = self.made_sequence(n)?;
+            sequences::restart(self.db.as_ref(), n, &def, def.start, false)?;
+        }
+        Ok(())
+    }
+
     /// A table or column renamed: the sequences OWNED BY it follow.
     pub(super) fn rename_sequence_owners(&mut self, table: &str, table_to: Option<&str>, column: Option<(&str, &str)>) -> Result<()> {
         for n in self.owned_sequences(table, column.map(|(from, _)| from))? {
