@@ -160,9 +160,14 @@ impl Database {
         Ok(schema)
     }
 
-    /// The tables' names, sorted: no sequence's.
+    /// The tables' names, sorted: no sequence's or view's.
     pub fn table_names(&self) -> Vec<String> {
-        self.store.table_names().into_iter().filter(|n| self.relation(n).is_ok_and(|t| t.sequence.is_none())).collect()
+        self.store.table_names().into_iter().filter(|n| self.relation(n).is_ok_and(|t| t.sequence.is_none() && t.view.is_none())).collect()
+    }
+
+    /// The views' names, sorted.
+    pub fn view_names(&self) -> Vec<String> {
+        self.store.table_names().into_iter().filter(|n| self.relation(n).is_ok_and(|t| t.view.is_some())).collect()
     }
 
     /// The names of the sequences made by CREATE SEQUENCE, sorted.
@@ -182,7 +187,16 @@ impl Catalog for Database {
         if t.sequence.is_some() {
             return Err(not_a_table(name));
         }
+        if t.view.is_some() {
+            return Err(QueryError::NotSupported(format!(
+                "\"{name}\" is a view: writing through a view (an updatable view) is not supported"
+            )));
+        }
         Ok(t)
+    }
+
+    fn read_elsewhere(&self, name: &str) -> bool {
+        self.relation(name).is_ok_and(|t| t.sequence.is_some() || t.view.is_some())
     }
 
     fn referencing(&self, parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
@@ -228,6 +242,10 @@ impl Source for Database {
 
     fn sequences(&self) -> &dyn SequenceSource {
         self
+    }
+
+    fn view(&self, name: &str) -> Option<Arc<TableSchema>> {
+        self.relation(name).ok().filter(|t| t.view.is_some())
     }
 }
 

@@ -65,6 +65,7 @@ pub mod settings;
 pub mod subqueries;
 pub mod system;
 pub mod types;
+pub mod views;
 
 pub use database::Database;
 pub use error::{QueryError, Result};

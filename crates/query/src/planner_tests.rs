@@ -39,6 +39,7 @@ fn catalog() -> Tables {
         checks: vec![],
         foreign_keys: vec![],
         sequence: None,
+        view: None,
     })])
 }
 

@@ -124,6 +124,8 @@ pub struct TableSchema {
     pub foreign_keys: Vec<ForeignKey>,
     /// Set for a sequence made by CREATE SEQUENCE (`crate::sequences::def`), which is no table.
     pub sequence: Option<SequenceDef>,
+    /// Set for a view (`crate::views`), which is no table either.
+    pub view: Option<crate::views::ViewDef>,
 }
 
 /// A CHECK constraint: its name and its expression's SQL text, bound again for each write plan.
@@ -207,9 +209,24 @@ impl TableSchema {
         let mut checks = Vec::new();
         let mut foreign_keys = Vec::new();
         let mut sequence = None;
+        let mut view: Option<crate::views::ViewDef> = None;
         for line in text.lines().filter(|l| !l.is_empty()) {
             let f: Vec<&str> = line.split('\t').collect();
+            let bad_view = || QueryError::Internal(format!("bad view {}", def.name));
             match f[0] {
+                "!view" if f.len() == 2 => {
+                    view = Some(crate::views::ViewDef { query: unescape(f[1]), columns: Vec::new(), reads: Vec::new() });
+                    continue;
+                }
+                "!viewcol" if f.len() == 3 => {
+                    let ty = SqlType::parse(f[2]).ok_or_else(bad_view)?;
+                    view.as_mut().ok_or_else(bad_view)?.columns.push((unescape(f[1]), ty));
+                    continue;
+                }
+                "!reads" => {
+                    view.as_mut().ok_or_else(bad_view)?.reads = f[1..].iter().map(|r| unescape(r)).collect();
+                    continue;
+                }
                 "!sequence" => {
                     let def = SequenceDef::decode(&f[1..]).ok_or_else(|| QueryError::Internal(format!("bad sequence {}", def.name)))?;
                     sequence = Some(def);
@@ -309,6 +326,7 @@ impl TableSchema {
             checks,
             foreign_keys,
             sequence,
+            view,
         })
     }
 
@@ -317,6 +335,9 @@ impl TableSchema {
         let mut meta = Self::encode_meta(&self.columns, &self.dropped, (&self.checks, &self.foreign_keys), &self.owner, self.acl.as_ref());
         if let Some(d) = &self.sequence {
             meta.extend_from_slice(d.encode().as_bytes());
+        }
+        if let Some(v) = &self.view {
+            meta.extend_from_slice(v.encode().as_bytes());
         }
         meta
     }

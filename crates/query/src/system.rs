@@ -68,6 +68,7 @@ impl SystemView {
             checks: vec![],
             foreign_keys: vec![],
             sequence: None,
+            view: None,
         })
     }
 

@@ -97,6 +97,8 @@ pub trait Source: Catalog + Send + Sync {
     /// The tables' names, sorted (no sequence's).
     fn table_names(&self) -> Vec<String>;
     fn sequences(&self) -> &dyn crate::sequences::SequenceSource;
+    /// A view's schema (`crate::views`), by name.
+    fn view(&self, name: &str) -> Option<Arc<crate::schema::TableSchema>>;
 }
 
 /// DataFusion, set up once per database.
@@ -298,7 +300,9 @@ impl Analytics {
         if let Some(refusal) = rewrite::refusal(stmt) {
             return Err(QueryError::NotSupported(refusal));
         }
-        let stmt = self.rewriter.rewrite(stmt.clone());
+        let db = self.db.upgrade().ok_or_else(|| QueryError::Internal("the database is shut down".into()))?;
+        let stmt = crate::views::expand(stmt.clone(), &|n| db.view(n))?;
+        let stmt = self.rewriter.rewrite(stmt);
         let interrupt = read.interrupt.clone();
         let state = self.state(read, info, None)?;
         let plan = self.block_on(&interrupt, async move {

@@ -162,6 +162,7 @@ mod tests {
             checks: vec![],
             foreign_keys: vec![],
             sequence: None,
+            view: None,
         }
     }
 

@@ -223,6 +223,8 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::Sequence(crate::sequences::parse::SequenceStatement::Alter { .. }) => "AlterSequence",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::AddIdentity { .. }) => "AddIdentity",
         Plan::DropSequence { .. } => "DropSequence",
+        Plan::CreateView { .. } => "CreateView",
+        Plan::DropView { .. } => "DropView",
         Plan::RenameIndex { .. } => "RenameIndex",
         Plan::RenameColumn { .. } => "RenameColumn",
         Plan::AlterColumn { .. } => "AlterColumn",

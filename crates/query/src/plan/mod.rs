@@ -299,6 +299,18 @@ pub enum Plan {
         if_exists: bool,
         cascade: bool,
     },
+    /// `CREATE [OR REPLACE] VIEW name [(columns)] AS query`.
+    CreateView {
+        name: String,
+        columns: Vec<String>,
+        query: Box<sqlparser::ast::Query>,
+        or_replace: bool,
+    },
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
     /// `SET CONSTRAINTS {ALL | name, ...} {IMMEDIATE | DEFERRED}` (`None`: ALL).
     SetConstraints {
         names: Option<Vec<String>>,

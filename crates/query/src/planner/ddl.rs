@@ -175,6 +175,7 @@ impl Planner<'_> {
             checks: vec![],
             foreign_keys: vec![],
             sequence: None,
+            view: None,
         };
         for (column, c) in &checks {
             let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;

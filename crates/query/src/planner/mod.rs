@@ -61,6 +61,11 @@ pub trait Catalog {
     fn referencing(&self, _parent: &str) -> Result<Vec<(Arc<TableSchema>, usize)>> {
         Ok(Vec::new())
     }
+    /// Whether `name` is a relation the analytic engine reads and the key-value planner does not (a view,
+    /// a sequence).
+    fn read_elsewhere(&self, _name: &str) -> bool {
+        false
+    }
 }
 
 pub struct Planner<'a> {
@@ -90,6 +95,23 @@ impl<'a> Planner<'a> {
             Statement::CreateTable(c) => self.create_table(c),
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, cascade, .. } => {
                 Ok(Plan::DropTable { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
+            }
+            Statement::CreateView(v) => {
+                if v.materialized || v.temporary || v.or_alter || v.if_not_exists || v.with_no_schema_binding || v.to.is_some() {
+                    return Err(QueryError::NotSupported(format!("{}: a plain view is supported", first_words(&stmt.to_string()))));
+                }
+                if !matches!(v.options, ast::CreateTableOptions::None) {
+                    return Err(QueryError::NotSupported("CREATE VIEW ... WITH (options)".into()));
+                }
+                Ok(Plan::CreateView {
+                    name: object_name(&v.name),
+                    columns: v.columns.iter().map(|c| ident_name(&c.name)).collect(),
+                    query: v.query.clone(),
+                    or_replace: v.or_replace,
+                })
+            }
+            Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, cascade, .. } => {
+                Ok(Plan::DropView { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
             }
             Statement::Drop { object_type: ast::ObjectType::Sequence, if_exists, names, cascade, .. } => {
                 Ok(Plan::DropSequence { names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })

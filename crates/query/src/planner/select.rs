@@ -82,11 +82,11 @@ impl Planner<'_> {
                         [name] if name.starts_with("pg_") && self.catalog.table(name).is_err() => {
                             return Err(QueryError::Analytic("catalog relations".into()))
                         }
-                        // A sequence reads as a relation of one row, which the analytic engine has.
-                        _ => self.catalog.table(&object_name(name)).map_err(|e| match e.sqlstate() {
-                            "42809" => QueryError::Analytic("a sequence".into()),
-                            _ => e,
-                        })?,
+                        // A view, or a sequence (a relation of one row): the analytic engine reads them.
+                        _ if self.catalog.read_elsewhere(&object_name(name)) => {
+                            return Err(QueryError::Analytic("views and sequences".into()))
+                        }
+                        _ => self.catalog.table(&object_name(name))?,
                     };
                     (Some(t), alias.as_ref().map(|a| ident_name(&a.name)), args.clone())
                 }

@@ -104,8 +104,9 @@ impl Session {
             | Plan::AlterColumn { table, .. } => self.need_owner(table),
             Plan::Sequence(crate::sequences::parse::SequenceStatement::Alter { name, .. }) => self.need_owner(name),
             Plan::Sequence(crate::sequences::parse::SequenceStatement::AddIdentity { table, .. }) => self.need_owner(table),
-            Plan::DropSequence { names, .. } => names.iter().try_for_each(|n| self.need_owner(n)),
-            Plan::CreateTable(_) | Plan::Sequence(_) => match self.db.roles().get(self.current_user()) {
+            Plan::DropSequence { names, .. } | Plan::DropView { names, .. } => names.iter().try_for_each(|n| self.need_owner(n)),
+            Plan::CreateView { name, or_replace: true, .. } if self.db.relation(name).is_ok() => self.need_owner(name),
+            Plan::CreateTable(_) | Plan::Sequence(_) | Plan::CreateView { .. } => match self.db.roles().get(self.current_user()) {
                 Some(r) if r.create_in_public => Ok(()),
                 _ => Err(QueryError::InsufficientPrivilege("permission denied for schema public".into())),
             },

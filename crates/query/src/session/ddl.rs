@@ -116,6 +116,8 @@ impl Session {
                 return Err(crate::database::not_a_table(n).with_hint("Use DROP SEQUENCE to remove a sequence."));
             }
         }
+        let present: Vec<String> = names.iter().filter(|n| self.db.table(n).is_ok()).cloned().collect();
+        self.drop_dependent_views(&present, "table", cascade)?;
         // The sequences OWNED BY their columns go with them, as in PostgreSQL.
         let mut owned = Vec::new();
         for n in names {
@@ -258,6 +260,7 @@ impl Session {
 
     /// `ALTER TABLE ... DROP COLUMN`: its name is kept as dropped, since its old cells stay stored.
     pub(super) fn drop_column(&mut self, table: &str, column: &str, if_exists: bool) -> Result<Output> {
+        self.not_under_a_view(table, "DROP COLUMN")?;
         let schema = self.db.table(table)?;
         let Some(i) = schema.columns.iter().position(|c| c.name == column) else {
             if if_exists {
@@ -336,6 +339,7 @@ impl Session {
 
     /// `ALTER TABLE t RENAME TO u`.
     pub(super) fn rename_table(&mut self, table: &str, to: &str) -> Result<Output> {
+        self.not_under_a_view(table, "RENAME")?;
         if self.db.store().table_id(table).is_ok() && self.relation_exists(to)? {
             return Err(QueryError::Engine { sqlstate: "42P07", message: format!("relation \"{to}\" already exists") });
         }
@@ -397,6 +401,7 @@ impl Session {
     /// rebuilt with them renamed (where PostgreSQL changes only its catalog); cells still stored under `b`
     /// from a dropped column of that name are left out.
     pub(super) fn rename_column(&mut self, table: &str, from: &str, to: &str) -> Result<Output> {
+        self.not_under_a_view(table, "RENAME COLUMN")?;
         let schema = self.db.table(table)?;
         let i =
             schema.column_index(from).filter(|&i| i < schema.columns.len()).ok_or_else(|| QueryError::UndefinedColumn(from.to_string()))?;
@@ -447,6 +452,7 @@ impl Session {
                 altered.columns.iter_mut().filter(|c| c.name == column).for_each(|c| c.not_null = true);
             }
             crate::plan::ColumnChange::Type { ty, max_chars, numeric } => {
+                self.not_under_a_view(table, "ALTER COLUMN TYPE")?;
                 // A row the new type cannot hold makes it fail, as PostgreSQL's rewrite would.
                 let quoted = format!("\"{}\"", column.replace('"', "\"\""));
                 let (outside, error) = match (ty, max_chars) {

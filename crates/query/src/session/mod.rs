@@ -37,6 +37,7 @@ mod sequence;
 mod settings;
 mod statements;
 mod vacuum;
+mod view;
 
 /// A parsed and planned statement, ready to run with parameters.
 #[derive(Clone)]
@@ -580,6 +581,8 @@ impl Session {
             Plan::Maintenance(m) => self.maintain(m),
             Plan::Sequence(s) => self.run_sequence(s),
             Plan::DropSequence { names, if_exists, cascade } => self.drop_sequences(names, *if_exists, *cascade),
+            Plan::CreateView { name, columns, query, or_replace } => self.create_view(name, columns, query, *or_replace),
+            Plan::DropView { names, if_exists, cascade } => self.drop_views(names, *if_exists, *cascade),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),
             Plan::RenameColumn { table, from, to } => self.rename_column(table, from, to),

@@ -102,6 +102,7 @@ impl Session {
             checks: vec![],
             foreign_keys: vec![],
             sequence: Some(def.clone()),
+            view: None,
         };
         let table = super::ddl::table_def(name, &schema.columns, &[0], 1, TableOptions::default(), schema.encode());
         let made = self.ddl().create_table(table);
@@ -208,6 +209,7 @@ impl Session {
                 self.store_schema(&table, &altered)?;
             }
         }
+        self.drop_dependent_views(&found, "sequence", cascade)?;
         for n in &found {
             let r = self.ddl().drop_table(n);
             self.db.invalidate();

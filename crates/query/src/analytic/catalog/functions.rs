@@ -20,18 +20,21 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
 /// Looks up what an OID names, for pg_get_indexdef / pg_get_constraintdef.
 fn describe_oid(db: &dyn Source, oid: i64, what: OidText, qualified: bool) -> Option<String> {
     let (name, part) = tabula_object(db, oid)?;
+    if what == OidText::View {
+        return db.view(&name)?.view.as_ref().map(|v| v.definition());
+    }
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
     match (what, part) {
-        (OidText::IndexDef, OidPart::PrimaryKeyIndex) => Some(index_def(&t, None)),
-        (OidText::ConstraintDef, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
-        (OidText::IndexDef, OidPart::Index(i)) => Some(index_def(&t, Some(t.indexes.get(i)?))),
-        (OidText::ConstraintDef, OidPart::IndexConstraint(i)) => {
+        (OidText::Index, OidPart::PrimaryKeyIndex) => Some(index_def(&t, None)),
+        (OidText::Constraint, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
+        (OidText::Index, OidPart::Index(i)) => Some(index_def(&t, Some(t.indexes.get(i)?))),
+        (OidText::Constraint, OidPart::IndexConstraint(i)) => {
             let cols: Vec<String> = t.indexes.get(i)?.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
             Some(format!("UNIQUE ({})", cols.join(", ")))
         }
-        (OidText::ConstraintDef, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
-        (OidText::ConstraintDef, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident, qualified)),
+        (OidText::Constraint, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
+        (OidText::Constraint, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident, qualified)),
         _ => None,
     }
 }
@@ -80,11 +83,14 @@ pub(super) fn quote_ident(s: &str) -> String {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum OidText {
-    IndexDef,
-    ConstraintDef,
+    Index,
+    Constraint,
+    /// A view's query (`crate::views`); NULL for any other OID.
+    View,
 }
 
-/// `pg_get_indexdef(oid [, column, pretty])` and `pg_get_constraintdef(oid [, pretty])` over Tabula's catalog.
+/// `pg_get_indexdef(oid [, column, pretty])`, `pg_get_constraintdef(oid [, pretty])` and
+/// `pg_get_viewdef(oid [, pretty])` over Tabula's catalog.
 #[derive(Debug)]
 pub struct OidTextUdf {
     what: OidText,
@@ -122,8 +128,9 @@ impl OidTextUdf {
 impl ScalarUDFImpl for OidTextUdf {
     fn name(&self) -> &str {
         match self.what {
-            OidText::IndexDef => "pg_get_indexdef",
-            OidText::ConstraintDef => "pg_get_constraintdef",
+            OidText::Index => "pg_get_indexdef",
+            OidText::Constraint => "pg_get_constraintdef",
+            OidText::View => "pg_get_viewdef",
         }
     }
 
@@ -149,7 +156,7 @@ impl ScalarUDFImpl for OidTextUdf {
 /// `pg_get_constraintdef` for a session whose search path does not name `public` (pg_dump's): it names the
 /// tables a foreign key references with their schema. Registered for each such statement.
 pub fn qualified_constraintdef(db: Weak<dyn Source>) -> ScalarUDF {
-    ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db, true))
+    ScalarUDF::new_from_impl(OidTextUdf::new(OidText::Constraint, db, true))
 }
 
 /// `f(name) -> oid`: NULL when nothing has that name.
@@ -292,17 +299,18 @@ pub fn catalog_udfs(db: Weak<dyn Source>) -> Vec<ScalarUDF> {
         )
     }
     let db_for_users = db.clone();
+    let db_for_views = db.clone();
     vec![
         acldefault_udf(db.clone()),
-        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::IndexDef, db.clone(), false)),
-        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::ConstraintDef, db, false)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::Index, db.clone(), false)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::Constraint, db, false)),
         // Expressions are stored as their SQL text: pg_get_expr(text, relation [, pretty]) is that text.
         ScalarUDF::new_from_impl(ExprTextUdf { signature: Signature::variadic_any(Volatility::Stable) }),
-        // Tabula keeps no comments or views; every type, function and collation is visible.
+        // Tabula keeps no comments; every type, function and collation is visible.
         ConstUdf::udf("obj_description", ScalarValue::Utf8(None)),
         ConstUdf::udf("col_description", ScalarValue::Utf8(None)),
         ConstUdf::udf("shobj_description", ScalarValue::Utf8(None)),
-        ConstUdf::udf("pg_get_viewdef", ScalarValue::Utf8(None)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::View, db_for_views, false)),
         // Tabula has no triggers or statistics objects.
         ConstUdf::udf("pg_get_triggerdef", ScalarValue::Utf8(None)),
         ConstUdf::udf("pg_get_statisticsobjdef", ScalarValue::Utf8(None)),

@@ -162,6 +162,8 @@ struct Rel {
     tabula: Option<(Arc<TableSchema>, u32)>,
     /// A sequence's definition (`kind` "S").
     sequence: Option<crate::sequences::def::SequenceDef>,
+    /// A user's view (`kind` "v"): its query.
+    view: Option<crate::views::ViewDef>,
 }
 
 /// Everything the catalog tables are generated from, read once per scan.
@@ -209,6 +211,7 @@ impl Snapshot {
                         columns,
                         tabula: Some((t, id)),
                         sequence: None,
+                        view: None,
                     });
                     continue;
                 }
@@ -225,7 +228,7 @@ impl Snapshot {
                 let oid = known.unwrap_or(base + i as i32);
                 // PostgreSQL's system tables have OIDs below 10000, its views above.
                 let kind = if known.is_some_and(|o| o < 10000) { "r" } else { "v" };
-                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None, sequence: None });
+                rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None, sequence: None, view: None });
             }
         }
         // The sequences made by CREATE SEQUENCE, with the columns PostgreSQL shows for one.
@@ -238,7 +241,15 @@ impl Snapshot {
                 ("is_called".into(), SqlType::Bool, true),
             ];
             let (schema, name, oid) = ("public".to_string(), t.name.clone(), table_oid(id));
-            rels.push(Rel { schema, name, oid, kind: "S", columns, tabula: None, sequence: Some(def) });
+            rels.push(Rel { schema, name, oid, kind: "S", columns, tabula: None, sequence: Some(def), view: None });
+        }
+        // The users' views, with the columns their queries were planned with.
+        for t in db.sequences().relations().map_err(df_err)? {
+            let Some(def) = t.view.clone() else { continue };
+            let id = db.store().table_id(&t.name).map_err(|e| df_err(e.into()))?;
+            let columns = def.columns.iter().map(|(n, ty)| (n.clone(), *ty, false)).collect();
+            let (schema, name, oid) = ("public".to_string(), t.name.clone(), table_oid(id));
+            rels.push(Rel { schema, name, oid, kind: "v", columns, tabula: None, sequence: None, view: Some(def) });
         }
         Ok(Snapshot { rels, db: db.clone(), settings, viewer })
     }
@@ -515,6 +526,7 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_depend" => &PgDepend,
         "pg_sequence" => &PgSequence,
         "pg_sequences" => &PgSequences,
+        "pg_views" => &PgViews,
         "pg_init_privs" => &PgInitPrivs,
         _ => return empty_relation(name).map(|e| Generated::Relation(e as &'static dyn Relation)),
     };

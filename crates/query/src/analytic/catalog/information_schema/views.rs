@@ -1,4 +1,4 @@
-//! `information_schema.views`: empty, as Tabula has no views yet.
+//! `information_schema.views`: the users' views (`crate::views`), none updatable.
 
 use crate::analytic::catalog::*;
 
@@ -22,11 +22,14 @@ impl Relation for Views {
         ]
     }
 
-    fn reads_relations(&self) -> bool {
-        false
-    }
-
-    fn rows(&self, _: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
-        Ok(Vec::new())
+    fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
+        let rows = s.rels.iter().filter_map(|r| {
+            let v = r.view.as_ref()?;
+            let mut row: Vec<Cell> =
+                vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition().into(), "NONE".into()];
+            row.extend(["NO", "NO", "NO", "NO", "NO"].map(Cell::from));
+            Some(row)
+        });
+        Ok(rows.collect())
     }
 }

@@ -18,6 +18,7 @@ mod pg_settings;
 mod pg_stat_activity;
 mod pg_stat_progress_copy;
 mod pg_stat_user_tables;
+mod pg_views;
 
 pub use empty::empty_relation;
 pub use pg_attrdef::PgAttrdef;
@@ -36,3 +37,4 @@ pub use pg_settings::PgSettings;
 pub use pg_stat_activity::PgStatActivity;
 pub use pg_stat_progress_copy::PgStatProgressCopy;
 pub use pg_stat_user_tables::PgStatUserTables;
+pub use pg_views::PgViews;

@@ -93,6 +93,23 @@ impl Relation for PgDepend {
                 ]);
             }
         }
+        // A view depends on what it reads (PostgreSQL records it for the view's rewrite rule; pg_dump orders
+        // the view after them either way).
+        for r in &s.rels {
+            let Some(v) = r.view.as_ref() else { continue };
+            for read in &v.reads {
+                let Some(target) = s.rels.iter().find(|q| q.schema == "public" && q.name == *read) else { continue };
+                out.push(vec![
+                    PG_CLASS_CLASS.into(),
+                    r.oid.into(),
+                    0.into(),
+                    PG_CLASS_CLASS.into(),
+                    target.oid.into(),
+                    0.into(),
+                    "n".into(),
+                ]);
+            }
+        }
         // A sequence OWNED BY a column depends on it automatically (deptype `a`): psql's `\d` shows it as
         // "Owned by", pg_dump writes it back as ALTER SEQUENCE ... OWNED BY.
         for r in &s.rels {

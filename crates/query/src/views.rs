@@ -1,0 +1,157 @@
+//! Views (`CREATE [OR REPLACE] VIEW`): a named query, read through the analytic engine.
+//!
+//! A view is kept as an empty table of the store's (as a sequence is, `crate::sequences::def`), so that its
+//! creation and drop are transactional as a table's; its metadata holds the query's text, its columns as
+//! they were planned, and the relations it reads (a table it reads is not dropped or changed under it).
+//! A statement that reads a view reads the view's query in its place ([`expand`]): `FROM v` becomes
+//! `FROM (query) AS v(columns)`, before DataFusion plans it.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use sqlparser::ast::{self, Statement, TableFactor, VisitMut, VisitorMut};
+
+use crate::error::{QueryError, Result};
+use crate::schema::TableSchema;
+use crate::types::SqlType;
+
+/// Views read through views, at most: deeper is a loop (a view replaced to read itself through another).
+const MAX_EXPANSIONS: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewDef {
+    /// The query, as sqlparser prints it.
+    pub query: String,
+    pub columns: Vec<(String, SqlType)>,
+    /// The tables and views the query reads.
+    pub reads: Vec<String>,
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t")
+}
+
+impl ViewDef {
+    /// The metadata lines: `!view`, the query; `!viewcol`, each column; `!reads`, the relations read.
+    pub fn encode(&self) -> String {
+        let mut s = format!("!view\t{}\n", escape(&self.query));
+        for (name, ty) in &self.columns {
+            s.push_str(&format!("!viewcol\t{}\t{}\n", escape(name), ty.pg_name()));
+        }
+        s.push_str("!reads");
+        for r in &self.reads {
+            s.push_str(&format!("\t{}", escape(r)));
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The query parsed.
+    pub fn parsed(&self) -> Result<ast::Query> {
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        Ok(*sqlparser::parser::Parser::new(&dialect).try_with_sql(&self.query)?.parse_query()?)
+    }
+
+    /// As `pg_get_viewdef` prints it: the query, with a leading space and a closing semicolon.
+    pub fn definition(&self) -> String {
+        format!(" {};", self.query)
+    }
+}
+
+/// The relations a query names in FROM (its CTEs' names left out), as the catalog names them.
+pub fn named_relations(q: &ast::Query) -> Vec<String> {
+    struct Names {
+        ctes: Vec<String>,
+        found: Vec<String>,
+    }
+    impl ast::Visitor for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            if let Some(w) = &q.with {
+                self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, args: None, .. } = f {
+                let n = crate::schema::table_name(name);
+                if !self.ctes.contains(&n) && !self.found.contains(&n) {
+                    self.found.push(n);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Names { ctes: Vec::new(), found: Vec::new() };
+    let _ = ast::Visit::visit(q, &mut v);
+    v.found
+}
+
+/// The statement with every view it reads replaced by the view's query; `view` finds a view by name.
+pub fn expand(stmt: Statement, view: &dyn Fn(&str) -> Option<Arc<TableSchema>>) -> Result<Statement> {
+    struct Expand<'a> {
+        view: &'a dyn Fn(&str) -> Option<Arc<TableSchema>>,
+        ctes: Vec<String>,
+        count: usize,
+        error: Option<QueryError>,
+    }
+    impl VisitorMut for Expand<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if let Some(w) = &q.with {
+                self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+            let TableFactor::Table { name, alias, args: None, .. } = f else { return ControlFlow::Continue(()) };
+            let n = crate::schema::table_name(name);
+            if self.ctes.contains(&n) {
+                return ControlFlow::Continue(());
+            }
+            let Some(def) = (self.view)(&n).and_then(|t| t.view.clone()) else { return ControlFlow::Continue(()) };
+            self.count += 1;
+            if self.count > MAX_EXPANSIONS {
+                self.error = Some(QueryError::Engine {
+                    sqlstate: "42P17",
+                    message: format!("infinite recursion detected in rules for relation \"{n}\""),
+                });
+                return ControlFlow::Break(());
+            }
+            let subquery = match def.parsed() {
+                Ok(q) => q,
+                Err(e) => {
+                    self.error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            };
+            let columns = |given: &[ast::TableAliasColumnDef]| -> Vec<ast::TableAliasColumnDef> {
+                // Names given in the alias come first; the view's own name the rest.
+                let mut cols: Vec<ast::TableAliasColumnDef> = given.to_vec();
+                cols.extend(
+                    def.columns
+                        .iter()
+                        .skip(given.len())
+                        .map(|(c, _)| ast::TableAliasColumnDef { name: ast::Ident::with_quote('"', c.clone()), data_type: None }),
+                );
+                cols
+            };
+            let alias = match alias.take() {
+                Some(mut a) => {
+                    a.columns = columns(&a.columns);
+                    a
+                }
+                None => ast::TableAlias { explicit: false, at: None, name: ast::Ident::with_quote('"', n.clone()), columns: columns(&[]) },
+            };
+            *f = TableFactor::Derived { lateral: false, subquery: Box::new(subquery), alias: Some(alias), sample: None };
+            ControlFlow::Continue(())
+        }
+    }
+    let mut stmt = stmt;
+    let mut e = Expand { view, ctes: Vec::new(), count: 0, error: None };
+    let _ = stmt.visit(&mut e);
+    match e.error {
+        Some(err) => Err(err),
+        None => Ok(stmt),
+    }
+}
