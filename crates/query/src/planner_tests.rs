@@ -26,21 +26,8 @@ fn col(name: &str, ty: SqlType) -> ColumnDef {
 
 /// t(a text, b bigint, c bigint, v text) PRIMARY KEY (a, b, c)
 fn catalog() -> Tables {
-    Tables(vec![Arc::new(TableSchema {
-        name: "t".into(),
-        columns: vec![col("a", SqlType::Text), col("b", SqlType::Int8), col("c", SqlType::Int8), col("v", SqlType::Text)],
-        pk: vec![0, 1, 2],
-        partition_key_len: 1,
-        options: TableOptions::default(),
-        dropped: vec![],
-        owner: "tabula".into(),
-        acl: None,
-        indexes: vec![],
-        checks: vec![],
-        foreign_keys: vec![],
-        sequence: None,
-        view: None,
-    })])
+    let columns = vec![col("a", SqlType::Text), col("b", SqlType::Int8), col("c", SqlType::Int8), col("v", SqlType::Text)];
+    Tables(vec![Arc::new(TableSchema::new("t", columns, (vec![0, 1, 2], 1), TableOptions::default(), "tabula"))])
 }
 
 fn plan(sql: &str) -> Plan {

@@ -330,6 +330,37 @@ impl TableSchema {
         })
     }
 
+    /// A table of these columns and key, with no constraints, indexes or grants yet.
+    pub fn new(
+        name: &str,
+        columns: Vec<ColumnDef>,
+        (pk, partition_key_len): (Vec<usize>, usize),
+        options: TableOptions,
+        owner: &str,
+    ) -> TableSchema {
+        TableSchema {
+            name: name.into(),
+            columns,
+            pk,
+            partition_key_len,
+            options,
+            dropped: vec![],
+            owner: owner.into(),
+            acl: None,
+            indexes: vec![],
+            checks: vec![],
+            foreign_keys: vec![],
+            sequence: None,
+            view: None,
+        }
+    }
+
+    /// A relation that is no table, kept as an empty table of the store's (a sequence, a view): its one key
+    /// column, no rows ever; the caller sets what it is.
+    pub fn stand_in(name: &str, key: ColumnDef, owner: &str) -> TableSchema {
+        TableSchema::new(name, vec![key], (vec![0], 1), TableOptions::default(), owner)
+    }
+
     /// The metadata to store for this table.
     pub fn encode(&self) -> Vec<u8> {
         let mut meta = Self::encode_meta(&self.columns, &self.dropped, (&self.checks, &self.foreign_keys), &self.owner, self.acl.as_ref());

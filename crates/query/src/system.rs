@@ -54,22 +54,9 @@ impl SystemView {
             ),
         };
         // Views have no key: `pk` is empty and every read is a full scan of the generated rows.
-        Arc::new(TableSchema {
-            name: name.into(),
-            columns,
-            pk: vec![],
-            partition_key_len: 0,
-            options: TableOptions::default(),
-            dropped: vec![],
-            owner: crate::roles::BOOTSTRAP.into(),
-            // Everybody reads them, as PostgreSQL's statistics views.
-            acl: Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))])),
-            indexes: vec![],
-            checks: vec![],
-            foreign_keys: vec![],
-            sequence: None,
-            view: None,
-        })
+        // Everybody reads them, as PostgreSQL's statistics views.
+        let acl = Some(crate::roles::Acl(vec![(String::new(), crate::roles::Privileges::of(&[crate::roles::Privilege::Select]))]));
+        Arc::new(TableSchema { acl, ..TableSchema::new(name, columns, (vec![], 0), TableOptions::default(), crate::roles::BOOTSTRAP) })
     }
 
     /// The view's rows now (the last column of each row is the `_version` slot, always NULL).

@@ -149,21 +149,8 @@ mod tests {
 
     fn table() -> TableSchema {
         let col = ColumnDef::plain;
-        TableSchema {
-            name: "t".into(),
-            columns: vec![col("k", SqlType::Int8), col("n", SqlType::Int8), col("j", SqlType::Jsonb)],
-            pk: vec![0],
-            partition_key_len: 1,
-            options: Default::default(),
-            dropped: vec![],
-            owner: "tabula".into(),
-            acl: None,
-            indexes: vec![],
-            checks: vec![],
-            foreign_keys: vec![],
-            sequence: None,
-            view: None,
-        }
+        let columns = vec![col("k", SqlType::Int8), col("n", SqlType::Int8), col("j", SqlType::Jsonb)];
+        TableSchema::new("t", columns, (vec![0], 1), Default::default(), "tabula")
     }
 
     fn column(index: usize, ty: SqlType) -> Box<Expr> {

@@ -162,21 +162,7 @@ impl Planner<'_> {
             }
         }
         // The CHECKs, bound over the table as it will be.
-        let mut table = TableSchema {
-            name: name.clone(),
-            columns: columns.clone(),
-            pk: pk.clone(),
-            partition_key_len,
-            options,
-            dropped: vec![],
-            owner: String::new(),
-            acl: None,
-            indexes: vec![],
-            checks: vec![],
-            foreign_keys: vec![],
-            sequence: None,
-            view: None,
-        };
+        let mut table = TableSchema::new(&name, columns.clone(), (pk.clone(), partition_key_len), options, "");
         for (column, c) in &checks {
             let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;
             table.checks.push(def);

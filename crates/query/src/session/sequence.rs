@@ -89,21 +89,7 @@ impl Session {
         let def = SequenceDef::define(None, options)?;
         self.check_owner(&def.owned_by)?;
         let counter = ColumnDef { not_null: true, identity: true, ..ColumnDef::plain(COUNTER_COLUMN, SqlType::Int8) };
-        let schema = TableSchema {
-            name: name.into(),
-            columns: vec![counter],
-            pk: vec![0],
-            partition_key_len: 1,
-            options: TableOptions::default(),
-            dropped: vec![],
-            owner: self.current_user().into(),
-            acl: None,
-            indexes: vec![],
-            checks: vec![],
-            foreign_keys: vec![],
-            sequence: Some(def.clone()),
-            view: None,
-        };
+        let schema = TableSchema { sequence: Some(def.clone()), ..TableSchema::stand_in(name, counter, self.current_user()) };
         let table = super::ddl::table_def(name, &schema.columns, &[0], 1, TableOptions::default(), schema.encode());
         let made = self.ddl().create_table(table);
         self.db.invalidate();

@@ -89,21 +89,7 @@ impl Session {
             return Ok(Output::Command { tag: "CREATE VIEW".into() });
         }
         let key = ColumnDef::row_id(&[], false);
-        let schema = TableSchema {
-            name: name.into(),
-            columns: vec![key],
-            pk: vec![0],
-            partition_key_len: 1,
-            options: TableOptions::default(),
-            dropped: vec![],
-            owner: self.current_user().into(),
-            acl: None,
-            indexes: vec![],
-            checks: vec![],
-            foreign_keys: vec![],
-            sequence: None,
-            view: Some(view),
-        };
+        let schema = TableSchema { view: Some(view), ..TableSchema::stand_in(name, key, self.current_user()) };
         let table = super::ddl::table_def(name, &schema.columns, &[0], 1, TableOptions::default(), schema.encode());
         let made = self.ddl().create_table(table);
         self.db.invalidate();

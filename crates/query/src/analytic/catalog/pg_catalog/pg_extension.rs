@@ -50,6 +50,12 @@ impl Relation for PgExtension {
     }
 }
 
+/// A pg_depend row: the object (its catalog, its OID) depends on the relation (its OID, the column's
+/// number or 0).
+fn depend((class, oid): (i32, i32), (relation, column): (i32, i32), deptype: &str) -> Vec<Cell> {
+    vec![class.into(), oid.into(), 0.into(), PG_CLASS_CLASS.into(), relation.into(), column.into(), deptype.into()]
+}
+
 /// Dependencies between objects: the extension's membership (deptype `e`), and the sequences OWNED BY a
 /// column (deptype `a`).
 #[derive(Debug)]
@@ -82,15 +88,7 @@ impl Relation for PgDepend {
                 let Some(seq) = c.default.as_deref().and_then(crate::sequences::drawn_by) else { continue };
                 let Some(target) = s.rels.iter().find(|q| q.kind == "S" && q.name == seq) else { continue };
                 let attrdef = super::pg_attrdef::attrdef_oid(r.oid, i);
-                out.push(vec![
-                    PG_ATTRDEF_CLASS.into(),
-                    attrdef.into(),
-                    0.into(),
-                    PG_CLASS_CLASS.into(),
-                    target.oid.into(),
-                    0.into(),
-                    "n".into(),
-                ]);
+                out.push(depend((PG_ATTRDEF_CLASS, attrdef), (target.oid, 0), "n"));
             }
         }
         // A view depends on what it reads (PostgreSQL records it for the view's rewrite rule; pg_dump orders
@@ -99,15 +97,7 @@ impl Relation for PgDepend {
             let Some(v) = r.view.as_ref() else { continue };
             for read in &v.reads {
                 let Some(target) = s.rels.iter().find(|q| q.schema == "public" && q.name == *read) else { continue };
-                out.push(vec![
-                    PG_CLASS_CLASS.into(),
-                    r.oid.into(),
-                    0.into(),
-                    PG_CLASS_CLASS.into(),
-                    target.oid.into(),
-                    0.into(),
-                    "n".into(),
-                ]);
+                out.push(depend((PG_CLASS_CLASS, r.oid), (target.oid, 0), "n"));
             }
         }
         // A sequence OWNED BY a column depends on it automatically (deptype `a`): psql's `\d` shows it as
@@ -116,15 +106,7 @@ impl Relation for PgDepend {
             let Some((table, column)) = r.sequence.as_ref().and_then(|d| d.owned_by.as_ref()) else { continue };
             let Some((t, owner)) = s.tabula().find(|(t, _, _)| t.name == *table).map(|(t, schema, _)| (t, schema)) else { continue };
             let Some(attnum) = owner.column_index(column) else { continue };
-            out.push(vec![
-                PG_CLASS_CLASS.into(),
-                r.oid.into(),
-                0.into(),
-                PG_CLASS_CLASS.into(),
-                t.oid.into(),
-                (attnum as i32 + 1).into(),
-                "a".into(),
-            ]);
+            out.push(depend((PG_CLASS_CLASS, r.oid), (t.oid, attnum as i32 + 1), "a"));
         }
         Ok(out)
     }
