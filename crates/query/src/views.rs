@@ -52,9 +52,39 @@ impl ViewDef {
         Ok(*sqlparser::parser::Parser::new(&dialect).try_with_sql(&self.query)?.parse_query()?)
     }
 
-    /// As `pg_get_viewdef` prints it: the query, with a leading space and a closing semicolon.
-    pub fn definition(&self) -> String {
-        format!(" {};", self.query)
+    /// As `pg_get_viewdef` prints it: the query, with a leading space and a closing semicolon. `qualified`:
+    /// the relations it reads named with their schema (`public.t`), as PostgreSQL prints them when their
+    /// schema is not on the search path (pg_dump's empty one), so that the definition restores there.
+    pub fn definition(&self, qualified: bool) -> String {
+        let query = match self.parsed().ok().filter(|_| qualified) {
+            Some(mut q) => {
+                struct Qualify {
+                    ctes: Vec<String>,
+                }
+                impl VisitorMut for Qualify {
+                    type Break = ();
+                    fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+                        if let Some(w) = &q.with {
+                            self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
+                        }
+                        ControlFlow::Continue(())
+                    }
+                    fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+                        // Tables only: a function in FROM (`generate_series`) keeps its name.
+                        if let TableFactor::Table { name, args: None, .. } = f {
+                            if name.0.len() == 1 && !self.ctes.contains(&crate::schema::table_name(name)) {
+                                name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::new("public")));
+                            }
+                        }
+                        ControlFlow::Continue(())
+                    }
+                }
+                let _ = q.visit(&mut Qualify { ctes: Vec::new() });
+                q.to_string()
+            }
+            None => self.query.clone(),
+        };
+        format!(" {query};")
     }
 }
 

@@ -210,7 +210,8 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
            CREATE SEQUENCE ticket_no START 100 INCREMENT 5;
            CREATE TABLE tickets (no bigint PRIMARY KEY DEFAULT nextval('ticket_no'), device bigint REFERENCES devices(id),
                price numeric(8,2));
-           INSERT INTO tickets (device, price) VALUES (1, 9.999), (2, 1);"#,
+           INSERT INTO tickets (device, price) VALUES (1, 9.999), (2, 1);
+           CREATE VIEW ticketed AS SELECT d.name, t.no FROM tickets t JOIN devices d ON d.id = t.device;"#,
     )
     .await
     .unwrap();
@@ -240,6 +241,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT last_value, is_called FROM ticket_no",
         "INSERT INTO tickets (device) VALUES (3) RETURNING no",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'tickets'::regclass ORDER BY conname",
+        "SELECT * FROM ticketed ORDER BY no",
     ];
     same_answers(
         &bin,
@@ -273,6 +275,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT * FROM spread_rows",
         "SELECT * FROM tickets ORDER BY no",
         "SELECT last_value, is_called FROM ticket_no",
+        "SELECT * FROM ticketed ORDER BY no",
         "SELECT * FROM tabula.tables ORDER BY table_name",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint ORDER BY conname",
         "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",

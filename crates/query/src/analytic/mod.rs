@@ -262,7 +262,9 @@ impl Analytics {
             state.register_udf(Arc::new(udf)).map_err(map_err)?;
         }
         if !search_path::schemas(&info.settings).iter().any(|s| s == "public") {
-            state.register_udf(Arc::new(catalog::qualified_constraintdef(self.db.clone()))).map_err(map_err)?;
+            for udf in catalog::qualified_definitions(self.db.clone()) {
+                state.register_udf(Arc::new(udf)).map_err(map_err)?;
+            }
         }
         Ok(state)
     }

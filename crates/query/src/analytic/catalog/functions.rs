@@ -21,7 +21,7 @@ fn relation_name(db: &dyn Source, oid: i64) -> Option<String> {
 fn describe_oid(db: &dyn Source, oid: i64, what: OidText, qualified: bool) -> Option<String> {
     let (name, part) = tabula_object(db, oid)?;
     if what == OidText::View {
-        return db.view(&name)?.view.as_ref().map(|v| v.definition());
+        return db.view(&name)?.view.as_ref().map(|v| v.definition(qualified));
     }
     let t = db.table(&name).ok()?;
     let cols: Vec<String> = t.pk.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
@@ -153,10 +153,14 @@ impl ScalarUDFImpl for OidTextUdf {
     }
 }
 
-/// `pg_get_constraintdef` for a session whose search path does not name `public` (pg_dump's): it names the
-/// tables a foreign key references with their schema. Registered for each such statement.
-pub fn qualified_constraintdef(db: Weak<dyn Source>) -> ScalarUDF {
-    ScalarUDF::new_from_impl(OidTextUdf::new(OidText::Constraint, db, true))
+/// `pg_get_constraintdef` and `pg_get_viewdef` for a session whose search path does not name `public`
+/// (pg_dump's): they name the tables a foreign key references, or a view reads, with their schema.
+/// Registered for each such statement.
+pub fn qualified_definitions(db: Weak<dyn Source>) -> [ScalarUDF; 2] {
+    [
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::Constraint, db.clone(), true)),
+        ScalarUDF::new_from_impl(OidTextUdf::new(OidText::View, db, true)),
+    ]
 }
 
 /// `f(name) -> oid`: NULL when nothing has that name.

@@ -45,7 +45,7 @@ mod sizes;
 
 use cells::{build_batch, data_type, schema_of, Cell, K};
 use defaults::shown_default;
-pub use functions::{catalog_udfs, qualified_constraintdef};
+pub use functions::{catalog_udfs, qualified_definitions};
 pub use oids::{pg_catalog_name, pg_catalog_oid};
 pub use pg_catalog::empty_relation;
 

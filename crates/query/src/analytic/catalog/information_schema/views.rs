@@ -26,7 +26,7 @@ impl Relation for Views {
         let rows = s.rels.iter().filter_map(|r| {
             let v = r.view.as_ref()?;
             let mut row: Vec<Cell> =
-                vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition().into(), "NONE".into()];
+                vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition(false).into(), "NONE".into()];
             row.extend(["NO", "NO", "NO", "NO", "NO"].map(Cell::from));
             Some(row)
         });

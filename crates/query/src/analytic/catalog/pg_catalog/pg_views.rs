@@ -16,7 +16,7 @@ impl Relation for PgViews {
         for r in &s.rels {
             let Some(v) = r.view.as_ref() else { continue };
             let owner = s.db.view(&r.name).map(|t| t.owner.clone()).unwrap_or_default();
-            out.push(vec![r.schema.clone().into(), r.name.clone().into(), owner.into(), v.definition().into()]);
+            out.push(vec![r.schema.clone().into(), r.name.clone().into(), owner.into(), v.definition(false).into()]);
         }
         Ok(out)
     }
