@@ -10,9 +10,16 @@ use crate::output::Output;
 use crate::schema::{ColumnDef, TableSchema};
 use crate::views::ViewDef;
 
-fn depends(what: &str, name: &str, view: &str) -> QueryError {
+/// 2BP01 for dropping `names` (of kind `what`) that the views of `dependents` (view, what it reads) read:
+/// each dependency on a line of DETAIL, as PostgreSQL lists them.
+fn depends(what: &str, names: &[String], dependents: &[(String, String)]) -> QueryError {
+    let name = dependents.iter().map(|(_, on)| on).find(|on| names.contains(on)).cloned().unwrap_or_default();
+    let lines: Vec<String> = dependents
+        .iter()
+        .map(|(view, on)| format!("view {view} depends on {} {on}", if names.contains(on) { what } else { "view" }))
+        .collect();
     QueryError::Engine { sqlstate: "2BP01", message: format!("cannot drop {what} {name} because other objects depend on it") }
-        .with_message(format!("view {view} depends on {what} {name}"))
+        .with_message(lines.join("\n"))
         .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
 }
 
@@ -117,8 +124,9 @@ impl Session {
     /// Refuses, or with CASCADE drops, the views that read the relations about to be dropped.
     pub(super) fn drop_dependent_views(&mut self, names: &[String], what: &str, cascade: bool) -> Result<()> {
         let dependents = self.dependent_views(names)?;
-        if let Some((view, on)) = dependents.last().filter(|_| !cascade) {
-            return Err(depends(what, on, view));
+        if !dependents.is_empty() && !cascade {
+            let found: Vec<(String, String)> = dependents.iter().rev().cloned().collect();
+            return Err(depends(what, names, &found));
         }
         for (view, _) in dependents {
             self.notice("00000", format!("drop cascades to view {view}"), None);
