@@ -64,9 +64,7 @@ impl ViewDef {
                 impl VisitorMut for Qualify {
                     type Break = ();
                     fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
-                        if let Some(w) = &q.with {
-                            self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
-                        }
+                        self.ctes.extend(cte_names(q));
                         ControlFlow::Continue(())
                     }
                     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
@@ -88,6 +86,11 @@ impl ViewDef {
     }
 }
 
+/// The names a query's WITH gives its CTEs: a relation of such a name in it is the CTE, not a view.
+fn cte_names(q: &ast::Query) -> Vec<String> {
+    q.with.iter().flat_map(|w| &w.cte_tables).map(|c| crate::schema::ident_name(&c.alias.name)).collect()
+}
+
 /// The relations a query names in FROM (its CTEs' names left out), as the catalog names them.
 pub fn named_relations(q: &ast::Query) -> Vec<String> {
     struct Names {
@@ -97,9 +100,7 @@ pub fn named_relations(q: &ast::Query) -> Vec<String> {
     impl ast::Visitor for Names {
         type Break = ();
         fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
-            if let Some(w) = &q.with {
-                self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
-            }
+            self.ctes.extend(cte_names(q));
             ControlFlow::Continue(())
         }
         fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
@@ -128,9 +129,7 @@ pub fn expand(stmt: Statement, view: &dyn Fn(&str) -> Option<Arc<TableSchema>>) 
     impl VisitorMut for Expand<'_> {
         type Break = ();
         fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
-            if let Some(w) = &q.with {
-                self.ctes.extend(w.cte_tables.iter().map(|c| crate::schema::ident_name(&c.alias.name)));
-            }
+            self.ctes.extend(cte_names(q));
             ControlFlow::Continue(())
         }
         fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
