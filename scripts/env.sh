@@ -41,8 +41,8 @@ ensure_build_deps() {
 }
 
 # The client drivers the end-to-end tests use besides tokio-postgres and psql: Python (psycopg 3, psycopg2,
-# asyncpg, pandas, SQLAlchemy, Django, Alembic) in a virtualenv, node-postgres, and pgjdbc with a JDK. Kept in
-# ~/.cache/tabula.
+# asyncpg, pandas, SQLAlchemy, Django, Alembic) in a virtualenv, node-postgres and Knex, pgjdbc with a JDK,
+# and ActiveRecord with ruby-pg. Kept in ~/.cache/tabula.
 ensure_drivers() {
     local cache="${TABULA_CACHE:-$HOME/.cache/tabula}"
     mkdir -p "$cache"
@@ -57,13 +57,15 @@ ensure_drivers() {
     fi
     export TABULA_PYTHON="$cache/venv/bin/python"
     ensure_packages "command -v node && command -v npm" nodejs npm
-    if [ ! -d "$cache/node/node_modules/pg" ]; then
-        echo "installing node-postgres (npm)" >&2
+    if [ ! -d "$cache/node/node_modules/pg" ] || [ ! -d "$cache/node/node_modules/knex" ]; then
+        echo "installing node-postgres and Knex (npm)" >&2
         mkdir -p "$cache/node"
-        npm install --silent --no-audit --no-fund --prefix "$cache/node" pg >&2
+        npm install --silent --no-audit --no-fund --prefix "$cache/node" pg knex >&2
     fi
     export TABULA_NODE_MODULES="$cache/node/node_modules"
     ensure_packages "command -v javac" default-jdk-headless
     ensure_packages "test -f /usr/share/java/postgresql.jar" libpostgresql-jdbc-java
     export TABULA_PGJDBC_JAR=/usr/share/java/postgresql.jar
+    # Rails' ActiveRecord and ruby-pg, as Debian packages them.
+    ensure_packages "ruby -e 'require \"active_record\"; require \"pg\"'" ruby ruby-pg ruby-activerecord
 }

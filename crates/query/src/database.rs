@@ -43,6 +43,9 @@ pub struct Database {
     memory: Arc<ServerMemory>,
     /// What each session is doing (`pg_stat_activity`).
     activity: Arc<crate::activity::Activity>,
+    /// The number the next session owns its temporary tables and advisory locks under.
+    sessions: AtomicU64,
+    advisory: crate::advisory::AdvisoryLocks,
 }
 
 impl Database {
@@ -59,6 +62,8 @@ impl Database {
             defaults: RwLock::new(Arc::new(default_settings(store_durability))),
             memory: Default::default(),
             activity: Default::default(),
+            sessions: AtomicU64::new(1),
+            advisory: Default::default(),
         }))
     }
 
@@ -81,6 +86,11 @@ impl Database {
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// A number no other session of this server has: the owner of its temporary tables (`crate::temp`).
+    pub(crate) fn next_session_number(&self) -> u64 {
+        self.sessions.fetch_add(1, Ordering::Relaxed)
     }
 
     /// What a new session's settings start as.
@@ -139,6 +149,8 @@ impl Database {
 
     /// DDL changed the catalog: cached schemas are read again, and prepared plans made again.
     pub(crate) fn invalidate(&self) {
+        // A rollback may have undone a change of roles too (their records are journaled as tables' are).
+        let _ = self.roles.reload(&self.store);
         self.schemas.write().clear();
         *self.references.write() = None;
         self.catalog_version.fetch_add(1, Ordering::SeqCst);
@@ -234,6 +246,10 @@ impl Source for Database {
 
     fn activity(&self) -> &Arc<crate::activity::Activity> {
         &self.activity
+    }
+
+    fn advisory(&self) -> &crate::advisory::AdvisoryLocks {
+        &self.advisory
     }
 
     fn table_names(&self) -> Vec<String> {

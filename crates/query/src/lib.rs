@@ -38,6 +38,7 @@
 
 pub mod access;
 pub mod activity;
+pub mod advisory;
 pub mod analytic;
 pub mod copy;
 pub mod copy_binary;
@@ -64,6 +65,7 @@ pub mod session;
 pub mod settings;
 pub mod subqueries;
 pub mod system;
+pub mod temp;
 pub mod types;
 pub mod views;
 

@@ -87,7 +87,7 @@ impl ViewDef {
 }
 
 /// The names a query's WITH gives its CTEs: a relation of such a name in it is the CTE, not a view.
-fn cte_names(q: &ast::Query) -> Vec<String> {
+pub(crate) fn cte_names(q: &ast::Query) -> Vec<String> {
     q.with.iter().flat_map(|w| &w.cte_tables).map(|c| crate::schema::ident_name(&c.alias.name)).collect()
 }
 

@@ -166,3 +166,33 @@ fn a_duplicate_key_detail_prints_values_by_type() {
     let e = err(&mut s, "CREATE UNIQUE INDEX t_at_u ON t (at, u)");
     assert_eq!(e.detail().as_deref(), Some("Key (at, u)=(2024-01-02 03:04:05, a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11) is duplicated."));
 }
+
+/// A temporary table is its session's alone, and goes with it; a permanent table of the same name stays.
+#[test]
+fn a_temporary_table_goes_with_its_session() {
+    let store =
+        Arc::new(Store::open(Arc::new(MemoryEngine::new()), StoreConfig { maintenance_interval: None, ..StoreConfig::default() }).unwrap());
+    let db = Database::new(store.clone()).unwrap();
+    let mut first = tabula_query::Session::new(&db, "tabula", "tabula");
+    let mut second = tabula_query::Session::new(&db, "tabula", "tabula");
+    for sql in [
+        "CREATE TABLE t (k int PRIMARY KEY)",
+        "INSERT INTO t VALUES (1)",
+        "CREATE TEMP TABLE t (k int PRIMARY KEY)",
+        "INSERT INTO t VALUES (2), (3)",
+    ] {
+        first.execute_sql(sql).into_iter().for_each(|r| {
+            r.unwrap();
+        });
+    }
+    let count = |s: &mut tabula_query::Session| rows(s.execute_sql("SELECT count(*) FROM t"))[0][0].as_int().unwrap();
+    assert_eq!(count(&mut first), 2, "the temporary table hides the permanent one");
+    assert_eq!(count(&mut second), 1, "another session sees the permanent one");
+    assert_eq!(store.table_names(), vec!["t".to_string()], "the catalog lists no temporary table");
+    // The session numbered 1 owns its temporary tables under this private name (`tabula_query::temp`).
+    let private = tabula_store::value::private_table_name(1, "t");
+    assert!(store.table(&private).is_ok());
+    drop(first);
+    assert!(store.table(&private).is_err(), "the session's end drops its temporary tables");
+    assert_eq!(count(&mut second), 1);
+}

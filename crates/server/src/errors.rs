@@ -9,14 +9,16 @@ pub fn error_info(e: &QueryError) -> ErrorInfo {
     if matches!(&e.sqlstate()[..2], "53" | "58" | "XX") {
         tracing::error!(sqlstate = e.sqlstate(), "{e}");
     }
-    let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string());
-    info.detail = e.detail();
-    info.hint = e.hint();
+    // A temporary table's private name is shown as its session wrote it (`tabula_query::temp`).
+    let visible = |s: String| tabula_query::temp::visible(&s);
+    let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), visible(e.to_string()));
+    info.detail = e.detail().map(visible);
+    info.hint = e.hint().map(visible);
     info.position = e.position().map(|p| p.to_string());
     let (table, column, constraint) = e.object();
-    // Tabula's tables are all in `public`.
-    info.schema = table.as_ref().map(|_| "public".to_string());
-    (info.table, info.column, info.constraint) = (table, column, constraint);
+    // Tabula's tables are in `public`, its temporary tables in the session's `pg_temp`.
+    info.schema = table.as_ref().map(|t| if tabula_query::temp::is_temporary(t) { "pg_temp" } else { "public" }.to_string());
+    (info.table, info.column, info.constraint) = (table.map(visible), column, constraint.map(visible));
     info
 }
 

@@ -421,8 +421,8 @@ where
 {
     use futures::SinkExt;
     for n in notices {
-        let mut info = ErrorInfo::new(n.severity.to_string(), n.sqlstate.to_string(), n.message);
-        info.hint = n.hint;
+        let mut info = ErrorInfo::new(n.severity.to_string(), n.sqlstate.to_string(), tabula_query::temp::visible(&n.message));
+        info.hint = n.hint.map(|h| tabula_query::temp::visible(&h));
         client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     }
     Ok(())

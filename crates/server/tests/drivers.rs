@@ -1,5 +1,5 @@
 //! Real drivers in other languages against a real server: Python (psycopg 3, psycopg2, asyncpg, pandas, Django, Alembic),
-//! node-postgres and pgjdbc. `scripts/test` installs them and says where (TABULA_PYTHON,
+//! node-postgres, Knex, pgjdbc and ActiveRecord. `scripts/test` installs them and says where (TABULA_PYTHON,
 //! TABULA_NODE_MODULES, TABULA_PGJDBC_JAR); the defaults are where it puts them.
 
 mod common;
@@ -66,6 +66,30 @@ async fn node_postgres() {
     cmd.arg(repo().join("tests/node/clients.js"))
         .arg(server.port().to_string())
         .env("NODE_PATH", tool("TABULA_NODE_MODULES", cache().join("node/node_modules")));
+    run(cmd);
+    server.stop().await;
+}
+
+/// Knex with its defaults: `migrate.latest` under its lock table, the query builder, a failing migration
+/// that leaves nothing, `migrate.rollback` to nothing and `migrate.latest` again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knex_migrations_and_query_builder() {
+    let server = TestServer::start().await;
+    let mut cmd = Command::new("node");
+    cmd.arg(repo().join("tests/node/knex_e2e.js"))
+        .arg(server.port().to_string())
+        .env("NODE_PATH", tool("TABULA_NODE_MODULES", cache().join("node/node_modules")));
+    run(cmd);
+    server.stop().await;
+}
+
+/// Rails' ActiveRecord (Debian's packages) with its defaults: migrations from files, models and
+/// associations, constraint errors, transactions, a rollback to nothing and a migration again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activerecord_migrations_and_models() {
+    let server = TestServer::start().await;
+    let mut cmd = Command::new("ruby");
+    cmd.arg(repo().join("tests/ruby/activerecord_e2e.rb")).arg(server.port().to_string());
     run(cmd);
     server.stop().await;
 }

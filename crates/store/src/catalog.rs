@@ -16,7 +16,7 @@
 use crate::codec::{Reader, Writer};
 use crate::error::{Result, StoreError};
 use crate::row::VersionRules;
-use crate::value::{validate_name, PkType, MAX_PK_COLUMNS};
+use crate::value::{validate_name, validate_table_name, PkType, MAX_PK_COLUMNS};
 
 /// One primary-key column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub struct TableDef {
 
 impl TableDef {
     pub fn validate(&self) -> Result<()> {
-        validate_name(&self.name)?;
+        validate_table_name(&self.name)?;
         let n = self.primary_key.len();
         if n == 0 || n > MAX_PK_COLUMNS {
             return Err(StoreError::InvalidTableDefinition(format!("a primary key has 1 to 4 columns, got {n}")));

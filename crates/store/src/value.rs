@@ -143,6 +143,32 @@ pub enum PkBound {
     InfMax,
 }
 
+/// The start of a private table's name: `"\0temp\0" + owner + "\0" + name`, where the owner is a number
+/// its user gives (the SQL layer: a session's) and the name follows the naming rules. A NUL byte can be in
+/// no SQL text, since the wire protocol cannot carry it, so no other session can name such a table;
+/// [`crate::Store::table_names`] lists no name starting with a NUL byte, and the store drops every such
+/// table when it opens, so a private table never outlives the process that made it.
+pub const PRIVATE_PREFIX: &str = "\0temp\0";
+
+/// The name of `owner`'s private table `name` (see [`PRIVATE_PREFIX`]).
+pub fn private_table_name(owner: u64, name: &str) -> String {
+    format!("{PRIVATE_PREFIX}{owner}\0{name}")
+}
+
+/// `name` as its owner wrote it: a private table's name without its prefix, any other name as it is.
+pub fn public_part(name: &str) -> &str {
+    match name.strip_prefix(PRIVATE_PREFIX).and_then(|r| r.split_once('\0')) {
+        Some((owner, base)) if !owner.is_empty() && owner.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+/// Checks a table's name: the naming rules, or a private table's name whose own part follows them.
+pub fn validate_table_name(name: &str) -> Result<()> {
+    let base = public_part(name);
+    validate_name(base)
+}
+
 /// Checks a name against Tablestore's naming rules: letters, digits and `_`, starting with a letter or `_`,
 /// 1 to 255 characters, case-sensitive.
 pub fn validate_name(name: &str) -> Result<()> {

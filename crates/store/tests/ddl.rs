@@ -168,3 +168,32 @@ fn the_next_open_undoes_an_unended_transactions_ddl_and_finishes_a_committed_one
     assert_eq!(second.table("t").unwrap().primary_key[0].name, "k");
     assert_eq!(keys(&second, "t"), vec![1]);
 }
+
+/// A private table (a SQL session's temporary table) is an ordinary table under a name no SQL text can
+/// hold: read and written as any table, listed nowhere, and gone when the store next opens (its session
+/// cannot outlive the process).
+#[test]
+fn a_private_table_is_listed_nowhere_and_gone_at_the_next_open() {
+    if on_disk() {
+        return;
+    }
+    let kv: Arc<dyn tabula_kv::Engine> = Arc::new(tabula_kv::memory::MemoryEngine::new());
+    let config = || StoreConfig { maintenance_interval: None, ..StoreConfig::default() };
+    let first = Store::open(kv.clone(), config()).unwrap();
+    let private = value::private_table_name(3, "t");
+    first.create_table(table(&private, &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    first.create_table(table("t", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    put(&first, &private, 7);
+    assert_eq!(keys(&first, &private), vec![7]);
+    assert_eq!(keys(&first, "t"), Vec::<i64>::new(), "the public table of the same name is another table");
+    assert_eq!(first.table_names(), vec!["t".to_string()]);
+    assert_eq!(value::public_part(&private), "t");
+    let renamed = value::private_table_name(3, "u");
+    first.rename_table(&private, &renamed).unwrap();
+    assert!(first.create_table(table(&format!("{}x", value::PRIVATE_PREFIX), &[("k", PkType::Integer)], TableOptions::default())).is_err());
+    std::mem::forget(first);
+
+    let second = Store::open(kv, config()).unwrap();
+    assert!(second.table(&renamed).is_err(), "a private table does not outlive its process");
+    assert_eq!(second.table_names(), vec!["t".to_string()]);
+}

@@ -94,6 +94,7 @@ pub trait Source: Catalog + Send + Sync {
     fn store(&self) -> &Arc<tabula_store::Store>;
     fn roles(&self) -> &crate::roles::Registry;
     fn activity(&self) -> &Arc<crate::activity::Activity>;
+    fn advisory(&self) -> &crate::advisory::AdvisoryLocks;
     /// The tables' names, sorted (no sequence's).
     fn table_names(&self) -> Vec<String>;
     fn sequences(&self) -> &dyn crate::sequences::SequenceSource;
@@ -156,6 +157,8 @@ pub struct SessionInfo {
     pub sequences: crate::sequences::SessionSequences,
     /// `pg_backend_pid()`.
     pub pid: i32,
+    /// The session's number among the server's: the owner of its advisory locks and temporary tables.
+    pub number: u64,
     /// Where the client connects from, and the address it connected to (`None`: no TCP connection).
     pub client: Option<std::net::SocketAddr>,
     pub server: Option<std::net::SocketAddr>,
@@ -248,10 +251,9 @@ impl Analytics {
         options.optimizer.repartition_sorts = false;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
-        for udf in session_udfs::constants(info) {
+        for udf in session_udfs::all(info, &self.db, stop_watch) {
             state.register_udf(Arc::new(udf)).map_err(map_err)?;
         }
-        state.register_udf(Arc::new(session_udfs::pg_sleep(stop_watch))).map_err(map_err)?;
         for (name, user) in [("current_user", &info.user), ("session_user", &info.session_user)] {
             state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::constant(name, user.clone())))).map_err(map_err)?;
         }

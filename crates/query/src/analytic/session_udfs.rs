@@ -1,14 +1,14 @@
 //! Functions whose answer is the session's or its statement's own, made for each statement:
 //! `pg_backend_pid()`, where the connection runs (`inet_client_addr()`, `inet_client_port()`,
-//! `inet_server_addr()`, `inet_server_port()`), and `pg_sleep(seconds)`, which the statement's cancel,
-//! timeout or vanished client stop.
+//! `inet_server_addr()`, `inet_server_port()`), `pg_sleep(seconds)`, which the statement's cancel,
+//! timeout or vanished client stop, and the advisory locks' functions (`crate::advisory`).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{Array, AsArray, StringArray};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, StringArray};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{
@@ -16,11 +16,35 @@ use datafusion::logical_expr::{
 };
 
 use super::stop::Watch;
-use super::SessionInfo;
+use super::{SessionInfo, Source};
+use crate::advisory::{bigint_key, pair_key, Key};
+
+/// Every function of this module, for one statement of the session `info` describes.
+pub fn all(info: &SessionInfo, db: &Weak<dyn Source>, watch: Watch) -> Vec<ScalarUDF> {
+    let mut v = constants(info);
+    v.push(pg_sleep(watch.clone()));
+    for kind in [Advisory::Lock, Advisory::TryLock, Advisory::Unlock, Advisory::UnlockAll] {
+        let signature = match kind {
+            Advisory::UnlockAll => Signature::nullary(Volatility::Volatile),
+            _ => Signature::one_of(vec![TypeSignature::Any(1), TypeSignature::Any(2)], Volatility::Volatile),
+        };
+        v.push(ScalarUDF::new_from_impl(AdvisoryUdf { kind, signature, db: db.clone(), session: info.number, watch: watch.clone() }));
+    }
+    v
+}
+
+/// Runs `wait` off the runtime's worker where there is a multi-threaded runtime (`block_in_place`), so
+/// that a waiting statement holds up no one else's.
+fn waiting<T>(wait: impl FnOnce() -> Result<T>) -> Result<T> {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait),
+        _ => wait(),
+    }
+}
 
 /// The session's constants. The addresses are NULL where the session has no TCP connection (as
 /// PostgreSQL's are over a Unix socket); PostgreSQL types them `inet`, and they travel here as text.
-pub fn constants(info: &SessionInfo) -> Vec<ScalarUDF> {
+fn constants(info: &SessionInfo) -> Vec<ScalarUDF> {
     let addr = |a: Option<SocketAddr>| ScalarValue::Utf8(a.map(|a| a.ip().to_canonical().to_string()));
     let port = |a: Option<SocketAddr>| ScalarValue::Int32(a.map(|a| i32::from(a.port())));
     vec![
@@ -42,7 +66,7 @@ fn constant(name: &str, value: ScalarValue) -> ScalarUDF {
 /// `pg_sleep(seconds)`: sleeps that long for each row, checking the statement's flags every 10 ms. It
 /// answers an empty value, as PostgreSQL's `void` prints. The sleep leaves the runtime's worker to its
 /// other tasks (`block_in_place`), so sleeping sessions do not hold up anyone else's statements.
-pub fn pg_sleep(watch: Watch) -> ScalarUDF {
+fn pg_sleep(watch: Watch) -> ScalarUDF {
     ScalarUDF::new_from_impl(PgSleep {
         watch,
         signature: Signature::one_of(
@@ -105,11 +129,113 @@ impl ScalarUDFImpl for PgSleep {
             }
             Ok(())
         };
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait)?,
-            _ => wait()?,
-        }
+        waiting(wait)?;
         let out: StringArray = (0..seconds.len()).map(|i| (!seconds.is_null(i)).then_some("")).collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Advisory {
+    Lock,
+    TryLock,
+    Unlock,
+    UnlockAll,
+}
+
+/// `pg_advisory_lock`, `pg_try_advisory_lock`, `pg_advisory_unlock` (of one bigint key or two integers)
+/// and `pg_advisory_unlock_all()`, for one session.
+#[derive(Debug)]
+struct AdvisoryUdf {
+    kind: Advisory,
+    signature: Signature,
+    db: Weak<dyn Source>,
+    session: u64,
+    watch: Watch,
+}
+
+impl PartialEq for AdvisoryUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.session == other.session
+    }
+}
+
+impl Eq for AdvisoryUdf {}
+
+impl std::hash::Hash for AdvisoryUdf {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.kind, self.session).hash(state)
+    }
+}
+
+impl AdvisoryUdf {
+    /// Each row's key; `None` for a NULL argument (the function answers NULL, as PostgreSQL's strict ones).
+    fn keys(args: &[ColumnarValue], rows: usize) -> Result<Vec<Option<Key>>> {
+        let strict = datafusion::arrow::compute::CastOptions { safe: false, ..Default::default() };
+        let columns = args
+            .iter()
+            .map(|a| datafusion::arrow::compute::cast_with_options(&a.to_array(rows)?, &DataType::Int64, &strict).map_err(Into::into))
+            .collect::<Result<Vec<_>>>()?;
+        let int = |v: i64| i32::try_from(v).map_err(|_| datafusion::error::DataFusionError::Execution("integer out of range".into()));
+        (0..rows)
+            .map(|i| {
+                let values: Option<Vec<i64>> =
+                    columns.iter().map(|c| c.is_valid(i).then(|| c.as_primitive::<Int64Type>().value(i))).collect();
+                Ok(match values.as_deref() {
+                    Some([k]) => Some(bigint_key(*k)),
+                    Some([a, b]) => Some(pair_key(int(*a)?, int(*b)?)),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+}
+
+impl ScalarUDFImpl for AdvisoryUdf {
+    fn name(&self) -> &str {
+        match self.kind {
+            Advisory::Lock => "pg_advisory_lock",
+            Advisory::TryLock => "pg_try_advisory_lock",
+            Advisory::Unlock => "pg_advisory_unlock",
+            Advisory::UnlockAll => "pg_advisory_unlock_all",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        // `void` prints empty, as pg_sleep's.
+        Ok(if matches!(self.kind, Advisory::TryLock | Advisory::Unlock) { DataType::Boolean } else { DataType::Utf8 })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let db = self.db.upgrade().ok_or_else(|| datafusion::error::DataFusionError::Execution("the database is shut down".into()))?;
+        let locks = db.advisory();
+        let rows = args.number_rows;
+        if self.kind == Advisory::UnlockAll {
+            locks.unlock_all(self.session);
+            return Ok(ColumnarValue::Array(Arc::new((0..rows).map(|_| Some("")).collect::<StringArray>())));
+        }
+        let keys = Self::keys(&args.args, rows)?;
+        let out: Arc<dyn Array> = match self.kind {
+            Advisory::TryLock => Arc::new(keys.iter().map(|k| k.map(|k| locks.try_lock(self.session, k))).collect::<BooleanArray>()),
+            Advisory::Unlock => Arc::new(keys.iter().map(|k| k.map(|k| locks.unlock(self.session, k))).collect::<BooleanArray>()),
+            _ => {
+                // Waits for the key, as long as the statement runs (its cancel and timeout stop it).
+                waiting(|| {
+                    for k in keys.iter().flatten() {
+                        while !locks.try_lock(self.session, *k) {
+                            self.watch.check()?;
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    Ok(())
+                })?;
+                Arc::new(keys.iter().map(|k| k.map(|_| "")).collect::<StringArray>())
+            }
+        };
+        Ok(ColumnarValue::Array(out))
     }
 }

@@ -233,6 +233,7 @@ mod tests {
             session_user: "tabula".into(),
             sequences: Default::default(),
             pid: 1,
+            number: 1,
             client: None,
             server: None,
         };

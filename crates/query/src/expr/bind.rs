@@ -15,7 +15,7 @@ impl<'a> Scope<'a> {
     }
 
     pub fn table(t: &'a TableSchema, alias: Option<&str>) -> Self {
-        Scope { tables: vec![(t, alias.unwrap_or(&t.name).to_string(), 0)] }
+        Scope { tables: vec![(t, alias.unwrap_or(tabula_store::value::public_part(&t.name)).to_string(), 0)] }
     }
 
     fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<Expr> {

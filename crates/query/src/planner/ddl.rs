@@ -28,10 +28,10 @@ impl Planner<'_> {
         if c.query.is_some() || c.like.is_some() {
             return Err(QueryError::NotSupported("CREATE TABLE AS / LIKE".into()));
         }
-        // A temporary table is private to its session and gone at its end; made as an ordinary one, it
-        // would be shared by every session and kept.
+        // A temporary table has come here under its private name, made by the session (`crate::temp`);
+        // made as an ordinary one, it would be shared by every session and kept.
         if c.temporary || c.global.is_some() {
-            return Err(QueryError::NotSupported("CREATE TEMPORARY TABLE: tables private to a session are not built yet".into()));
+            return Err(QueryError::NotSupported("CREATE TEMPORARY TABLE outside a session".into()));
         }
         let name = created_name(&c.name)?;
         let mut columns = Vec::new();
@@ -166,6 +166,9 @@ impl Planner<'_> {
         for (column, c) in &checks {
             let def = self.check_def(&table, c, column.as_deref(), &super::check::constraint_names(&table))?;
             table.checks.push(def);
+        }
+        if !foreign_keys.is_empty() {
+            crate::temp::no_foreign_key(&name)?;
         }
         for (column, f) in &foreign_keys {
             let def = self.fk_def(&table, f, column.as_deref(), &super::check::constraint_names(&table))?;

@@ -94,7 +94,12 @@ impl Planner<'_> {
                         }
                         // Existing row's columns first, then `excluded`'s.
                         let offset = table.columns.len() + 1;
-                        let scope = Scope { tables: vec![(&table, table.name.clone(), 0), (&table, "excluded".to_string(), offset)] };
+                        let scope = Scope {
+                            tables: vec![
+                                (&table, tabula_store::value::public_part(&table.name).to_string(), 0),
+                                (&table, "excluded".to_string(), offset),
+                            ],
+                        };
                         let (version, assignments): (Vec<_>, Vec<_>) = self
                             .assignments(&scope, &table, &du.assignments, false)?
                             .into_iter()

@@ -24,7 +24,7 @@ pub mod secret;
 use std::collections::BTreeMap;
 
 use parking_lot::RwLock;
-use tabula_store::Store;
+use tabula_store::{Ddl, Store};
 
 use crate::error::{QueryError, Result};
 pub use secret::Secret;
@@ -85,11 +85,21 @@ pub struct Registry {
 
 impl Registry {
     pub fn load(store: &Store) -> Result<Registry> {
+        Ok(Registry { made: RwLock::new(Self::read(store)?), configured: RwLock::default() })
+    }
+
+    fn read(store: &Store) -> Result<BTreeMap<String, Role>> {
         let mut made = BTreeMap::new();
         for (name, record) in store.roles()? {
             made.insert(name.clone(), Role::decode(&name, &record)?);
         }
-        Ok(Registry { made: RwLock::new(made), configured: RwLock::default() })
+        Ok(made)
+    }
+
+    /// Reads the roles made in SQL again: a rollback has undone some change of them.
+    pub fn reload(&self, store: &Store) -> Result<()> {
+        *self.made.write() = Self::read(store)?;
+        Ok(())
     }
 
     /// The users of the server's configuration (superusers, with their passwords kept there).
@@ -137,32 +147,32 @@ impl Registry {
         self.made.read().get(name).map(|r| r.superuser)
     }
 
-    /// Makes a role; its OID is the next free one.
-    pub fn create(&self, store: &Store, mut role: Role) -> Result<()> {
+    /// Makes a role; its OID is the next free one. `ddl` writes it, in the session's transaction if any.
+    pub fn create(&self, ddl: &mut Ddl, mut role: Role) -> Result<()> {
         if self.get(&role.name).is_some() {
             return Err(QueryError::DuplicateRole(role.name));
         }
         let mut made = self.made.write();
         role.oid = made.values().map(|r| r.oid + 1).max().unwrap_or(FIRST_OID).max(FIRST_OID);
-        store.set_role(&role.name, Some(role.encode()))?;
+        ddl.set_role(&role.name, Some(role.encode()))?;
         made.insert(role.name.clone(), role);
         Ok(())
     }
 
     /// Replaces a role made in SQL.
-    pub fn update(&self, store: &Store, role: Role) -> Result<()> {
+    pub fn update(&self, ddl: &mut Ddl, role: Role) -> Result<()> {
         let mut made = self.made.write();
         if !made.contains_key(&role.name) {
             return Err(QueryError::UndefinedRole(role.name));
         }
-        store.set_role(&role.name, Some(role.encode()))?;
+        ddl.set_role(&role.name, Some(role.encode()))?;
         made.insert(role.name.clone(), role);
         Ok(())
     }
 
-    pub fn drop_role(&self, store: &Store, name: &str) -> Result<()> {
+    pub fn drop_role(&self, ddl: &mut Ddl, name: &str) -> Result<()> {
         let mut made = self.made.write();
-        store.set_role(name, None)?;
+        ddl.set_role(name, None)?;
         made.remove(name);
         Ok(())
     }

@@ -204,7 +204,7 @@ impl Session {
                         ));
                     };
                     if !role.configured {
-                        self.db.roles().update(self.db.store(), Role { create_in_public: *grant, ..role })?;
+                        self.db.clone().roles().update(&mut self.ddl(), Role { create_in_public: *grant, ..role })?;
                     }
                 }
                 if *grant {
@@ -233,7 +233,7 @@ impl Session {
         }
     }
 
-    fn create_role(&self, name: &str, options: &RoleOptions) -> Result<()> {
+    fn create_role(&mut self, name: &str, options: &RoleOptions) -> Result<()> {
         if !self.is_superuser() {
             return Err(QueryError::InsufficientPrivilege("permission denied to create role".into()));
         }
@@ -253,12 +253,12 @@ impl Session {
             password,
             configured: false,
         };
-        self.db.roles().create(self.db.store(), role)?;
+        self.db.clone().roles().create(&mut self.ddl(), role)?;
         self.db.invalidate();
         Ok(())
     }
 
-    fn alter_role(&self, name: &str, options: &RoleOptions) -> Result<()> {
+    fn alter_role(&mut self, name: &str, options: &RoleOptions) -> Result<()> {
         let role = self.db.roles().get(name).ok_or_else(|| QueryError::UndefinedRole(name.to_string()))?;
         if !self.is_superuser() {
             if role.superuser || options.superuser.is_some() {
@@ -280,12 +280,12 @@ impl Session {
         };
         let altered =
             Role { superuser: options.superuser.unwrap_or(role.superuser), login: options.login.unwrap_or(role.login), password, ..role };
-        self.db.roles().update(self.db.store(), altered)?;
+        self.db.clone().roles().update(&mut self.ddl(), altered)?;
         self.db.invalidate();
         Ok(())
     }
 
-    fn drop_roles(&self, names: &[String], if_exists: bool) -> Result<()> {
+    fn drop_roles(&mut self, names: &[String], if_exists: bool) -> Result<()> {
         if !self.is_superuser() {
             return Err(QueryError::InsufficientPrivilege("permission denied to drop role".into()));
         }
@@ -317,7 +317,7 @@ impl Session {
             dropped.push(name);
         }
         for name in dropped {
-            self.db.roles().drop_role(self.db.store(), name)?;
+            self.db.clone().roles().drop_role(&mut self.ddl(), name)?;
         }
         self.db.invalidate();
         Ok(())

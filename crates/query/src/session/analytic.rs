@@ -128,6 +128,7 @@ impl Session {
             session_user: self.user.clone(),
             sequences: self.sequences.clone(),
             pid,
+            number: self.number,
             client,
             server,
         }

@@ -46,6 +46,7 @@ impl Session {
     }
 
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
+        self.note_temp(&c.name);
         let created = self.create_bare_table(c)?;
         let out = Output::Command { tag: "CREATE TABLE".into() };
         if !created || c.unique.is_empty() {
@@ -343,6 +344,7 @@ impl Session {
         if self.db.store().table_id(table).is_ok() && self.relation_exists(to)? {
             return Err(QueryError::Engine { sqlstate: "42P07", message: format!("relation \"{to}\" already exists") });
         }
+        self.note_temp(to);
         let result = self.ddl().rename_table(table, to);
         self.db.invalidate();
         result?;

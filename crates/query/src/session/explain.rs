@@ -49,7 +49,7 @@ impl Session {
         }
         Ok(Output::Rows {
             columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }],
-            rows: lines.into_iter().map(|l| vec![Datum::Text(l)]).collect(),
+            rows: lines.into_iter().map(|l| vec![Datum::Text(crate::temp::visible(&l))]).collect(),
             tag: "EXPLAIN".into(),
         })
     }
@@ -74,7 +74,7 @@ pub(super) fn explain_rows(reason: &str, rows: Vec<SqlRow>) -> Output {
                 .flat_map(|r| r.get(1).map(text).unwrap_or_default().lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>()),
         )
         .filter(|l| !l.is_empty())
-        .map(|l| vec![Datum::Text(l)])
+        .map(|l| vec![Datum::Text(crate::temp::visible(&l))])
         .collect();
     Output::Rows {
         columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: SqlType::Text, source: None }],

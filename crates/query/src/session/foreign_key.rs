@@ -118,6 +118,7 @@ impl Session {
     /// `ALTER TABLE t ADD FOREIGN KEY`: unless NOT VALID, every row there must find its parent first.
     pub(super) fn add_foreign_key(&mut self, table: &str, fk: &ForeignKey, validate: bool) -> Result<Output> {
         self.need_owner(table)?;
+        crate::temp::no_foreign_key(table)?;
         if validate {
             let child: Vec<String> = fk.columns.iter().map(|c| format!("c.{}", quote(c))).collect();
             let present = child.iter().map(|c| format!("{c} IS NOT NULL")).collect::<Vec<_>>().join(" AND ");

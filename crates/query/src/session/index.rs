@@ -22,7 +22,9 @@ const MAX_NAME: usize = 63;
 impl Session {
     /// The table whose index is named `name`, if any.
     fn index_table(&self, name: &str) -> Result<Option<String>> {
-        for t in self.db.table_names() {
+        // The session's temporary tables first, as its search path has them.
+        let temp = self.temp.live(&|p| self.db.relation(p).is_ok());
+        for t in temp.into_iter().chain(self.db.table_names()) {
             if self.db.table(&t)?.indexes.iter().any(|i| i.name == name) {
                 return Ok(Some(t));
             }
@@ -39,7 +41,7 @@ impl Session {
     /// PostgreSQL's name for an unnamed index: `<table>_<columns>_<kind>` (`idx`, or `key` for a UNIQUE
     /// constraint), cut to 63 bytes, numbered from 1 until no relation has it.
     pub(super) fn index_name(&self, table: &str, columns: &[String], kind: &str) -> Result<String> {
-        let base = format!("{table}_{}", columns.join("_"));
+        let base = format!("{}_{}", tabula_store::value::public_part(table), columns.join("_"));
         for n in 0.. {
             let suffix = if n == 0 { format!("_{kind}") } else { format!("_{kind}{n}") };
             let mut stem = base.clone();

@@ -36,6 +36,8 @@ mod index;
 mod sequence;
 mod settings;
 mod statements;
+mod temp;
+mod transaction;
 mod vacuum;
 mod view;
 
@@ -114,6 +116,10 @@ pub struct Session {
     deferred: parking_lot::Mutex<foreign_key::Deferred>,
     /// Its entry in `pg_stat_activity`.
     activity: crate::activity::Entry,
+    /// Its number among the server's sessions: the owner of its temporary tables and advisory locks.
+    number: u64,
+    /// Its temporary tables.
+    temp: crate::temp::TempTables,
 }
 
 impl Drop for Session {
@@ -126,12 +132,15 @@ impl Drop for Session {
                 self.db.invalidate();
             }
         }
+        let _ = self.drop_temp_tables();
+        crate::analytic::Source::advisory(self.db.as_ref()).unlock_all(self.number);
     }
 }
 
 impl Session {
     /// A new session of `user` on `db`, connected to `database` (the name the client gave).
     pub fn new(db: &Arc<Database>, user: &str, database: &str) -> Session {
+        let number = db.next_session_number();
         Session {
             db: db.clone(),
             txn: None,
@@ -152,6 +161,8 @@ impl Session {
             sequences: Default::default(),
             deferred: Default::default(),
             activity: activity::register(db, user, database),
+            number,
+            temp: crate::temp::TempTables::new(number),
         }
     }
 
@@ -291,6 +302,7 @@ impl Session {
             });
         };
         let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
+        let stmt = self.temp_names(stmt)?;
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
             ParsedStatement::SetConstraints { names, deferred } => (Plan::SetConstraints { names, deferred }, given, None),
@@ -497,53 +509,8 @@ impl Session {
                 }
                 Ok(Output::Command { tag: "BEGIN".into() })
             }
-            Plan::Commit => {
-                let failed = std::mem::take(&mut self.failed);
-                self.savepoints.clear();
-                self.cursors.end_transaction(!failed);
-                let ddl = self.txn.as_ref().is_some_and(|t| t.did_ddl());
-                // Deferred foreign keys are checked last, in the transaction: a failure rolls it back.
-                let deferred = if failed { Ok(()) } else { self.check_deferred() };
-                self.end_deferred();
-                let r = match self.txn.take() {
-                    Some(t) if failed => t.rollback().map(|()| ("ROLLBACK", false)).map_err(QueryError::from),
-                    Some(t) => match deferred {
-                        Ok(()) => {
-                            let wrote = t.wrote();
-                            t.commit().map(|()| ("COMMIT", wrote)).map_err(QueryError::from)
-                        }
-                        Err(e) => {
-                            let _ = t.rollback();
-                            Err(e)
-                        }
-                    },
-                    None => Ok(("COMMIT", false)),
-                };
-                if ddl {
-                    // Undone, or set-aside tables dropped: schemas and plans are made again.
-                    self.db.invalidate();
-                }
-                let (tag, wrote) = r?;
-                if wrote {
-                    self.commit_durably()?;
-                }
-                Ok(Output::Command { tag: tag.into() })
-            }
-            Plan::Rollback => {
-                self.failed = false;
-                self.end_deferred();
-                self.savepoints.clear();
-                self.cursors.end_transaction(false);
-                if let Some(t) = self.txn.take() {
-                    let ddl = t.did_ddl();
-                    let r = t.rollback();
-                    if ddl {
-                        self.db.invalidate();
-                    }
-                    r?;
-                }
-                Ok(Output::Command { tag: "ROLLBACK".into() })
-            }
+            Plan::Commit => self.commit(),
+            Plan::Rollback => self.rollback(),
             // Statements prepared in SQL and those of the protocol share one namespace, as in PostgreSQL.
             Plan::Deallocate(Some(name)) if self.statements.remove(name).is_some() => Ok(Output::Command { tag: "DEALLOCATE".into() }),
             Plan::Deallocate(name) => self.deallocate(name),
@@ -559,7 +526,12 @@ impl Session {
             Plan::Reset { name: Some(name) } => self.reset(name),
             Plan::Reset { name: None } => self.reset_all(),
             Plan::Discard { what } if what.eq_ignore_ascii_case("all") => self.discard_all(),
-            Plan::Discard { what } => Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) }),
+            Plan::Discard { what } => {
+                if matches!(what.to_lowercase().as_str(), "temp" | "temporary") {
+                    self.drop_temp_tables()?;
+                }
+                Ok(Output::Command { tag: format!("DISCARD {}", what.to_uppercase()) })
+            }
             Plan::Access(statement) => self.run_access(statement),
             Plan::CreateTable(c) => self.create_table(c),
             Plan::DropTable { names, if_exists, cascade } => self.drop_tables(names, *if_exists, *cascade),

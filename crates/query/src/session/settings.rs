@@ -114,6 +114,7 @@ impl Session {
         self.role = None;
         self.cursors.close(None)?;
         self.statements.clear();
+        self.drop_temp_tables()?;
         Ok(Output::Command { tag: "DISCARD ALL".into() })
     }
 }

@@ -40,6 +40,11 @@ impl Session {
         }
         let reads: Vec<String> =
             crate::views::named_relations(query).into_iter().filter(|r| self.db.relation(r).is_ok() || r == name).collect();
+        // PostgreSQL makes such a view temporary itself; a view of the catalog's would hand other sessions
+        // the private table.
+        if reads.iter().any(|r| crate::temp::is_temporary(r)) {
+            return Err(QueryError::NotSupported("a view that reads a temporary table (a temporary view)".into()));
+        }
         if reads.iter().any(|r| r == name) {
             return Err(QueryError::Engine {
                 sqlstate: "42P17",

@@ -182,3 +182,31 @@ async fn psql_serial_keys_copy_and_notices() {
     assert_eq!(err, "");
     server.stop().await;
 }
+
+/// A temporary table as a psql script uses one: filled by `\copy`, joined to a permanent table, gone for
+/// the next connection (the first one's end dropped it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_temporary_table_with_copy_is_gone_for_the_next_connection() {
+    let server = TestServer::start().await;
+    let port = server.port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("ids.csv");
+    std::fs::write(&csv, "1,one\n3,three\n").unwrap();
+    let script = format!(
+        "CREATE TABLE names (k int PRIMARY KEY, name text);\n\
+         INSERT INTO names VALUES (1, 'uno'), (2, 'dos'), (3, 'tres');\n\
+         CREATE TEMP TABLE wanted (k int PRIMARY KEY, english text);\n\
+         \\copy wanted FROM '{}' WITH (FORMAT csv)\n\
+         SELECT n.name, w.english FROM names n JOIN wanted w USING (k) ORDER BY k;\n",
+        csv.display()
+    );
+    let file = dir.path().join("script.sql");
+    std::fs::write(&file, script).unwrap();
+    let (ok, out, err) = run_psql(&port, &["-At", "-q", "-f", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "uno|one\ntres|three\n");
+    let (ok, _, err) = run_psql(&port, &["-c", "SELECT * FROM wanted"]);
+    assert!(!ok);
+    assert!(err.contains("relation \"wanted\" does not exist"), "{err}");
+    server.stop().await;
+}

@@ -37,6 +37,16 @@ impl Ddl<'_> {
         }
     }
 
+    /// Writes a role's record (`None`: removes it), durably; in a transaction, journaled so that a rollback
+    /// undoes it. The SQL layer reads its roles again after a rollback.
+    pub fn set_role(&mut self, name: &str, record: Option<Vec<u8>>) -> Result<()> {
+        self.check(&[&pending::role_claim(name)])?;
+        if let Some(t) = &self.txn {
+            t.before_role_change(name)?;
+        }
+        self.store.set_role(name, record)
+    }
+
     pub fn drop_table(&mut self, name: &str) -> Result<()> {
         self.check(&[name])?;
         match &self.txn {
@@ -47,7 +57,7 @@ impl Ddl<'_> {
 
     pub fn rename_table(&mut self, from: &str, to: &str) -> Result<()> {
         self.check(&[from, to])?;
-        validate_name(to)?;
+        crate::value::validate_table_name(to)?;
         if let Some(t) = &self.txn {
             t.before_change(from, &[to])?;
         }
@@ -94,23 +104,39 @@ impl Ddl<'_> {
 
     /// `Store::rebuild`. In a transaction the old table is set aside, and the transaction reads from then
     /// on at a new snapshot, which holds the moved rows: so it must not have written rows before (they
-    /// would be in neither table).
+    /// would be lost with its engine transaction). One that has written rows keeps its snapshot, in which
+    /// the new table holds nothing: it may rebuild only a table that holds nothing in its snapshot either,
+    /// as a table made earlier in the same migration does (Knex and Alembic run several migrations, and
+    /// record each, in one transaction).
     pub fn rebuild(&mut self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         self.check(&[&name])?;
         let Some(t) = self.txn.as_deref_mut() else { return self.store.rebuild(def, columns) };
-        if t.wrote.get() {
+        let renew = !t.wrote.get();
+        if !renew && !t.get_range(&name, &RangeRequest { limit: Some(1), ..RangeRequest::full(Direction::Forward) })?.rows.is_empty() {
             return Err(StoreError::NotSupported(
                 "an ALTER TABLE that moves a table's rows (ADD PRIMARY KEY, RENAME COLUMN, a dropped column's name added again) \
-                 after rows were written in the same transaction"
+                 of a table that holds rows, after rows were written in the same transaction"
                     .into(),
             )
             .into());
         }
         t.record_aside(&name)?;
+        let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
+        let indexes = self.store.inner.table(&name)?.def.read().indexes.len() as u64;
         self.store.rebuild_keeping(def, columns, true)?;
         t.created(&name)?;
-        t.renew_snapshot(self.store);
+        if renew {
+            t.renew_snapshot(self.store);
+        } else {
+            // The rebuild moved the bulk epoch (a load of its rows, once per index built again), which
+            // fails the commit of a transaction that wrote before it; this one wrote other tables only.
+            // Another move meanwhile (a bulk load) still counts.
+            let now = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
+            if t.epoch == epoch && now - epoch <= 1 + indexes {
+                t.epoch = now;
+            }
+        }
         Ok(())
     }
 }

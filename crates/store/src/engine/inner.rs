@@ -105,7 +105,7 @@ impl Inner {
     /// Gives a table another name: its record moves, in one atomic write; its rows, partitions and counters
     /// are kept under its id and stay as they are.
     pub(super) fn rename_table(&self, from: &str, to: &str) -> Result<()> {
-        validate_name(to)?;
+        crate::value::validate_table_name(to)?;
         let _ddl = self.ddl.lock();
         let t = self.table(from)?;
         self.rename_locked(&t, from, to)

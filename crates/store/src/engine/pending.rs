@@ -14,6 +14,8 @@
 //! - TRUNCATE and a rebuild (`Store::rebuild`) set the old table aside, and a new one takes its name.
 //! - CREATE INDEX is undone by removing its entries (the table's definition is written back); DROP INDEX
 //!   removes its entries at the commit.
+//! - A role's record (CREATE, ALTER and DROP ROLE, which PostgreSQL also makes transactional) is undone by
+//!   writing the record it replaced back, or by removing it if there was none.
 //!
 //! Each entry is journaled (a durable catalog write) before its change is made, except a creation, whose
 //! table id is known only after: a crash between the two leaves the created table behind.
@@ -33,6 +35,7 @@
 //!   2 SetAside   payload: the table's name
 //!   3 Defined    payload: the table's record (TableDef::encode) before the change
 //!   4 IndexCreated, 5 IndexDropped   table id: the index's key space; payload empty
+//!   6 Role       table id 0; payload: name length u32, name, then the record replaced (absent: none)
 //! ```
 
 use super::*;
@@ -62,11 +65,21 @@ enum Undo {
     /// (it was dropped; the table's `Defined` entry brings its definition back on an undo).
     IndexCreated(u32),
     IndexDropped(u32),
+    /// A role's record as it was before the change (`None`: there was none).
+    Role {
+        name: String,
+        record: Option<Vec<u8>>,
+    },
 }
 
 /// The name a table is set aside under.
 pub(super) fn aside_name(id: u32) -> String {
     format!("\0aside\0{id}")
+}
+
+/// The name a transaction claims a role under: no table's name starts with a NUL byte.
+pub(super) fn role_claim(name: &str) -> String {
+    format!("\0role\0{name}")
 }
 
 /// The keys of key space `id` (a table's rows or an index's entries).
@@ -88,6 +101,15 @@ fn encode(undo: &[Undo]) -> Vec<u8> {
             Undo::Defined { id, def } => (3, *id, def.encode(*id)),
             Undo::IndexCreated(id) => (4, *id, Vec::new()),
             Undo::IndexDropped(id) => (5, *id, Vec::new()),
+            Undo::Role { name, record } => {
+                let mut p = (name.len() as u32).to_be_bytes().to_vec();
+                p.extend_from_slice(name.as_bytes());
+                if let Some(r) = record {
+                    p.extend_from_slice(r);
+                }
+                // A record is never empty (`Store::set_role`): an empty rest means none.
+                (6, 0, p)
+            }
         };
         out.push(tag);
         out.extend_from_slice(&id.to_be_bytes());
@@ -113,6 +135,15 @@ fn decode(mut buf: &[u8]) -> Result<Vec<Undo>> {
             3 => Undo::Defined { id, def: TableDef::decode(payload)?.1 },
             4 => Undo::IndexCreated(id),
             5 => Undo::IndexDropped(id),
+            6 => {
+                let n = u32::from_be_bytes(payload.get(..4).ok_or_else(corrupt)?.try_into().unwrap()) as usize;
+                let name = payload.get(4..4 + n).ok_or_else(corrupt)?;
+                let rest = &payload[4 + n..];
+                Undo::Role {
+                    name: String::from_utf8(name.to_vec()).map_err(|_| corrupt())?,
+                    record: (!rest.is_empty()).then(|| rest.to_vec()),
+                }
+            }
             _ => return Err(corrupt()),
         });
         buf = &buf[9 + len..];
@@ -140,6 +171,7 @@ impl Inner {
         match u {
             Undo::IndexCreated(id) => Ok(self.kv.meta_write(&[], &[space_range(*id)])?),
             Undo::IndexDropped(_) => Ok(()),
+            Undo::Role { name, record } => Ok(self.kv.meta_write(&[(catalog::role_key(name), record.clone())], &[])?),
             Undo::Created(id) => match self.name_of(*id) {
                 Some(name) => self.drop_table(&name),
                 None => Ok(()),
@@ -252,6 +284,13 @@ impl Txn {
     /// Journals an index's entries: `created` (removed by an undo) or dropped (removed by the commit).
     pub(super) fn index_entries(&self, table: &str, id: u32, created: bool) -> Result<()> {
         self.record(if created { Undo::IndexCreated(id) } else { Undo::IndexDropped(id) }, &[table])
+    }
+
+    /// Journals role `name`'s record before a change to it. The role's name is claimed under a prefix of
+    /// its own, apart from tables' names.
+    pub(super) fn before_role_change(&self, name: &str) -> Result<()> {
+        let record = self.inner.kv.meta_get(&catalog::role_key(name))?;
+        self.record(Undo::Role { name: name.to_string(), record }, &[&role_claim(name)])
     }
 
     pub(super) fn created(&self, name: &str) -> Result<()> {

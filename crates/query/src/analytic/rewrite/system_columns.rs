@@ -114,6 +114,48 @@ fn regproc_operand(e: &Expr) -> Option<(String, String)> {
         .then(|| (column.clone(), ty))
 }
 
+/// `'array_in(cstring,oid,integer)'::regprocedure` (or `'array_in'::regproc`): the function's name, as the
+/// library's regproc columns hold it. ActiveRecord loads its type map with `t.typinput = '...'::regprocedure`.
+fn regproc_literal_name(e: &Expr) -> Option<String> {
+    let Expr::Cast { expr, data_type: DataType::Custom(ty, _), .. } = e else { return None };
+    if !matches!(type_name(ty).as_str(), "regproc" | "regprocedure") {
+        return None;
+    }
+    let Expr::Value(v) = expr.as_ref() else { return None };
+    let Value::SingleQuotedString(text) = &v.value else { return None };
+    let name = text.split('(').next()?.trim();
+    Some(name.strip_prefix("pg_catalog.").unwrap_or(name).to_string())
+}
+
+/// `col = '...'::regprocedure` of a regproc column held as a name: the literal becomes the name.
+fn regproc_comparison(e: &mut Expr) {
+    let Expr::BinaryOp { left, op: sqlparser::ast::BinaryOperator::Eq | sqlparser::ast::BinaryOperator::NotEq, right } = e else {
+        return;
+    };
+    let is_name_column = |e: &Expr| {
+        let column = match e {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(parts) => match parts.last() {
+                Some(p) => &p.value,
+                None => return false,
+            },
+            _ => return false,
+        };
+        REGPROC_NAME_COLUMNS.contains(&column.to_lowercase().as_str())
+    };
+    let named = |name: String| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(name)));
+    if is_name_column(left) {
+        if let Some(name) = regproc_literal_name(right) {
+            **right = named(name);
+        }
+    }
+    if is_name_column(right) {
+        if let Some(name) = regproc_literal_name(left) {
+            **left = named(name);
+        }
+    }
+}
+
 /// What [`regproc_operand`] casts become.
 fn regproc_cast(e: &Expr) -> Option<Expr> {
     let (_, ty) = regproc_operand(e)?;
@@ -262,6 +304,7 @@ impl VisitorMut for SystemColumns {
             *e = replaced;
             return ControlFlow::Continue(());
         }
+        regproc_comparison(e);
         let oid = match e {
             Expr::Identifier(id) if id.value.eq_ignore_ascii_case("tableoid") => match self.scopes.last().map(Vec::as_slice) {
                 Some([(_, oid)]) => Some(*oid),
