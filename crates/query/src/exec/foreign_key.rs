@@ -1,8 +1,8 @@
 //! FOREIGN KEYs on the write path. Each row a statement writes into a table with foreign keys, and each
 //! referenced value it takes away, leaves a check ([`FkCheck`]); the session runs the checks at the end of
 //! the statement, or at COMMIT for a deferred constraint, against what the transaction then holds (so a
-//! row may reference one the same statement writes later). ON DELETE CASCADE and SET NULL act at once, as
-//! in PostgreSQL. A check that finds its parent reads it for update: a concurrent transaction that deletes
+//! row may reference one the same statement writes later). ON DELETE and ON UPDATE actions act at once,
+//! as in PostgreSQL, but for ON UPDATE actions within a table's own rows, which act at the statement's end. A check that finds its parent reads it for update: a concurrent transaction that deletes
 //! it fails to commit (40001) where PostgreSQL's row lock would make it wait.
 
 use super::*;
@@ -15,6 +15,16 @@ pub enum FkCheck {
     /// Values referenced by foreign key `fk` of `table` left its parent: unless a parent row holds them
     /// again, no row of `table` may reference them.
     Parent { table: Arc<TableSchema>, fk: usize, values: Vec<Datum> },
+}
+
+/// A row of `table` that changed (`after`) or went (`None`), for the foreign keys that reference it;
+/// `only`: the one foreign key of `table` on itself to act on (an action put off to the statement's end).
+#[derive(Debug, Clone)]
+pub struct Change {
+    table: Arc<TableSchema>,
+    before: SqlRow,
+    after: Option<SqlRow>,
+    only: Option<usize>,
 }
 
 impl FkCheck {
@@ -89,11 +99,34 @@ impl Executor<'_> {
     /// the referencing rows, or gives them the new values, and goes on from each (one at a time, not by
     /// recursion: chains may be long); SET NULL clears their columns, SET DEFAULT gives them their DEFAULTs
     /// (and leaves a check of those); NO ACTION and RESTRICT leave a check.
+    ///
+    /// An ON UPDATE action of a foreign key within `t`'s own rows (a tree's parent column) is put off to
+    /// the statement's end ([`Executor::settle_cascades`]), as PostgreSQL's runs after the UPDATE: done at
+    /// once, it would change rows the UPDATE has still to reach, which would then write their old values.
     pub(super) fn parent_changed(&self, t: &Arc<TableSchema>, before: SqlRow, after: Option<&SqlRow>) -> Result<()> {
-        let mut work = vec![(t.clone(), before, after.cloned())];
-        while let Some((t, before, after)) = work.pop() {
+        self.propagate(vec![Change { table: t.clone(), before, after: after.cloned(), only: None }])
+    }
+
+    /// At the statement's end: the ON UPDATE actions put off by [`Executor::parent_changed`].
+    pub fn settle_cascades(&self) -> Result<()> {
+        let put_off = std::mem::take(&mut *self.cascades.borrow_mut());
+        if put_off.is_empty() {
+            return Ok(());
+        }
+        self.settling.set(true);
+        let r = self.propagate(put_off);
+        self.settling.set(false);
+        r
+    }
+
+    fn propagate(&self, mut work: Vec<Change>) -> Result<()> {
+        while let Some(Change { table: t, before, after, only }) = work.pop() {
             self.interrupt.check()?;
             for (child, i) in self.catalog()?.referencing(&t.name)? {
+                let own = child.name == t.name;
+                if only.is_some_and(|o| !own || o != i) {
+                    continue;
+                }
                 let fk = &child.foreign_keys[i];
                 let Some(values) = Self::key_of(&t, &fk.parent_columns, &before)? else { continue };
                 if let Some(a) = &after {
@@ -103,76 +136,54 @@ impl Executor<'_> {
                 }
                 let cols = positions(&child, &fk.columns)?;
                 let action = if after.is_none() { fk.on_delete } else { fk.on_update };
+                let acts = !matches!(action, FkAction::NoAction | FkAction::Restrict);
+                if own && after.is_some() && acts && !self.settling.get() {
+                    self.cascades.borrow_mut().push(Change { table: t.clone(), before: before.clone(), after: after.clone(), only: Some(i) });
+                    continue;
+                }
                 match (&after, action) {
                     (None, FkAction::Cascade) => {
                         for r in self.rows_where(&child, &cols, &values, None)? {
                             let pk = self.pk_of(&child, &r)?;
                             match self.access.delete_row(&child.name, &pk, &Condition::expect_exist()) {
-                                Ok(_) => work.push((child.clone(), r, None)),
+                                Ok(_) => work.push(Change { table: child.clone(), before: r, after: None, only: None }),
                                 Err(StoreError::RowNotFound) => {}
                                 Err(e) => return Err(e.into()),
                             }
                         }
                     }
-                    // ON UPDATE CASCADE: the referencing columns take the parent's new values, and the rows
-                    // they change go on to their own referencing rows.
+                    // ON UPDATE CASCADE, SET NULL and SET DEFAULT: the referencing columns take the parent's
+                    // new values, NULLs or their DEFAULTs, and the rows they change go on to their own
+                    // referencing rows.
                     (Some(a), FkAction::Cascade) => {
                         let new_values: Vec<Datum> = positions(&t, &fk.parent_columns)?.into_iter().map(|c| a[c].clone()).collect();
-                        let set: Vec<(String, UpdateOp)> = cols
-                            .iter()
-                            .zip(&new_values)
-                            .map(|(&c, v)| {
-                                let op = match v.to_value() {
-                                    Some(value) => UpdateOp::Put { value, version: None },
-                                    None => UpdateOp::DeleteAll,
-                                };
-                                (child.columns[c].name.clone(), op)
-                            })
-                            .collect();
                         for r in self.rows_where(&child, &cols, &values, None)? {
-                            let pk = self.pk_of(&child, &r)?;
-                            self.access.update_row(&child.name, &pk, &set, &Condition::expect_exist()).map_err(store_err)?;
-                            let mut changed = r.clone();
-                            for (&c, v) in cols.iter().zip(&new_values) {
-                                changed[c] = v.clone();
-                            }
-                            work.push((child.clone(), r, Some(changed)));
+                            let changed = self.set_columns(&child, &r, &cols, &new_values)?;
+                            work.push(Change { table: child.clone(), before: r, after: Some(changed), only: None });
                         }
                     }
                     (_, action @ (FkAction::SetNull | FkAction::SetDefault)) => {
                         // NULLs, or the columns' DEFAULTs (evaluated once, as for one statement).
                         let mut planner = crate::planner::Planner::new(self.catalog()?, Vec::new());
-                        let mut set = Vec::with_capacity(cols.len());
+                        let mut new_values = Vec::with_capacity(cols.len());
                         for &c in &cols {
                             let value = match (action, planner.column_default(&child, c)?) {
                                 (FkAction::SetDefault, Some(e)) => child.columns[c].fit(e.eval(&[], &self.ctx)?)?,
                                 _ => Datum::Null,
                             };
-                            if value.is_null() && child.columns[c].not_null {
+                            if value.is_null() && (child.columns[c].not_null || child.is_pk(c)) {
                                 return Err(QueryError::NotNull { table: child.name.clone(), column: child.columns[c].name.clone() });
                             }
-                            let op = match value.to_value() {
-                                Some(v) => UpdateOp::Put { value: v, version: None },
-                                None => UpdateOp::DeleteAll,
-                            };
-                            set.push((child.columns[c].name.clone(), op));
+                            new_values.push(value);
                         }
                         for r in self.rows_where(&child, &cols, &values, None)? {
-                            let pk = self.pk_of(&child, &r)?;
-                            self.access.update_row(&child.name, &pk, &set, &Condition::expect_exist()).map_err(store_err)?;
+                            let changed = self.set_columns(&child, &r, &cols, &new_values)?;
                             // The defaults must reference a row of the parent, as any written values do.
                             if action == FkAction::SetDefault {
-                                self.pending.borrow_mut().push(FkCheck::Child { table: child.clone(), fk: i, pk });
+                                self.pending.borrow_mut().push(FkCheck::Child { table: child.clone(), fk: i, pk: self.pk_of(&child, &changed)? });
                             }
                             // The row's new values are a change of a parent in turn, for what references them.
-                            let mut changed = r.clone();
-                            for (&c, (_, op)) in cols.iter().zip(&set) {
-                                changed[c] = match op {
-                                    UpdateOp::Put { value, .. } => Datum::from_value(value, child.column_type(c))?,
-                                    _ => Datum::Null,
-                                };
-                            }
-                            work.push((child.clone(), r, Some(changed)));
+                            work.push(Change { table: child.clone(), before: r, after: Some(changed), only: None });
                         }
                     }
                     _ => self.pending.borrow_mut().push(FkCheck::Parent { table: child.clone(), fk: i, values }),
@@ -180,6 +191,34 @@ impl Executor<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Gives row `r` of `t` the values `values` in columns `cols`, in place; or, where one is a key column,
+    /// moves the row to its new key (23505 if a row is there). The row as it is now.
+    fn set_columns(&self, t: &TableSchema, r: &SqlRow, cols: &[usize], values: &[Datum]) -> Result<SqlRow> {
+        let pk = self.pk_of(t, r)?;
+        if cols.iter().any(|&c| t.is_pk(c)) {
+            let assignments: Vec<(usize, Expr)> =
+                cols.iter().zip(values).map(|(&c, v)| (c, Expr::Literal(v.clone(), t.column_type(c)))).collect();
+            return self.move_row(t, &pk, r, &assignments, None, &[]);
+        }
+        let set: Vec<(String, UpdateOp)> = cols
+            .iter()
+            .zip(values)
+            .map(|(&c, v)| {
+                let op = match v.to_value() {
+                    Some(value) => UpdateOp::Put { value, version: None },
+                    None => UpdateOp::DeleteAll,
+                };
+                (t.columns[c].name.clone(), op)
+            })
+            .collect();
+        self.access.update_row(&t.name, &pk, &set, &Condition::expect_exist()).map_err(store_err)?;
+        let mut changed = r.clone();
+        for (&c, v) in cols.iter().zip(values) {
+            changed[c] = v.clone();
+        }
+        Ok(changed)
     }
 
     /// Runs one check against what the transaction holds now: 23503 when it fails.

@@ -101,6 +101,10 @@ pub struct Executor<'a> {
     pub catalog: Option<&'a dyn crate::planner::Catalog>,
     /// The foreign-key checks the statement's writes leave, for the session to run.
     pub pending: std::cell::RefCell<Vec<FkCheck>>,
+    /// ON UPDATE actions within a table's own rows, put off to the statement's end
+    /// (`Executor::settle_cascades`), and whether they are being run.
+    cascades: std::cell::RefCell<Vec<foreign_key::Change>>,
+    settling: std::cell::Cell<bool>,
 }
 
 /// About what a row takes in memory: its values and what text and bytes hold on the heap.
@@ -132,6 +136,8 @@ impl<'a> Executor<'a> {
             drawn: Default::default(),
             catalog: None,
             pending: Default::default(),
+            cascades: Default::default(),
+            settling: Default::default(),
         }
     }
 

@@ -130,7 +130,7 @@ impl Executor<'_> {
 
     /// Whether updating a row of `t` can change rows of `t` through other tables: a chain of foreign keys
     /// with ON UPDATE actions (each changes the referencing rows, an update of them in turn) that leads back
-    /// to it. (One to `t` itself with an ON UPDATE action is refused when it is made.)
+    /// to it. (One of `t` on itself acts at the statement's end, after the rows the statement changes.)
     fn updates_cascade_back(&self, t: &TableSchema) -> Result<bool> {
         if self.catalog.is_none() {
             return Ok(false);
@@ -144,7 +144,8 @@ impl Executor<'_> {
                 if !acts(fk.on_update) {
                     continue;
                 }
-                if child.name == t.name {
+                // A foreign key of `t` on itself acts at the statement's end (`Executor::parent_changed`).
+                if child.name == t.name && name != t.name {
                     return Ok(true);
                 }
                 if !seen.contains(&child.name) {

@@ -84,18 +84,6 @@ impl Planner<'_> {
                 message: format!("there is no unique constraint matching given keys for referenced table \"{parent_name}\""),
             });
         }
-        // ON UPDATE CASCADE, SET NULL or SET DEFAULT changes the referencing rows while the UPDATE of the
-        // parent goes on: not within the parent's own rows, nor in the referencing table's key (the row would
-        // move), which are refused rather than half done.
-        if !matches!(on_update, FkAction::NoAction | FkAction::Restrict) {
-            let what = format!("ON UPDATE {}", on_update.sql());
-            if parent_name == t.name {
-                return Err(QueryError::NotSupported(format!("{what} of a foreign key that references its own table")));
-            }
-            if child_cols.iter().any(|&c| t.is_pk(c)) {
-                return Err(QueryError::NotSupported(format!("{what} of a foreign key whose columns are in the table's primary key")));
-            }
-        }
         let stem = || format!("{}_{}", t.name, columns.join("_"));
         let name = super::check::constraint_name(&t.name, c.name.as_ref(), stem, "fkey", taken)?;
         for (&a, &b) in child_cols.iter().zip(&parent_cols) {

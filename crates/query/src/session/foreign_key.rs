@@ -32,6 +32,7 @@ fn quote(name: &str) -> String {
 impl Session {
     /// After a write statement: the checks it left run now, or are kept for COMMIT.
     pub(super) fn settle_foreign_keys(&self, ex: &Executor) -> Result<()> {
+        ex.settle_cascades()?;
         let pending = std::mem::take(&mut *ex.pending.borrow_mut());
         let mut deferred = self.deferred.lock();
         for c in pending {
