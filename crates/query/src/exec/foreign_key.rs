@@ -138,7 +138,12 @@ impl Executor<'_> {
                 let action = if after.is_none() { fk.on_delete } else { fk.on_update };
                 let acts = !matches!(action, FkAction::NoAction | FkAction::Restrict);
                 if own && after.is_some() && acts && !self.settling.get() {
-                    self.cascades.borrow_mut().push(Change { table: t.clone(), before: before.clone(), after: after.clone(), only: Some(i) });
+                    self.cascades.borrow_mut().push(Change {
+                        table: t.clone(),
+                        before: before.clone(),
+                        after: after.clone(),
+                        only: Some(i),
+                    });
                     continue;
                 }
                 match (&after, action) {
@@ -180,7 +185,11 @@ impl Executor<'_> {
                             let changed = self.set_columns(&child, &r, &cols, &new_values)?;
                             // The defaults must reference a row of the parent, as any written values do.
                             if action == FkAction::SetDefault {
-                                self.pending.borrow_mut().push(FkCheck::Child { table: child.clone(), fk: i, pk: self.pk_of(&child, &changed)? });
+                                self.pending.borrow_mut().push(FkCheck::Child {
+                                    table: child.clone(),
+                                    fk: i,
+                                    pk: self.pk_of(&child, &changed)?,
+                                });
                             }
                             // The row's new values are a change of a parent in turn, for what references them.
                             work.push(Change { table: child.clone(), before: r, after: Some(changed), only: None });
