@@ -66,24 +66,24 @@ impl TempTables {
         }
     }
 
-    /// The statement with the names that mean the session's temporary tables made private, and a
-    /// `CREATE TEMP TABLE`'s name too. Without temporary tables it is returned as it is.
-    pub fn rewrite(&self, mut stmt: Statement, exists: &dyn Fn(&str) -> bool) -> Result<Statement> {
-        let creates_temp = matches!(&stmt, Statement::CreateTable(c) if c.temporary || c.global.is_some());
+    /// Makes private the names in the statement that mean the session's temporary tables, and a
+    /// `CREATE TEMP TABLE`'s name too. Without temporary tables the statement is left as it is.
+    pub fn rewrite(&self, stmt: &mut Statement, exists: &dyn Fn(&str) -> bool) -> Result<()> {
+        let creates_temp = matches!(stmt, Statement::CreateTable(c) if c.temporary || c.global.is_some());
         let live: HashMap<String, String> =
             self.names.iter().map(|n| (n.clone(), self.private_name(n))).filter(|(_, p)| exists(p)).collect();
         if live.is_empty() && !creates_temp {
-            return Ok(stmt);
+            return Ok(());
         }
-        let mut renamer = Renamer { live, ctes: statement_ctes(&stmt) };
+        let mut renamer = Renamer { live, ctes: statement_ctes(stmt) };
         // The name a CREATE TABLE gives is made, not looked up: a permanent table may share a temporary
         // one's name, as in PostgreSQL.
-        let created = match &mut stmt {
+        let created = match stmt {
             Statement::CreateTable(c) => Some(std::mem::replace(&mut c.name, ObjectName(vec![]))),
             _ => None,
         };
         let _ = stmt.visit(&mut renamer);
-        match &mut stmt {
+        match stmt {
             Statement::CreateTable(c) => {
                 let name = created.unwrap_or_else(|| ObjectName(vec![]));
                 c.name = if creates_temp { self.created(c, &name)? } else { name };
@@ -108,7 +108,7 @@ impl TempTables {
             }
             _ => {}
         }
-        Ok(stmt)
+        Ok(())
     }
 
     /// The private name a `CREATE TEMP TABLE` makes, checked as PostgreSQL checks it.
@@ -258,7 +258,9 @@ mod tests {
     fn rewritten(temp: &TempTables, sql: &str, live: &[&str]) -> String {
         let stmt = one(sql);
         let exists = |p: &str| live.iter().any(|n| temp.private_name(n) == p);
-        visible(&temp.rewrite(stmt, &exists).unwrap().to_string())
+        let mut stmt = stmt;
+        temp.rewrite(&mut stmt, &exists).unwrap();
+        visible(&stmt.to_string())
     }
 
     #[test]
@@ -273,9 +275,13 @@ mod tests {
         assert_eq!(rewritten(&temp, "SELECT * FROM public.t", &live), "SELECT * FROM public.t");
         assert_eq!(rewritten(&temp, "WITH t AS (SELECT 1) SELECT * FROM t", &live), "WITH t AS (SELECT 1) SELECT * FROM t");
         assert_eq!(rewritten(&temp, "SELECT * FROM t", &[]), "SELECT * FROM t", "a dropped temporary table is no longer found");
-        let private = temp.rewrite(one("DROP TABLE t"), &|_| true).unwrap().to_string();
+        let mut private = one("DROP TABLE t");
+        temp.rewrite(&mut private, &|_| true).unwrap();
+        let private = private.to_string();
         assert!(private.contains(&temp.private_name("t")));
-        let made = temp.rewrite(one("CREATE TABLE t (a int)"), &|_| true).unwrap().to_string();
+        let mut made = one("CREATE TABLE t (a int)");
+        temp.rewrite(&mut made, &|_| true).unwrap();
+        let made = made.to_string();
         assert_eq!(made, "CREATE TABLE t (a INT)", "a permanent table may share a temporary one's name");
     }
 

@@ -32,6 +32,7 @@ mod rewrite;
 pub(crate) mod search_path;
 mod sequences;
 mod session_udfs;
+pub use session_udfs::SessionInfo;
 pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
@@ -145,23 +146,6 @@ fn read_tables(plan: &LogicalPlan) -> Result<Vec<String>> {
     tables.sort();
     tables.dedup();
     Ok(tables)
-}
-
-/// What a statement needs from its session besides the read context.
-pub struct SessionInfo {
-    pub settings: Settings,
-    /// `current_user` (SET ROLE) and `session_user`.
-    pub user: String,
-    pub session_user: String,
-    /// What the session drew of each sequence, which `currval` and `lastval` answer.
-    pub sequences: crate::sequences::SessionSequences,
-    /// `pg_backend_pid()`.
-    pub pid: i32,
-    /// The session's number among the server's: the owner of its advisory locks and temporary tables.
-    pub number: u64,
-    /// Where the client connects from, and the address it connected to (`None`: no TCP connection).
-    pub client: Option<std::net::SocketAddr>,
-    pub server: Option<std::net::SocketAddr>,
 }
 
 impl Analytics {

@@ -16,8 +16,26 @@ use datafusion::logical_expr::{
 };
 
 use super::stop::Watch;
-use super::{SessionInfo, Source};
+use super::Source;
 use crate::advisory::{bigint_key, pair_key, Key};
+use crate::settings::Settings;
+
+/// What a statement needs from its session besides the read context.
+pub struct SessionInfo {
+    pub settings: Settings,
+    /// `current_user` (SET ROLE) and `session_user`.
+    pub user: String,
+    pub session_user: String,
+    /// What the session drew of each sequence, which `currval` and `lastval` answer.
+    pub sequences: crate::sequences::SessionSequences,
+    /// `pg_backend_pid()`.
+    pub pid: i32,
+    /// The session's number among the server's: the owner of its advisory locks and temporary tables.
+    pub number: u64,
+    /// Where the client connects from, and the address it connected to (`None`: no TCP connection).
+    pub client: Option<std::net::SocketAddr>,
+    pub server: Option<std::net::SocketAddr>,
+}
 
 /// Every function of this module, for one statement of the session `info` describes.
 pub fn all(info: &SessionInfo, db: &Weak<dyn Source>, watch: Watch) -> Vec<ScalarUDF> {

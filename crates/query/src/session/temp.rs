@@ -8,7 +8,11 @@ impl Session {
     pub(super) fn temp_names(&self, stmt: ParsedStatement) -> Result<ParsedStatement> {
         let exists = |p: &str| self.db.relation(p).is_ok();
         Ok(match stmt {
-            ParsedStatement::Ast(s) => ParsedStatement::Ast(Box::new(self.temp.rewrite(*s, &exists)?)),
+            // In place: every statement comes this way, and most have nothing to rewrite.
+            ParsedStatement::Ast(mut s) => {
+                self.temp.rewrite(&mut s, &exists)?;
+                ParsedStatement::Ast(s)
+            }
             ParsedStatement::Reset { table, options } => ParsedStatement::Reset { table: self.temp.resolve(&table, &exists), options },
             ParsedStatement::Maintenance(mut m) => {
                 for (t, _) in m.tables.iter_mut() {
