@@ -196,30 +196,3 @@ fn a_temporary_table_goes_with_its_session() {
     assert!(store.table(&private).is_err(), "the session's end drops its temporary tables");
     assert_eq!(count(&mut second), 1);
 }
-
-/// A child inserted in a transaction whose parent another transaction deleted and committed first: the
-/// child's commit fails (40001), since its check read the parent for update.
-#[test]
-fn a_child_insert_fails_to_commit_after_its_parent_was_deleted() {
-    let store =
-        Arc::new(Store::open(Arc::new(MemoryEngine::new()), StoreConfig { maintenance_interval: None, ..StoreConfig::default() }).unwrap());
-    let db = Database::new(store).unwrap();
-    let mut child = tabula_query::Session::new(&db, "tabula", "tabula");
-    let mut parent = tabula_query::Session::new(&db, "tabula", "tabula");
-    let run = |s: &mut tabula_query::Session, sql: &str| s.execute_sql(sql).into_iter().try_for_each(|r| r.map(|_| ()));
-    for sql in [
-        "CREATE TABLE p (id int PRIMARY KEY)",
-        "CREATE TABLE c (id int PRIMARY KEY, p int REFERENCES p)",
-        "INSERT INTO p VALUES (1)",
-        "BEGIN",
-        "INSERT INTO c VALUES (1, 1)",
-    ] {
-        run(&mut child, sql).unwrap();
-    }
-    for sql in ["BEGIN", "DELETE FROM p WHERE id = 1", "COMMIT"] {
-        run(&mut parent, sql).unwrap();
-    }
-    let e = run(&mut child, "COMMIT").unwrap_err();
-    assert_eq!(e.sqlstate(), "40001", "{e}");
-    assert!(rows(parent.execute_sql("SELECT * FROM c")).is_empty());
-}

@@ -2,6 +2,8 @@
 //! 40001 serialization failure is the client's to retry, and counted), the server alive at the end, and its
 //! resident memory flat once warm.
 //!
+//! Beside it, concurrent transactions that delete parents and insert their children, checked for orphans.
+//!
 //! The test command runs it for 20 seconds (`TABULA_SOAK_SECS`); `scripts/soak` runs it for 10 minutes.
 //! Memory is sampled every second from the server's /proc status while the clients run. After the first
 //! quarter of the run (caches and memtables filling), the later half of the samples may not rise more than
@@ -14,6 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
+
+mod common;
 
 const CONNECTIONS: usize = 64;
 
@@ -161,4 +165,81 @@ fn sixty_four_connections_of_mixed_load_with_no_error_and_flat_memory() {
             i + 1 + samples.len() - late.len()
         );
     }
+}
+
+/// Transactions that empty a parent and delete it race with transactions that insert a child of it, each
+/// pausing before its COMMIT so that the other commits in between, in both orders. Whatever fails must
+/// fail with 23503 or 40001, and no child may be left without its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_deleted_while_children_are_inserted_leave_no_orphan() {
+    const PARENTS: i64 = 40;
+    let server = common::TestServer::start().await;
+    let setup = server.connect().await;
+    setup
+        .batch_execute(
+            "CREATE TABLE p (id int PRIMARY KEY);
+             CREATE TABLE c (id bigint PRIMARY KEY, p int REFERENCES p);
+             CREATE INDEX c_p ON c (p);
+             INSERT INTO p SELECT g FROM generate_series(0, 39) g",
+        )
+        .await
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(4);
+    let committed = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    // The parent of each slot now: a deleted parent is replaced by a new one, never by itself, which would
+    // give an orphan its parent back.
+    let current: Arc<Vec<AtomicU64>> = Arc::new((0..PARENTS as u64).map(AtomicU64::new).collect());
+    let mut tasks = Vec::new();
+    for worker in 0..6u64 {
+        let client = server.connect().await;
+        let (committed, current) = (committed.clone(), current.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut x = (worker + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut n = 0i64;
+            while Instant::now() < until {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let slot = (x % PARENTS as u64) as usize;
+                let parent = current[slot].load(Ordering::SeqCst) as i32;
+                let deletes = worker < 2;
+                let t = async {
+                    client.batch_execute("BEGIN").await?;
+                    if deletes {
+                        client.execute("DELETE FROM c WHERE p = $1", &[&parent]).await?;
+                        client.execute("DELETE FROM p WHERE id = $1", &[&parent]).await?;
+                    } else {
+                        n += 1;
+                        client.execute("INSERT INTO c VALUES ($1, $2)", &[&((worker as i64) << 40 | n), &parent]).await?;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    client.batch_execute("COMMIT").await
+                };
+                match t.await {
+                    Ok(()) => {
+                        committed[deletes as usize].fetch_add(1, Ordering::Relaxed);
+                        if deletes {
+                            let next = parent + PARENTS as i32;
+                            client.execute("INSERT INTO p VALUES ($1) ON CONFLICT DO NOTHING", &[&next]).await.unwrap();
+                            let _ = current[slot].compare_exchange(parent as u64, next as u64, Ordering::SeqCst, Ordering::SeqCst);
+                        }
+                    }
+                    Err(e) if [SqlState::T_R_SERIALIZATION_FAILURE, SqlState::FOREIGN_KEY_VIOLATION].contains(e.code().unwrap()) => {
+                        client.batch_execute("ROLLBACK").await.unwrap();
+                    }
+                    Err(e) => panic!("worker {worker}: {e:?}"),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let orphans: i64 =
+        setup.query_one("SELECT count(*) FROM c WHERE NOT EXISTS (SELECT 1 FROM p WHERE p.id = c.p)", &[]).await.unwrap().get(0);
+    let [children, deletes] = [0, 1].map(|i| committed[i].load(Ordering::Relaxed));
+    eprintln!("{children} children inserted and {deletes} parents deleted, {orphans} orphans");
+    assert_eq!(orphans, 0);
+    assert!(children > 50 && deletes > 10, "the race ran: {children} children, {deletes} deletes");
+    server.stop().await;
 }

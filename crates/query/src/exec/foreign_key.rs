@@ -2,8 +2,13 @@
 //! referenced value it takes away, leaves a check ([`FkCheck`]); the session runs the checks at the end of
 //! the statement, or at COMMIT for a deferred constraint, against what the transaction then holds (so a
 //! row may reference one the same statement writes later). ON DELETE and ON UPDATE actions act at once,
-//! as in PostgreSQL, but for ON UPDATE actions within a table's own rows, which act at the statement's end. A check that finds its parent reads it for update: a concurrent transaction that deletes
-//! it fails to commit (40001) where PostgreSQL's row lock would make it wait.
+//! as in PostgreSQL, but for ON UPDATE actions within a table's own rows, which act at the statement's end.
+//!
+//! Concurrent transactions, where PostgreSQL's row locks would make one wait, fail one of the two with
+//! 40001 instead, in either order of commit: a check that finds its parent shares it
+//! ([`tabula_store::Access::share_row`]), so a transaction that removes the parent and commits first fails
+//! the child's commit; and a transaction that takes referenced values away guards their row
+//! ([`tabula_store::Access::guard_row`]), so a child committed since its snapshot fails its commit.
 
 use super::*;
 use crate::schema::{FkAction, ForeignKey};
@@ -122,6 +127,7 @@ impl Executor<'_> {
     fn propagate(&self, mut work: Vec<Change>) -> Result<()> {
         while let Some(Change { table: t, before, after, only }) = work.pop() {
             self.interrupt.check()?;
+            let mut guarded = false;
             for (child, i) in self.catalog()?.referencing(&t.name)? {
                 let own = child.name == t.name;
                 if only.is_some_and(|o| !own || o != i) {
@@ -133,6 +139,12 @@ impl Executor<'_> {
                     if Self::key_of(&t, &fk.parent_columns, a)?.as_ref() == Some(&values) {
                         continue;
                     }
+                }
+                // Rows referencing these values may be committed by others after this snapshot, which then
+                // finds none of them: the commit fails if one was (`guard_row`), whatever the action.
+                if !guarded {
+                    self.access.guard_row(&t.name, &self.pk_of(&t, &before)?).map_err(store_err)?;
+                    guarded = true;
                 }
                 let cols = positions(&child, &fk.columns)?;
                 let action = if after.is_none() { fk.on_delete } else { fk.on_update };
@@ -238,7 +250,7 @@ impl Executor<'_> {
         // The parent row holding `values`, read for update so that a concurrent delete of it conflicts.
         let parent_row = |values: &[Datum]| -> Result<bool> {
             let Some(r) = self.rows_where(&parent, &parent_cols, values, Some(1))?.pop() else { return Ok(false) };
-            self.access.lock_row(&parent.name, &self.pk_of(&parent, &r)?).map_err(store_err)?;
+            self.access.share_row(&parent.name, &self.pk_of(&parent, &r)?).map_err(store_err)?;
             Ok(true)
         };
         match check {

@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     bulk_epoch: AtomicU64,
     /// The table names transactions' DDL has touched, by journal id (see `pending`).
     claims: Mutex<HashMap<String, u64>>,
+    /// Rows referenced by commits, against transactions that remove them (see `shares`).
+    shares: shares::Shares,
     next_journal: AtomicU64,
     stop: AtomicBool,
 }
@@ -85,6 +87,7 @@ impl Store {
             commit_gate: RwLock::new(()),
             bulk_epoch: AtomicU64::new(0),
             claims: Mutex::new(HashMap::new()),
+            shares: shares::Shares::new(),
             next_journal: AtomicU64::new(1),
             stop: AtomicBool::new(false),
         });
@@ -270,18 +273,23 @@ impl Store {
 
     /// Starts a transaction: snapshot reads, read-your-writes, atomic commit, write-conflict detection.
     pub fn begin(&self) -> Txn {
-        self.new_txn(self.inner.kv.begin(true), None)
+        let start = self.inner.shares.start();
+        self.new_txn(self.inner.kv.begin(true), None, start)
     }
 
     /// Starts a transaction as `begin` does, with a [`ReadView`] at its snapshot (see [`Txn::read_view`]):
     /// for a transaction of several statements, whose reads may be streamed. The view costs a second
     /// snapshot, so transactions of one statement do without.
     pub fn begin_with_view(&self) -> Txn {
-        let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else { return self.begin() };
-        self.new_txn(txn, Some(Arc::new(ReadView { snap, inner: self.inner.clone() })))
+        let start = self.inner.shares.start();
+        let Some((txn, snap)) = self.inner.kv.begin_with_snapshot() else {
+            return self.new_txn(self.inner.kv.begin(true), None, start);
+        };
+        self.new_txn(txn, Some(Arc::new(ReadView { snap, inner: self.inner.clone() })), start)
     }
 
-    fn new_txn(&self, txn: Box<dyn Transaction>, view: Option<Arc<ReadView>>) -> Txn {
+    /// `start`: the transaction's place in the key shares' clock, read before its snapshot was taken.
+    fn new_txn(&self, txn: Box<dyn Transaction>, view: Option<Arc<ReadView>>, start: u64) -> Txn {
         let epoch = self.inner.bulk_epoch.load(Ordering::SeqCst);
         Txn {
             txn: Some(txn),
@@ -295,6 +303,8 @@ impl Store {
             size: Default::default(),
             size_marks: Default::default(),
             size_limit: Default::default(),
+            start,
+            rows: Default::default(),
             inner: self.inner.clone(),
         }
     }
@@ -413,6 +423,18 @@ pub trait Access {
     fn lock_row(&self, _table: &str, _pk: &[PkValue]) -> Result<()> {
         Ok(())
     }
+    /// As `lock_row`, for a row this transaction's rows reference (a foreign key's parent, as PostgreSQL's
+    /// FOR KEY SHARE): once this transaction commits, a transaction begun before that commit that removes
+    /// the row ([`Access::guard_row`]) fails to commit with `Conflict`.
+    fn share_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
+        self.lock_row(table, pk)
+    }
+    /// This transaction takes away row `pk` of `table`, or the values other rows reference in it: its commit
+    /// fails with `Conflict` if a transaction that shared the row ([`Access::share_row`]) committed after this
+    /// one began (and so after its snapshot, which found no rows referencing it).
+    fn guard_row(&self, _table: &str, _pk: &[PkValue]) -> Result<()> {
+        Ok(())
+    }
     /// Whether reads here may go through index `index` of `table`: not in a transaction that built it
     /// after writing, whose snapshot predates the entries (its reads of the table scan it instead).
     fn index_readable(&self, _table: &str, _index: &str) -> bool {
@@ -498,6 +520,7 @@ mod maintain;
 mod pending;
 mod rebuild;
 mod sequence;
+mod shares;
 mod sweep;
 mod table;
 mod txn;

@@ -51,6 +51,9 @@ pub struct Txn {
     pub(super) size: std::cell::Cell<u64>,
     pub(super) size_marks: RefCell<Vec<u64>>,
     pub(super) size_limit: std::cell::Cell<Option<u64>>,
+    /// Where the transaction started in the key shares' clock, and the rows it shares and removes.
+    pub(super) start: u64,
+    pub(super) rows: RefCell<shares::RowMarks>,
     pub(super) inner: Arc<Inner>,
 }
 
@@ -58,6 +61,7 @@ impl Drop for Txn {
     /// A transaction dropped unended (its connection gone) is rolled back, its DDL too.
     fn drop(&mut self) {
         self.end_ddl(false);
+        self.inner.shares.finish(self.start);
     }
 }
 
@@ -130,6 +134,7 @@ impl Txn {
     pub fn savepoint(&self) {
         self.kv().set_savepoint();
         self.size_marks.borrow_mut().push(self.size.get());
+        self.rows.borrow_mut().savepoint();
         self.mark_savepoint();
     }
 
@@ -139,6 +144,7 @@ impl Txn {
         if let Some(size) = self.size_marks.borrow_mut().pop() {
             self.size.set(size);
         }
+        self.rows.borrow_mut().rollback_to_savepoint();
         self.undo_to_savepoint()
     }
 
@@ -154,10 +160,13 @@ impl Txn {
         self.view.clone().filter(|_| !self.wrote.get())
     }
 
-    /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`.
+    /// Commits atomically; a write conflict with a transaction that committed first is `Conflict`, and so
+    /// is the removal of a row another transaction shared and committed since this one began.
     pub fn commit(mut self) -> Result<()> {
         let txn = self.txn.take().expect("open transaction");
-        {
+        let rows = self.rows.take();
+        // Refused before the closure runs, the transaction is dropped unended: rolled back.
+        self.inner.shares.commit(&rows, self.start, || {
             let _shared = self.inner.commit_gate.read();
             if self.wrote.get() && self.inner.bulk_epoch.load(Ordering::SeqCst) != self.epoch {
                 let _ = txn.rollback();
@@ -172,8 +181,8 @@ impl Txn {
                 return Err(e);
             }
             self.journal_in_commit(&*txn)?;
-            txn.commit()?;
-        }
+            Ok(txn.commit()?)
+        })?;
         self.end_ddl(true);
         for d in self.deltas.take() {
             d.partition.add(d.bytes, d.rows, d.writes);
@@ -203,6 +212,18 @@ impl Access for Txn {
         let t = self.table(table)?;
         // An optimistic transaction validates at commit every key it read for update, written or not.
         self.kv().get_for_update(Space::Data, &t.key(pk)?)?;
+        Ok(())
+    }
+    fn share_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
+        let t = self.table(table)?;
+        let key = t.key(pk)?;
+        self.kv().get_for_update(Space::Data, &key)?;
+        self.rows.borrow_mut().shared.push(key);
+        Ok(())
+    }
+    fn guard_row(&self, table: &str, pk: &[PkValue]) -> Result<()> {
+        let t = self.table(table)?;
+        self.rows.borrow_mut().removed.push(t.key(pk)?);
         Ok(())
     }
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
