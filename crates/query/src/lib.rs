@@ -50,6 +50,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod foreign_key;
+pub mod joined;
 pub mod json;
 pub mod maintenance;
 pub mod memory;

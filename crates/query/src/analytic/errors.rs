@@ -25,7 +25,13 @@ pub fn map_err(e: DataFusionError) -> QueryError {
         DataFusionError::SchemaError(se, _) => {
             use datafusion::common::SchemaError;
             match se.as_ref() {
-                SchemaError::FieldNotFound { field, .. } => QueryError::UndefinedColumn(field.name.clone()),
+                // A qualifier no table of the query goes by: PostgreSQL names the qualifier (42P01).
+                SchemaError::FieldNotFound { field, valid_fields } => match &field.relation {
+                    Some(q) if !valid_fields.iter().any(|f| f.relation.as_ref().is_some_and(|r| r.table() == q.table())) => {
+                        QueryError::UndefinedTableReference(format!("missing FROM-clause entry for table \"{}\"", q.table()))
+                    }
+                    _ => QueryError::UndefinedColumn(field.name.clone()),
+                },
                 SchemaError::AmbiguousReference { field } => QueryError::AmbiguousColumn(field.name.clone()),
                 other => QueryError::Engine { sqlstate: "42P10", message: other.to_string() },
             }

@@ -37,7 +37,7 @@ impl<'a> Scope<'a> {
         }
         if let (Some(q), None) = (qualifier, &found) {
             if !self.tables.iter().any(|(_, n, _)| n == q) {
-                return Err(QueryError::UndefinedTable(format!("missing FROM-clause entry for table \"{q}\"")));
+                return Err(QueryError::UndefinedTableReference(format!("missing FROM-clause entry for table \"{q}\"")));
             }
         }
         found.ok_or_else(|| {

@@ -194,6 +194,10 @@ impl Plan {
                 writeln!(f, " {}", WriteCall::ReadModifyWrite)?;
                 d.scan.fmt_tree(f, depth + 1)
             }
+            Plan::Joined(j) => {
+                writeln!(f, "{pad}For each row of: {}", j.query)?;
+                j.write.fmt_tree(f, depth + 1)
+            }
             Plan::Explain { plan, .. } => plan.fmt_tree(f, depth),
             other => writeln!(f, "{pad}{}", utility_name(other)),
         }

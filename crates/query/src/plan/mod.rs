@@ -199,6 +199,18 @@ pub struct CreateTablePlan {
     pub foreign_keys: Vec<crate::schema::ForeignKey>,
 }
 
+/// An UPDATE ... FROM or DELETE ... USING: `query` finds the target rows' keys and new values, then
+/// `write` writes each row, with the statement's `params` parameters, the values and the key after them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinedWrite {
+    pub query: sqlparser::ast::Query,
+    pub write: Plan,
+    /// The write's parameters' types, the statement's own first.
+    pub write_types: Vec<SqlType>,
+    pub keys: usize,
+    pub params: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
     Select(SelectPlan),
@@ -365,6 +377,8 @@ pub enum Plan {
     },
     /// `CLOSE name | ALL`.
     CloseCursor(Option<String>),
+    /// UPDATE ... FROM or DELETE ... USING ([`crate::joined`]).
+    Joined(Box<JoinedWrite>),
     /// An UPDATE or DELETE with subqueries: they run first, at each execution, and the statement is planned
     /// with their results in place ([`crate::subqueries`]).
     WithSubqueries {
@@ -471,6 +485,7 @@ impl Plan {
             Plan::Explain { .. } => text("QUERY PLAN"),
             Plan::SetConfig { .. } => text("set_config"),
             Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
+            Plan::Joined(j) => j.write.output_columns(),
             Plan::ShowVariable { name } if name == "all" => crate::settings::SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
             Plan::ShowVariable { name } => text(name),
             _ => vec![],

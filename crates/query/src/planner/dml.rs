@@ -9,6 +9,8 @@ impl Planner<'_> {
             _ => return Err(QueryError::NotSupported("INSERT into a table function".into())),
         };
         let table = self.catalog.table(&name)?;
+        // `INSERT INTO t AS x`: x names the table in ON CONFLICT and RETURNING.
+        let alias = i.table_alias.as_ref().map(|a| ident_name(&a.alias));
         let targets: Vec<usize> = if i.columns.is_empty() {
             // Without a column list a VALUES row fills the first columns and the rest take their defaults,
             // as in PostgreSQL.
@@ -96,7 +98,7 @@ impl Planner<'_> {
                         let offset = table.columns.len() + 1;
                         let scope = Scope {
                             tables: vec![
-                                (&table, tabula_store::value::public_part(&table.name).to_string(), 0),
+                                (&table, alias.clone().unwrap_or_else(|| tabula_store::value::public_part(&table.name).to_string()), 0),
                                 (&table, "excluded".to_string(), offset),
                             ],
                         };
@@ -112,7 +114,7 @@ impl Planner<'_> {
             }
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
-        let returning = self.returning(&table, i.returning.as_ref())?;
+        let returning = self.returning(&table, alias.as_deref(), i.returning.as_ref())?;
         let checks = self.bound_checks(&table)?;
         let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite, checks };
         insert.call = insert_call(&insert, values.is_some());
@@ -180,18 +182,11 @@ impl Planner<'_> {
         Ok(out)
     }
 
-    /// Types a value assigned to a column, as INSERT and UPDATE do.
+    /// Types a value assigned to a column, as INSERT and UPDATE do (42804 unless [`assignable`]).
     pub(super) fn assign(&mut self, e: Expr, ty: SqlType, column: &str) -> Result<Expr> {
         let e = self.binder(&Scope::empty()).coerce(e, ty)?;
         let et = e.ty();
-        let compatible = et == ty
-            || et == SqlType::Unknown
-            || (et.is_numeric() && ty.is_numeric())
-            || (et.is_text() && ty.is_text())
-            || (et.is_text() && matches!(ty, SqlType::Json | SqlType::Jsonb))
-            || (matches!(et, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
-                && matches!(ty, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date));
-        if !compatible {
+        if !assignable(et, ty) {
             return Err(QueryError::DatatypeMismatch(format!("column \"{column}\" is of type {ty} but expression is of type {et}")));
         }
         Ok(match e {
@@ -237,9 +232,15 @@ impl Planner<'_> {
         Ok(out)
     }
 
-    pub(super) fn returning(&mut self, table: &Arc<TableSchema>, items: Option<&Vec<ast::SelectItem>>) -> Result<Option<Returning>> {
+    /// RETURNING of a write to `table`, named `alias` in the statement.
+    pub(super) fn returning(
+        &mut self,
+        table: &Arc<TableSchema>,
+        alias: Option<&str>,
+        items: Option<&Vec<ast::SelectItem>>,
+    ) -> Result<Option<Returning>> {
         let Some(items) = items else { return Ok(None) };
-        let scope = Scope::table(table, None);
+        let scope = Scope::table(table, alias);
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         for item in items {
@@ -292,7 +293,7 @@ impl Planner<'_> {
         }
         let filter = u.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
         let scan = self.dml_scan(&table, filter);
-        let returning = self.returning(&table, u.returning.as_ref())?;
+        let returning = self.returning(&table, alias.as_deref(), u.returning.as_ref())?;
         let checks = self.bound_checks(&scan.table)?;
         let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
@@ -328,7 +329,7 @@ impl Planner<'_> {
         if version.is_some() && !matches!(scan.access, AccessPath::PointGet { .. }) {
             return Err(QueryError::NotSupported("deleting one version needs the full primary key in WHERE".into()));
         }
-        let returning = self.returning(&table, d.returning.as_ref())?;
+        let returning = self.returning(&table, alias.as_deref(), d.returning.as_ref())?;
         Ok(Plan::Delete(DeletePlan { scan, version, returning }))
     }
 
@@ -376,4 +377,17 @@ pub(crate) fn default_name(e: &ast::Expr) -> String {
         },
         _ => "?column?".into(),
     }
+}
+
+/// Whether a value of type `from` may be assigned to a column of type `to`: PostgreSQL's implicit and
+/// assignment casts among the types Tabula stores. Any type goes to a string column (PostgreSQL's I/O
+/// conversion casts to string types are assignment casts: `SET textcol = 5` writes '5').
+pub fn assignable(from: SqlType, to: SqlType) -> bool {
+    from == to
+        || from == SqlType::Unknown
+        || to.is_text()
+        || (from.is_numeric() && to.is_numeric())
+        || (from.is_text() && matches!(to, SqlType::Json | SqlType::Jsonb))
+        || (matches!(from, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date)
+            && matches!(to, SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date))
 }

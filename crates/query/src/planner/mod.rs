@@ -34,7 +34,7 @@ pub(crate) use access_path::needed_columns;
 use access_path::*;
 use ddl::created_name;
 pub(crate) use ddl::key_columns;
-pub(crate) use dml::default_name;
+pub(crate) use dml::{assignable, default_name};
 use index_path::*;
 use routes::*;
 pub use routes::{insert_call, streams};

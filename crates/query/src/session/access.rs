@@ -113,6 +113,8 @@ impl Session {
             Plan::CopyFrom { table, .. } => self.need(table, Privilege::Insert),
             Plan::CopyTo { select, .. } => select.scan.as_ref().map_or(Ok(()), |scan| self.need(&scan.table, Privilege::Select)),
             Plan::Explain { plan, .. } => self.check_access(plan),
+            // The join's query is checked as any query when it runs.
+            Plan::Joined(j) => self.check_access(&j.write),
             _ => Ok(()),
         }
     }

@@ -19,7 +19,10 @@ impl Session {
         let mut lines: Vec<String> = shown.to_string().lines().map(|l| l.to_string()).collect();
         if analyze {
             let started = Instant::now();
-            let (out, stats) = self.run_dml(plan, params, false)?;
+            let (out, stats) = match plan {
+                Plan::Joined(j) => (self.run_joined(j, params)?, None),
+                _ => self.run_dml(plan, params, false)?,
+            };
             let rows = match &out {
                 Output::Rows { rows, .. } => rows.len(),
                 _ => 0,

@@ -33,6 +33,7 @@ mod dml;
 mod explain;
 mod foreign_key;
 mod index;
+mod joined;
 mod sequence;
 mod settings;
 mod statements;
@@ -312,6 +313,15 @@ impl Session {
                 let columns = if f.move_only { vec![] } else { self.cursors.columns(&f.name)? };
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
             }
+            ParsedStatement::Ast(s) if crate::joined::target(&s).is_some() => {
+                let (plan, params) = self.plan_joined(&s, param_types)?;
+                (plan, params, Some(s))
+            }
+            ParsedStatement::Ast(s) if matches!(&*s, Statement::Explain { statement, .. } if crate::joined::target(statement).is_some()) => {
+                let Statement::Explain { statement, analyze, .. } = &*s else { unreachable!() };
+                let (plan, params) = self.plan_joined(statement, param_types)?;
+                (Plan::Explain { plan: Box::new(plan), analyze: *analyze }, params, Some(s))
+            }
             ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
                 // Typed with NULLs where the subqueries' results will be.
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
@@ -566,6 +576,7 @@ impl Session {
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
             Plan::InsertSelect { insert, query, defaults } => self.insert_select(insert, query, defaults, params),
             Plan::WithSubqueries { statement, param_types, .. } => self.with_subqueries(statement, param_types, params),
+            Plan::Joined(j) => self.run_joined(j, params),
         }
     }
 }
