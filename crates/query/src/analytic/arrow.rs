@@ -43,6 +43,16 @@ pub fn arrow_type(ty: SqlType) -> DataType {
     }
 }
 
+/// The Arrow field of a table's column: a `numeric(p, s)` column's values are Decimal128 of scale `s`, so
+/// what DataFusion computes from them keeps PostgreSQL's scale (`sum` of numeric(10,2) values prints
+/// 1.50, a product 2.2500); an unconstrained numeric's carry [`NUMERIC_SCALE`].
+pub fn column_field(c: &crate::schema::ColumnDef, nullable: bool) -> Field {
+    match (c.ty, c.numeric) {
+        (SqlType::Numeric, Some((_, s))) => Field::new(&c.name, DataType::Decimal128(38, s as i8), nullable),
+        _ => field(&c.name, c.ty, nullable),
+    }
+}
+
 /// An Arrow field for a column of declared type `ty`.
 pub fn field(name: &str, ty: SqlType, nullable: bool) -> Field {
     let f = Field::new(name, arrow_type(ty), nullable);
@@ -91,10 +101,11 @@ fn internal(e: impl std::fmt::Display) -> QueryError {
     QueryError::Internal(e.to_string())
 }
 
-fn decimal_to_i128(d: &Decimal) -> Result<i128> {
+/// `d` as a Decimal128 of scale `scale`.
+fn decimal_to_i128(d: &Decimal, scale: i8) -> Result<i128> {
     let mut d = *d;
-    d.rescale(NUMERIC_SCALE as u32);
-    if d.scale() != NUMERIC_SCALE as u32 {
+    d.rescale(scale as u32);
+    if d.scale() != scale as u32 {
         return Err(QueryError::NumericOutOfRange("numeric value out of range for the analytic engine".into()));
     }
     Ok(d.mantissa())
@@ -124,8 +135,8 @@ pub fn rows_to_batch(schema: &SchemaRef, rows: &[Vec<Datum>]) -> Result<RecordBa
                 let mut b = Decimal128Builder::with_capacity(rows.len());
                 for d in cells {
                     match d {
-                        Datum::Numeric(n) => b.append_value(decimal_to_i128(n)?),
-                        Datum::Int(v) => b.append_value(decimal_to_i128(&Decimal::from(*v))?),
+                        Datum::Numeric(n) => b.append_value(decimal_to_i128(n, *s)?),
+                        Datum::Int(v) => b.append_value(decimal_to_i128(&Decimal::from(*v), *s)?),
                         _ => b.append_null(),
                     }
                 }
@@ -360,7 +371,7 @@ pub fn scalar(d: &Datum, ty: SqlType, dt: Option<&DataType>) -> Result<ScalarVal
         },
         Datum::Float(f) if ty == SqlType::Float4 => ScalarValue::Float32(Some(*f as f32)),
         Datum::Float(f) => ScalarValue::Float64(Some(*f)),
-        Datum::Numeric(n) => ScalarValue::Decimal128(Some(decimal_to_i128(n)?), 38, NUMERIC_SCALE),
+        Datum::Numeric(n) => ScalarValue::Decimal128(Some(decimal_to_i128(n, NUMERIC_SCALE)?), 38, NUMERIC_SCALE),
         Datum::Bytes(b) => ScalarValue::Binary(Some(b.clone())),
         Datum::Timestamp(us) => ScalarValue::TimestampMicrosecond(Some(*us), (ty == SqlType::Timestamptz).then(|| Arc::from("UTC"))),
         Datum::Date(v) => ScalarValue::Date32(Some(*v)),

@@ -10,8 +10,16 @@
 //! A `numeric` cast to an integer type rounds too, ties away from zero (`2.5::numeric::int` is 3), where
 //! DataFusion's cast of its decimals truncates (2).
 //!
-//! The plan is rewritten once it is built: each such cast or call gets [`Rint`] around its argument. Names
-//! are kept, so a column is still called what PostgreSQL calls it.
+//! A quotient of numerics, and `avg` of one, are computed from a dividend of at least [`NUMERIC_SCALE`]
+//! decimals. DataFusion gives a quotient four more decimals than its dividend; a `numeric(10,2)` column's
+//! values are Decimal128 of scale 2 (so that sums and products print PostgreSQL's scale), which would
+//! leave `10.00 / 3` at 3.333333 where PostgreSQL keeps at least 16 significant digits
+//! (3.3333333333333333). From a dividend of scale 10 the quotient has 14 decimals, printed without their
+//! trailing zeros (`arrow::decimal_datum`): 3.33333333333333.
+//!
+//! The plan is rewritten once it is built, before DataFusion types it: each such cast or call gets
+//! [`Rint`] around its argument, each such dividend a cast. Names are kept, so a column is still called
+//! what PostgreSQL calls it.
 
 use std::sync::Arc;
 
@@ -23,8 +31,11 @@ use datafusion::common::DFSchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
-    Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TryCast, Volatility,
+    BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    TryCast, Volatility,
 };
+
+use super::arrow::NUMERIC_SCALE;
 
 /// Rounds to the nearest integer, keeping the type: a float's ties to even, a decimal's away from zero.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -85,7 +96,29 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Trans
         _ => false,
     };
     let rounded = |x: Expr| Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(rint), vec![x]));
+    let scale = |x: &Expr| match x.get_type(schema.as_ref()) {
+        Ok(DataType::Decimal128(_, s)) => Some(s),
+        Ok(t) if t.is_integer() => Some(0),
+        _ => None,
+    };
+    let is_decimal = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Decimal128(..)));
+    let widened = |x: Expr| Expr::Cast(Cast::new(Box::new(x), DataType::Decimal128(38, NUMERIC_SCALE)));
     Ok(match e {
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })
+            if (is_decimal(&left) || is_decimal(&right)) && scale(&left).is_some_and(|s| s < NUMERIC_SCALE) && scale(&right).is_some() =>
+        {
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(widened(*left)), op: Operator::Divide, right }))
+        }
+        Expr::AggregateFunction(mut f)
+            if f.func.name() == "avg"
+                && f.params.args.len() == 1
+                && is_decimal(&f.params.args[0])
+                && scale(&f.params.args[0]) < Some(NUMERIC_SCALE) =>
+        {
+            let arg = f.params.args.remove(0);
+            f.params.args.push(widened(arg));
+            Transformed::yes(Expr::AggregateFunction(f))
+        }
         Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() && is_fraction(&expr) => {
             Transformed::yes(Expr::Cast(Cast { expr: Box::new(rounded(*expr)), field }))
         }

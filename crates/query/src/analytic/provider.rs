@@ -23,7 +23,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use parking_lot::Mutex;
 use tabula_store::Txn;
 
-use super::arrow::{datum_of, field, rows_to_batch, sql_type_of};
+use super::arrow::{column_field, datum_of, rows_to_batch, sql_type_of};
 use super::Source;
 use crate::cursor::Cursor;
 use crate::error::QueryError;
@@ -115,8 +115,7 @@ impl fmt::Debug for TabulaTable {
 impl TabulaTable {
     pub fn new(db: Weak<dyn Source>, table: Arc<TableSchema>) -> Self {
         // The visible columns: a hidden row id is last, so a column's index is the same in both.
-        let fields: Vec<_> =
-            table.visible().iter().enumerate().map(|(i, c)| field(&c.name, c.ty, !(c.not_null || table.is_pk(i)))).collect();
+        let fields: Vec<_> = table.visible().iter().enumerate().map(|(i, c)| column_field(c, !(c.not_null || table.is_pk(i)))).collect();
         TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
     }
 
