@@ -141,3 +141,38 @@ fn the_indexes_are_built_again_on_the_moved_rows_under_their_columns_new_names()
         store.index_pks("t", "by_n", &IndexRange { eq: vec![Some(Value::Integer(1))], ..IndexRange::default() }, None, 10).unwrap();
     assert_eq!(pks, vec![vec![s("a")], vec![s("b")]], "entries of the moved rows, under their new keys");
 }
+
+/// One column's cells converted, every version; a value the conversion refuses stops the rebuild with the
+/// caller's error and leaves the table as it was.
+#[test]
+fn a_converting_rebuild_converts_every_version_or_leaves_the_table_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("a"), 1, NOW - 10);
+    let a = all_rows(&store)[0].pk.clone();
+    store
+        .update_row("t", &a, &[("n".into(), UpdateOp::Put { value: Value::Integer(2), version: Some(NOW - 5) })], &Condition::ignore())
+        .unwrap();
+    insert(&store, Some("b"), -1, NOW);
+    let as_text = |v: &Value| -> Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>> {
+        match v {
+            Value::Integer(i) if *i < 0 => Err("negative".into()),
+            Value::Integer(i) => Ok(Some(Value::String(format!("#{i}")))),
+            other => Ok(Some(other.clone())),
+        }
+    };
+    let def = TableDef { user_meta: b"converted".to_vec(), ..store.table("t").unwrap() };
+    let e = store.rebuild_converting(def.clone(), &Convert { column: "n", f: &as_text }).unwrap_err();
+    assert!(matches!(&e, RebuildError::Convert(c) if c.to_string() == "negative"), "{e}");
+    assert_eq!(store.table("t").unwrap().user_meta, b"before".to_vec(), "the table is as it was");
+    assert_eq!(all_rows(&store).len(), 2);
+
+    let b = all_rows(&store).into_iter().find(|r| r.cells("name").unwrap()[0].value == Value::String("b".into())).unwrap();
+    store.delete_row("t", &b.pk, &Condition::ignore()).unwrap();
+    store.rebuild_converting(def, &Convert { column: "n", f: &as_text }).unwrap();
+    let rows = all_rows(&store);
+    let versions: Vec<&Value> = rows[0].cells("n").unwrap().iter().map(|c| &c.value).collect();
+    assert_eq!(versions, vec![&Value::String("#2".into()), &Value::String("#1".into())], "every version, newest first");
+    assert_eq!(store.table("t").unwrap().user_meta, b"converted".to_vec());
+}

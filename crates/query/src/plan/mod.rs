@@ -181,6 +181,10 @@ pub enum ColumnChange {
     /// `TYPE`, between types whose values are stored alike (text to text, integer to integer): the rows
     /// stay as they are, once checked to fit a shorter length or a narrower integer.
     Type { ty: SqlType, max_chars: Option<u32>, numeric: Option<(u32, u32)> },
+    /// `TYPE ... [USING expr]` that rewrites every row: each value becomes `using`'s (an expression of the
+    /// row, which names only this column) or its own, cast to the new type and fitted to its length or
+    /// precision and scale.
+    Convert { ty: SqlType, max_chars: Option<u32>, numeric: Option<(u32, u32)>, using: Option<Expr> },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -301,8 +301,8 @@ impl Planner<'_> {
 impl Planner<'_> {
     /// `ALTER TABLE t ALTER COLUMN c SET DEFAULT x | DROP DEFAULT | DROP NOT NULL | SET NOT NULL | TYPE t`:
     /// the catalog only, as in PostgreSQL (a default applies to rows written from then on; NOT NULL and a
-    /// type between types stored alike once the rows are checked). Other `TYPE`s, which would rewrite the
-    /// rows, are not built (0A000).
+    /// type between types stored alike once the rows are checked). Other `TYPE`s rewrite every row
+    /// ([`ColumnChange::Convert`]).
     fn alter_column(&mut self, table: String, column: String, op: &ast::AlterColumnOperation) -> Result<Plan> {
         let t = self.catalog.table(&table)?;
         let i = t
@@ -333,30 +333,81 @@ impl Planner<'_> {
             ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
                 let (ty, max_chars) = crate::expr::column_type(data_type)?;
                 let numeric = crate::types::numeric_spec(data_type)?;
-                let old = t.columns[i].ty;
-                // A precision and scale, or new ones, would round or refuse the values there.
-                if numeric.is_some() && numeric != t.columns[i].numeric {
-                    return Err(QueryError::NotSupported(format!(
-                        "ALTER COLUMN TYPE from {} to {data_type}: it would round every row to the new scale",
-                        t.columns[i].type_name()
-                    )));
-                }
+                let old = &t.columns[i];
                 let plain_using = using.as_ref().is_none_or(|u| matches!(u, ast::Expr::Identifier(id) if ident_name(id) == column));
                 // A bpchar is held without its trailing spaces: another text type's values may have them.
-                let to_bpchar = matches!(ty, SqlType::Bpchar(_)) && !matches!(old, SqlType::Bpchar(_));
-                if !plain_using || to_bpchar || !(old == ty || (old.is_text() && ty.is_text()) || (old.is_integer() && ty.is_integer())) {
-                    return Err(QueryError::NotSupported(format!(
-                        "ALTER COLUMN TYPE from {} to {}: it would rewrite every row (text to text and integer to integer \
-                         types are changed in place)",
-                        t.columns[i].type_name(),
-                        data_type
-                    )));
+                let to_bpchar = matches!(ty, SqlType::Bpchar(_)) && !matches!(old.ty, SqlType::Bpchar(_));
+                // A precision and scale, or new ones, round the values there.
+                let rescaled = numeric.is_some() && numeric != old.numeric;
+                let in_place = old.ty == ty || (old.ty.is_text() && ty.is_text()) || (old.ty.is_integer() && ty.is_integer());
+                if plain_using && !to_bpchar && !rescaled && in_place {
+                    ColumnChange::Type { ty, max_chars, numeric }
+                } else {
+                    self.converted_column(&t, i, ty, max_chars, numeric, using.as_ref())?
                 }
-                ColumnChange::Type { ty, max_chars, numeric }
             }
             other => return Err(QueryError::NotSupported(format!("ALTER COLUMN {other}: it would check or rewrite every row"))),
         };
         Ok(Plan::AlterColumn { table, column, change })
+    }
+}
+
+impl Planner<'_> {
+    /// `ALTER COLUMN c TYPE t [USING expr]` that rewrites the rows. Without USING the old type must be
+    /// assignable to the new one (42804 with PostgreSQL's HINT otherwise); USING may name only the column.
+    /// Not built (0A000): a key column's (the rows would move to new keys), one a foreign key holds, and a
+    /// USING that reads other columns.
+    fn converted_column(
+        &mut self,
+        t: &Arc<TableSchema>,
+        i: usize,
+        ty: SqlType,
+        max_chars: Option<u32>,
+        numeric: Option<(u32, u32)>,
+        using: Option<&ast::Expr>,
+    ) -> Result<ColumnChange> {
+        let column = t.columns[i].name.clone();
+        // Named as PostgreSQL prints the type.
+        let data_type = ColumnDef { max_chars, numeric, ..ColumnDef::plain("", ty) }.type_name();
+        let refused = |why: &str| QueryError::NotSupported(format!("ALTER COLUMN TYPE of column \"{column}\": {why}"));
+        if t.is_pk(i) {
+            return Err(refused("a primary key column's values cannot change type in place"));
+        }
+        let referenced = self.catalog.referencing(&t.name)?.iter().any(|(c, f)| c.foreign_keys[*f].parent_columns.contains(&column));
+        if referenced || t.foreign_keys.iter().any(|f| f.columns.contains(&column)) {
+            return Err(refused("a column of a foreign key"));
+        }
+        let using = match using {
+            Some(e) => {
+                let bound = self.binder(&Scope::table(t, None)).bind(e)?;
+                let mut reads = Vec::new();
+                bound.columns(&mut reads);
+                if reads.iter().any(|&c| c != i) {
+                    return Err(refused("a USING expression that reads other columns"));
+                }
+                let et = bound.ty();
+                if !crate::planner::assignable(et, ty) {
+                    return Err(QueryError::DatatypeMismatch(format!(
+                        "result of USING clause for column \"{column}\" cannot be cast automatically to type {data_type}"
+                    )));
+                }
+                Some(bound)
+            }
+            None if !crate::planner::assignable(t.columns[i].ty, ty) => {
+                return Err(QueryError::DatatypeMismatch(format!("column \"{column}\" cannot be cast automatically to type {data_type}"))
+                    .with_hint(&format!("You might need to specify \"USING {column}::{data_type}\".")))
+            }
+            None => None,
+        };
+        // The default must go to the new type too.
+        if let Some(d) = &t.columns[i].default {
+            if self.bind_default(d, ty, &column).is_err() {
+                return Err(QueryError::DatatypeMismatch(format!(
+                    "default for column \"{column}\" cannot be cast automatically to type {data_type}"
+                )));
+            }
+        }
+        Ok(ColumnChange::Convert { ty, max_chars, numeric, using })
     }
 }
 

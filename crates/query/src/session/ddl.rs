@@ -335,6 +335,7 @@ impl Session {
                     .with_message(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", "))))
             }
             Err(RebuildError::Store(e)) => Err(e.into()),
+            Err(e @ RebuildError::Convert(_)) => Err(QueryError::Internal(format!("rebuilding \"{table}\": {e}"))),
         }
     }
 
@@ -452,6 +453,9 @@ impl Session {
             crate::plan::ColumnChange::NotNull => {
                 self.no_nulls(table, column)?;
                 altered.columns.iter_mut().filter(|c| c.name == column).for_each(|c| c.not_null = true);
+            }
+            crate::plan::ColumnChange::Convert { ty, max_chars, numeric, using } => {
+                return self.convert_column(table, column, *ty, *max_chars, *numeric, using.as_ref());
             }
             crate::plan::ColumnChange::Type { ty, max_chars, numeric } => {
                 self.not_under_a_view(table, "ALTER COLUMN TYPE")?;

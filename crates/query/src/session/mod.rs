@@ -24,6 +24,7 @@ use copy::CopyIn;
 
 mod access;
 mod activity;
+mod alter_type;
 mod analytic;
 mod batches;
 mod check;

@@ -109,13 +109,27 @@ impl Ddl<'_> {
     /// as a table made earlier in the same migration does (Knex and Alembic run several migrations, and
     /// record each, in one transaction).
     pub fn rebuild(&mut self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
+        self.rebuild_with(def, columns, None)
+    }
+
+    /// `Store::rebuild_converting`, in a transaction as `rebuild` is.
+    pub fn rebuild_converting(&mut self, def: TableDef, convert: &Convert) -> std::result::Result<(), RebuildError> {
+        self.rebuild_with(def, &[], Some(convert))
+    }
+
+    fn rebuild_with(
+        &mut self,
+        def: TableDef,
+        columns: &[(String, Option<String>)],
+        convert: Option<&Convert>,
+    ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         self.check(&[&name])?;
-        let Some(t) = self.txn.as_deref_mut() else { return self.store.rebuild(def, columns) };
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.rebuild_keeping(def, columns, convert, false) };
         let renew = !t.wrote.get();
         if !renew && !t.get_range(&name, &RangeRequest { limit: Some(1), ..RangeRequest::full(Direction::Forward) })?.rows.is_empty() {
             return Err(StoreError::NotSupported(
-                "an ALTER TABLE that moves a table's rows (ADD PRIMARY KEY, RENAME COLUMN, a dropped column's name added again) \
+                "an ALTER TABLE that moves a table's rows (ADD PRIMARY KEY, RENAME COLUMN, ALTER COLUMN TYPE, a dropped column's name added again) \
                  of a table that holds rows, after rows were written in the same transaction"
                     .into(),
             )
@@ -124,7 +138,7 @@ impl Ddl<'_> {
         t.record_aside(&name)?;
         let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
         let indexes = self.store.inner.table(&name)?.def.read().indexes.len() as u64;
-        self.store.rebuild_keeping(def, columns, true)?;
+        self.store.rebuild_keeping(def, columns, convert, true)?;
         t.created(&name)?;
         if renew {
             t.renew_snapshot(self.store);

@@ -530,7 +530,7 @@ pub use bulk::{BulkError, BulkLoad};
 use compaction::VersionFilter;
 pub use config::{Durability, StoreConfig};
 pub use ddl::Ddl;
-pub use rebuild::RebuildError;
+pub use rebuild::{Convert, RebuildError};
 use table::{add_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};
 use write::WriteCtx;

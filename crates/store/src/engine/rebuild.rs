@@ -30,8 +30,19 @@ pub enum RebuildError {
     /// Two rows share the new key (PostgreSQL: 23505); the key's values.
     #[error("duplicate key")]
     Duplicate(Vec<PkValue>),
+    /// A value the conversion could not take (its caller's error).
+    #[error("{0}")]
+    Convert(Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A column whose cells are converted as the rows move (ALTER COLUMN TYPE): each version's value becomes
+/// what `f` returns, or goes (`None`, a NULL). An error stops the rebuild, which then leaves nothing done.
+pub struct Convert<'a> {
+    pub column: &'a str,
+    #[allow(clippy::type_complexity)]
+    pub f: &'a dyn Fn(&Value) -> std::result::Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl Store {
@@ -39,7 +50,12 @@ impl Store {
     /// the table now; `columns` renames columns (key or attribute: `(old, Some(new))`) or drops their cells
     /// (`(old, None)`). `def`'s other attributes (options, metadata) replace the old ones.
     pub fn rebuild(&self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
-        self.rebuild_keeping(def, columns, false)
+        self.rebuild_keeping(def, columns, None, false)
+    }
+
+    /// Rebuilds table `def.name` as `def` with the cells of one column converted (`Convert`).
+    pub fn rebuild_converting(&self, def: TableDef, convert: &Convert) -> std::result::Result<(), RebuildError> {
+        self.rebuild_keeping(def, &[], Some(convert), false)
     }
 
     /// `rebuild`; with `keep_old`, the old table is set aside (retired, under its internal name) instead of
@@ -48,6 +64,7 @@ impl Store {
         &self,
         def: TableDef,
         columns: &[(String, Option<String>)],
+        convert: Option<&Convert>,
         keep_old: bool,
     ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
@@ -78,7 +95,8 @@ impl Store {
             let _exclusive = self.inner.commit_gate.write();
             old.retired.store(true, Ordering::SeqCst);
         }
-        let moved = self.move_rows(&old, &temp, &def, columns).and_then(|()| Ok(self.inner.replace_table(&name, &temp, keep_old)?));
+        let moved =
+            self.move_rows(&old, &temp, &def, columns, convert).and_then(|()| Ok(self.inner.replace_table(&name, &temp, keep_old)?));
         if moved.is_err() {
             let _ = self.inner.drop_table(&temp);
             old.retired.store(false, Ordering::SeqCst);
@@ -98,11 +116,12 @@ impl Store {
         temp: &str,
         def: &TableDef,
         columns: &[(String, Option<String>)],
+        convert: Option<&Convert>,
     ) -> std::result::Result<(), RebuildError> {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
         let mut null = None;
-        self.each_moved_row(old, def, columns, |moved| {
+        self.each_moved_row(old, def, columns, convert, |moved| {
             match moved {
                 Ok((pk, row)) => load.add_stored(new.key(&pk)?, &row.into_stored())?,
                 Err(column) => {
@@ -118,7 +137,7 @@ impl Store {
         };
         // The load names the first row it could not insert: read the rows again up to it for its key.
         let (mut pos, mut key) = (0, Vec::new());
-        self.each_moved_row(old, def, columns, |moved| {
+        self.each_moved_row(old, def, columns, convert, |moved| {
             let Ok((pk, _)) = moved else { return Ok(false) };
             pos += 1;
             if pos - 1 == duplicate_at {
@@ -137,6 +156,7 @@ impl Store {
         old: &Table,
         def: &TableDef,
         columns: &[(String, Option<String>)],
+        convert: Option<&Convert>,
         mut f: impl FnMut(Moved) -> Result<bool>,
     ) -> std::result::Result<(), RebuildError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
@@ -160,6 +180,21 @@ impl Store {
                         std::mem::take(&mut row.columns).into_iter().filter_map(|(n, cells)| Some((renamed(&n)?, cells))).collect();
                     // Stored rows keep their columns sorted by name.
                     row.columns.sort_by(|a, b| a.0.cmp(&b.0));
+                }
+                if let Some(c) = convert {
+                    if let Some(i) = row.columns.iter().position(|(n, _)| n == c.column) {
+                        let mut cells = Vec::new();
+                        for cell in std::mem::take(&mut row.columns[i].1) {
+                            if let Some(value) = (c.f)(&cell.value).map_err(RebuildError::Convert)? {
+                                cells.push(Cell { version: cell.version, value });
+                            }
+                        }
+                        if cells.is_empty() {
+                            row.columns.remove(i);
+                        } else {
+                            row.columns[i].1 = cells;
+                        }
+                    }
                 }
                 let kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
                 if f(new_key(def, &kept, row)?)? {
