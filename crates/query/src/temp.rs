@@ -32,11 +32,13 @@ pub struct TempTables {
     /// temporary tables now: a rollback or a DROP removes the table and leaves the name, and a rollback
     /// of the DROP brings the table back.
     names: BTreeSet<String>,
+    /// The ON COMMIT actions of those that have one, by name.
+    on_commit: HashMap<String, OnCommit>,
 }
 
 impl TempTables {
     pub fn new(owner: u64) -> TempTables {
-        TempTables { owner, names: BTreeSet::new() }
+        TempTables { owner, names: BTreeSet::new(), on_commit: HashMap::new() }
     }
 
     /// The private name of the session's temporary table `name`.
@@ -119,20 +121,53 @@ impl TempTables {
                 message: "cannot create temporary relation in non-temporary schema".into(),
             });
         };
-        match c.on_commit {
-            None | Some(ast::OnCommit::PreserveRows) => {}
-            Some(_) => {
-                return Err(QueryError::NotSupported(
-                    "ON COMMIT DELETE ROWS and ON COMMIT DROP: a temporary table keeps its rows until it is dropped or the session ends"
-                        .into(),
-                ))
-            }
-        }
+        // The ON COMMIT action stays for the planner (`on_commit`).
         c.temporary = false;
         c.global = None;
-        c.on_commit = None;
         Ok(private_object(self.private_name(&n)))
     }
+
+    /// Remembers what a temporary table made under private name `table` does at each commit.
+    pub fn set_on_commit(&mut self, table: &str, action: OnCommit) {
+        self.on_commit.insert(public_part(table).to_string(), action);
+    }
+
+    /// The actions due at a transaction's end, by private name, for the temporary tables that exist; an
+    /// ON COMMIT DROP table is forgotten with it.
+    pub fn due(&mut self, exists: &dyn Fn(&str) -> bool) -> Vec<(String, OnCommit)> {
+        let due: Vec<(String, OnCommit)> =
+            self.on_commit.iter().map(|(n, a)| (self.private_name(n), *a)).filter(|(p, _)| exists(p)).collect();
+        let owner = self.owner;
+        self.on_commit.retain(|n, a| *a == OnCommit::DeleteRows && exists(&private_table_name(owner, n)));
+        due
+    }
+
+    pub fn has_actions(&self) -> bool {
+        !self.on_commit.is_empty()
+    }
+}
+
+/// What a temporary table does when a transaction commits (PostgreSQL's `ON COMMIT`): keeping its rows is
+/// no action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnCommit {
+    DeleteRows,
+    Drop,
+}
+
+/// The ON COMMIT action of CREATE TABLE `name` (a private name for a temporary table): 42P16 on a
+/// permanent table, as PostgreSQL says.
+pub fn on_commit(name: &str, given: Option<ast::OnCommit>) -> Result<Option<OnCommit>> {
+    let action = match given {
+        None => return Ok(None),
+        Some(ast::OnCommit::PreserveRows) => None,
+        Some(ast::OnCommit::DeleteRows) => Some(OnCommit::DeleteRows),
+        Some(ast::OnCommit::Drop) => Some(OnCommit::Drop),
+    };
+    if !name.starts_with(PRIVATE_PREFIX) {
+        return Err(QueryError::Engine { sqlstate: "42P16", message: "ON COMMIT can only be used on temporary tables".into() });
+    }
+    Ok(action)
 }
 
 /// Renames the relations that mean live temporary tables.

@@ -201,6 +201,8 @@ pub struct CreateTablePlan {
     pub unique: Vec<(Option<String>, Vec<String>)>,
     pub checks: Vec<crate::schema::CheckDef>,
     pub foreign_keys: Vec<crate::schema::ForeignKey>,
+    /// A temporary table's `ON COMMIT DELETE ROWS | DROP`.
+    pub on_commit: Option<crate::temp::OnCommit>,
 }
 
 /// An UPDATE ... FROM or DELETE ... USING: `query` finds the target rows' keys and new values, then

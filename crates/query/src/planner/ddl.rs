@@ -174,6 +174,7 @@ impl Planner<'_> {
             let def = self.fk_def(&table, f, column.as_deref(), &super::check::constraint_names(&table))?;
             table.foreign_keys.push(def);
         }
+        let on_commit = crate::temp::on_commit(&name, c.on_commit)?;
         Ok(Plan::CreateTable(CreateTablePlan {
             name,
             if_not_exists: c.if_not_exists,
@@ -185,6 +186,7 @@ impl Planner<'_> {
             unique,
             checks: table.checks,
             foreign_keys: table.foreign_keys,
+            on_commit,
         }))
     }
 

@@ -48,6 +48,9 @@ impl Session {
     pub(super) fn create_table(&mut self, c: &CreateTablePlan) -> Result<Output> {
         self.note_temp(&c.name);
         let created = self.create_bare_table(c)?;
+        if let (true, Some(action)) = (created, c.on_commit) {
+            self.temp.set_on_commit(&c.name, action);
+        }
         let out = Output::Command { tag: "CREATE TABLE".into() };
         if !created || c.unique.is_empty() {
             return Ok(out);

@@ -374,7 +374,14 @@ impl Session {
     pub fn execute(&mut self, p: &Prepared, params: &[Datum]) -> Result<Output> {
         self.absorb_stream_failure();
         self.statement_started(&p.sql);
-        let out = match self.execute_here(p, params).map_err(|e| self.typed_values(e)) {
+        let mut out = self.execute_here(p, params);
+        // Outside a transaction block the statement was a transaction of its own, now ended.
+        if self.txn.is_none() && self.temp.has_actions() {
+            if let (Err(e), Ok(_)) = (self.temp_on_commit(), &out) {
+                out = Err(e);
+            }
+        }
+        let out = match out.map_err(|e| self.typed_values(e)) {
             Ok(Output::Stream { columns, cursor }) => {
                 Ok(Output::Stream { columns, cursor: cursor.flag_errors(self.stream_failed.clone()) })
             }

@@ -1,5 +1,5 @@
-//! The session's side of temporary tables (`crate::temp`): names rewritten before planning, and the tables
-//! dropped when the session ends or is discarded.
+//! The session's side of temporary tables (`crate::temp`): names rewritten before planning, their ON
+//! COMMIT actions, and the tables dropped when the session ends or is discarded.
 
 use super::*;
 
@@ -39,5 +39,28 @@ impl Session {
             self.db.invalidate();
         }
         Ok(dropped?)
+    }
+
+    /// At a transaction's end (a COMMIT, or any statement outside a transaction block, which is one): the
+    /// temporary tables' ON COMMIT actions. DELETE ROWS empties a table that holds rows; DROP drops it. At a
+    /// rollback they find nothing to do: the rows went with it, and a table made in it is gone.
+    pub(super) fn temp_on_commit(&mut self) -> Result<()> {
+        let db = self.db.clone();
+        for (table, action) in self.temp.due(&|p| db.relation(p).is_ok()) {
+            match action {
+                crate::temp::OnCommit::Drop => {
+                    self.ddl().drop_table(&table)?;
+                    self.db.invalidate();
+                }
+                crate::temp::OnCommit::DeleteRows => {
+                    let one =
+                        tabula_store::RangeRequest { limit: Some(1), ..tabula_store::RangeRequest::full(tabula_store::Direction::Forward) };
+                    if !tabula_store::Access::get_range(self.db.store().as_ref(), &table, &one)?.rows.is_empty() {
+                        self.truncate(&[table], false, false)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
