@@ -13,7 +13,14 @@
 //! ```
 //!
 //! `setval` to a value on the grid restarts the counter; off the grid (`setval(s, 6)` above), the phase
-//! moves first. Transactional DDL comes with the table: a sequence created, altered or dropped in a
+//! moves first. A `CYCLE` sequence's counter goes on past MAXVALUE, and its values start again from
+//! MINVALUE (from MAXVALUE down, for a negative increment), on MINVALUE's grid, as PostgreSQL's:
+//!
+//! ```text
+//!   INCREMENT 3, MINVALUE 1, MAXVALUE 10, START 5, CYCLE:   n:  2  3 | 4  5  6  7 | 8 ...
+//!                                                           v:  5  8 | 1  4  7 10 | 1 ...
+//! ```
+//! Transactional DDL comes with the table: a sequence created, altered or dropped in a
 //! transaction that rolls back is as it was.
 
 use crate::error::{QueryError, Result};
@@ -35,6 +42,8 @@ pub struct SequenceDef {
     pub phase: i64,
     /// `OWNED BY table.column`: dropped with the table.
     pub owned_by: Option<(String, String)>,
+    /// `CYCLE`: past its end the sequence starts again at the other.
+    pub cycle: bool,
 }
 
 /// The options a CREATE or ALTER SEQUENCE gave (`None`: not given; `Some(None)`: `NO MINVALUE`).
@@ -70,9 +79,6 @@ impl SequenceDef {
     /// The definition CREATE SEQUENCE makes of `o`, or ALTER SEQUENCE makes of `self` and `o`: PostgreSQL's
     /// defaults and checks (22023), in its order.
     pub fn define(old: Option<&SequenceDef>, o: &SequenceOptions) -> Result<SequenceDef> {
-        if o.cycle == Some(true) {
-            return Err(QueryError::NotSupported("CYCLE: a sequence that starts again at its end".into()));
-        }
         let ty = o.ty.or(old.map(|d| d.ty)).unwrap_or(SqlType::Int8);
         if !matches!(ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
             return Err(invalid("sequence type must be smallint, integer, or bigint".into()));
@@ -121,7 +127,8 @@ impl SequenceDef {
             Some(o) => o.clone(),
             None => old.and_then(|d| d.owned_by.clone()),
         };
-        let mut d = SequenceDef { ty, start, increment, min, max, cache, phase: 0, owned_by };
+        let cycle = o.cycle.or(old.map(|d| d.cycle)).unwrap_or(false);
+        let mut d = SequenceDef { ty, start, increment, min, max, cache, phase: 0, owned_by, cycle };
         d.phase = match old {
             Some(old) => old.phase,
             None => d.phase_through(start)?,
@@ -139,9 +146,10 @@ impl SequenceDef {
             .map_err(|_| QueryError::NotSupported(format!("a sequence that reaches its type's limit ({} {})", self.min, self.max)))
     }
 
-    /// The sequence's value for the counter's `n`: 2200H past its bounds, as `nextval` reports it.
+    /// The sequence's value for the counter's `n`: 2200H past its bounds, as `nextval` reports it (a
+    /// CYCLE sequence starts again instead).
     pub fn value(&self, name: &str, n: i64) -> Result<i64> {
-        let v = self.phase as i128 + n as i128 * self.increment as i128;
+        let v = self.cycled(self.phase as i128 + n as i128 * self.increment as i128);
         if v > self.max as i128 {
             return Err(QueryError::Engine {
                 sqlstate: "2200H",
@@ -157,10 +165,28 @@ impl SequenceDef {
         Ok(v as i64)
     }
 
+    /// A value of the phase's grid past the end of a CYCLE sequence, as the sequence gives it: counted on
+    /// from the other end, on that end's grid. Others, and a value within the bounds, as they are.
+    fn cycled(&self, v: i128) -> i128 {
+        let (min, max, step) = (self.min as i128, self.max as i128, self.increment as i128);
+        if !self.cycle || (min..=max).contains(&v) {
+            return v;
+        }
+        // The values of one cycle, and how far past the last value within the bounds `v` is.
+        let per_cycle = (max - min) / step.abs() + 1;
+        let (end, restart) = if step > 0 { (max, min) } else { (min, max) };
+        let last_in = v - ((v - end) / step + if (v - end) % step == 0 { 0 } else { 1 }) * step;
+        let past = (v - last_in) / step;
+        if past <= 0 {
+            return v;
+        }
+        restart + ((past - 1) % per_cycle) * step
+    }
+
     /// The value `last_value` shows for the counter's `n`: within the bounds, where a `nextval` that failed
     /// past them left PostgreSQL's (the counter moved on).
     pub fn shown_value(&self, n: i64) -> i64 {
-        (self.phase as i128 + n as i128 * self.increment as i128).clamp(self.min as i128, self.max as i128) as i64
+        self.cycled(self.phase as i128 + n as i128 * self.increment as i128).clamp(self.min as i128, self.max as i128) as i64
     }
 
     /// Where the counter goes on for the next value to be `next` (`setval`, `RESTART`): the counter's
@@ -176,20 +202,26 @@ impl SequenceDef {
     pub fn encode(&self) -> String {
         let (t, c) = self.owned_by.clone().unwrap_or_default();
         format!(
-            "!sequence\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{t}\t{c}\n",
+            "!sequence\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{t}\t{c}\t{}\n",
             self.ty.pg_name(),
             self.start,
             self.increment,
             self.min,
             self.max,
             self.cache,
-            self.phase
+            self.phase,
+            if self.cycle { "cycle" } else { "" }
         )
     }
 
-    /// The inverse of [`SequenceDef::encode`], from the fields after `!sequence`.
+    /// The inverse of [`SequenceDef::encode`], from the fields after `!sequence` (a line written before
+    /// CYCLE was kept has no tenth field).
     pub fn decode(f: &[&str]) -> Option<SequenceDef> {
-        let [ty, start, increment, min, max, cache, phase, table, column] = f else { return None };
+        let (fields, cycle) = match f {
+            [head @ .., c] if f.len() == 10 => (head, *c == "cycle"),
+            _ => (f, false),
+        };
+        let [ty, start, increment, min, max, cache, phase, table, column] = fields else { return None };
         let n = |s: &str| s.parse::<i64>().ok();
         Some(SequenceDef {
             ty: SqlType::parse(ty)?,
@@ -200,6 +232,7 @@ impl SequenceDef {
             cache: n(cache)?,
             phase: n(phase)?,
             owned_by: (!table.is_empty()).then(|| (table.to_string(), column.to_string())),
+            cycle,
         })
     }
 }
@@ -236,6 +269,35 @@ mod tests {
         assert_eq!((d.value("s", n).unwrap(), d.value("s", n + 1).unwrap()), (-1, -2));
         let e = d.value("s", 0).unwrap_err();
         assert!(e.to_string().contains("maximum"), "{e}");
+    }
+
+    #[test]
+    fn a_cycle_starts_again_at_the_other_end_on_its_grid() {
+        let d = def(SequenceOptions {
+            increment: Some(3),
+            min: Some(Some(1)),
+            max: Some(Some(10)),
+            start: Some(5),
+            cycle: Some(true),
+            ..Default::default()
+        });
+        let (n, _) = d.restart_at(5).unwrap();
+        let values: Vec<i64> = (n..n + 8).map(|n| d.value("s", n).unwrap()).collect();
+        assert_eq!(values, vec![5, 8, 1, 4, 7, 10, 1, 4]);
+        let down = def(SequenceOptions {
+            increment: Some(-2),
+            min: Some(Some(-5)),
+            max: Some(Some(0)),
+            start: Some(-1),
+            cycle: Some(true),
+            ..Default::default()
+        });
+        let (n, _) = down.restart_at(-1).unwrap();
+        let values: Vec<i64> = (n..n + 7).map(|n| down.value("s", n).unwrap()).collect();
+        assert_eq!(values, vec![-1, -3, -5, 0, -2, -4, 0]);
+        // Written before CYCLE was kept: nine fields.
+        let old = "bigint\t1\t1\t1\t9\t1\t0\t\t";
+        assert_eq!(SequenceDef::decode(&old.split('\t').collect::<Vec<_>>()).map(|d| d.cycle), Some(false));
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl Relation for PgSequence {
                 d.max.into(),
                 d.min.into(),
                 d.cache.into(),
-                false.into(),
+                d.cycle.into(),
             ])
         });
         Ok(rows.collect())
@@ -78,7 +78,7 @@ impl Relation for PgSequences {
                 d.min.into(),
                 d.max.into(),
                 d.increment.into(),
-                false.into(),
+                d.cycle.into(),
                 d.cache.into(),
                 last,
             ]);
