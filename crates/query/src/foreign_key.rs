@@ -1,8 +1,9 @@
 //! A FOREIGN KEY as a table's metadata holds it: one line
-//! `!fkey<TAB>name<TAB>columns<TAB>parent<TAB>parent columns<TAB>on delete<TAB>on update<TAB>timing`, column
-//! lists joined by U+001F (no SQL name holds it), actions as pg_constraint's letters (`a` NO ACTION, `r`
-//! RESTRICT, `c` CASCADE, `n` SET NULL), timing `i` (not deferrable), `d` (deferrable, initially
-//! immediate) or `D` (deferrable, initially deferred).
+//! `!fkey<TAB>name<TAB>columns<TAB>parent<TAB>parent columns<TAB>on delete<TAB>on update<TAB>timing[<TAB>f]`,
+//! column lists joined by U+001F (no SQL name holds it), actions as pg_constraint's letters (`a` NO ACTION,
+//! `r` RESTRICT, `c` CASCADE, `n` SET NULL), timing `i` (not deferrable), `d` (deferrable, initially
+//! immediate) or `D` (deferrable, initially deferred), and `f` last for MATCH FULL (MATCH SIMPLE writes
+//! nothing there, as every line did before MATCH FULL was built).
 
 /// What a change to a referenced row does to the rows that reference it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,9 @@ pub struct ForeignKey {
     pub deferrable: bool,
     /// Checked at COMMIT unless `SET CONSTRAINTS` says otherwise.
     pub initially_deferred: bool,
+    /// MATCH FULL: a row references nothing only when every referencing column is NULL, and may not have
+    /// some NULL and some not (MATCH SIMPLE, the default: any NULL column makes it reference nothing).
+    pub match_full: bool,
 }
 
 const SEP: char = '\u{1f}';
@@ -79,18 +83,23 @@ impl ForeignKey {
             (true, true) => 'D',
         };
         format!(
-            "!fkey\t{}\t{}\t{}\t{}\t{}\t{}\t{timing}\n",
+            "!fkey\t{}\t{}\t{}\t{}\t{}\t{}\t{timing}{}\n",
             self.name,
             self.columns.join(&SEP.to_string()),
             self.parent,
             self.parent_columns.join(&SEP.to_string()),
             self.on_delete.letter(),
-            self.on_update.letter()
+            self.on_update.letter(),
+            if self.match_full { "\tf" } else { "" }
         )
     }
 
     /// The fields after `!fkey` of a metadata line.
     pub fn decode(f: &[&str]) -> Option<ForeignKey> {
+        let (f, match_full) = match f {
+            [head @ .., "f"] if f.len() == 8 => (head, true),
+            _ => (f, false),
+        };
         let [name, columns, parent, parent_columns, on_delete, on_update, timing] = f else { return None };
         let split = |s: &str| s.split(SEP).map(String::from).collect::<Vec<_>>();
         Some(ForeignKey {
@@ -102,10 +111,12 @@ impl ForeignKey {
             on_update: FkAction::from_letter(on_update)?,
             deferrable: *timing != "i",
             initially_deferred: *timing == "D",
+            match_full,
         })
     }
 
-    /// `pg_get_constraintdef`: `FOREIGN KEY (a) REFERENCES p(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED`;
+    /// `pg_get_constraintdef`: `FOREIGN KEY (a) REFERENCES p(id) [MATCH FULL] ON DELETE CASCADE DEFERRABLE
+    /// INITIALLY DEFERRED`;
     /// `qualified`: the referenced table as `public.p`, as PostgreSQL names a table whose schema is not on
     /// the search path (pg_dump's empty one).
     pub fn definition(&self, quote: impl Fn(&str) -> String, qualified: bool) -> String {
@@ -113,6 +124,9 @@ impl ForeignKey {
         let schema = if qualified { "public." } else { "" };
         let mut s =
             format!("FOREIGN KEY ({}) REFERENCES {schema}{}({})", list(&self.columns), quote(&self.parent), list(&self.parent_columns));
+        if self.match_full {
+            s.push_str(" MATCH FULL");
+        }
         if self.on_update != FkAction::NoAction {
             s.push_str(&format!(" ON UPDATE {}", self.on_update.sql()));
         }
@@ -144,6 +158,7 @@ mod tests {
             on_update: FkAction::Restrict,
             deferrable: true,
             initially_deferred: true,
+            match_full: true,
         };
         let line = fk.encode();
         let fields: Vec<&str> = line.trim_end().split('\t').collect();
@@ -151,7 +166,13 @@ mod tests {
         assert_eq!(ForeignKey::decode(&fields[1..]), Some(fk.clone()));
         assert_eq!(
             fk.definition(|s| s.to_string(), false),
-            "FOREIGN KEY (a, b c) REFERENCES p(x, y) ON UPDATE RESTRICT ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"
+            "FOREIGN KEY (a, b c) REFERENCES p(x, y) MATCH FULL ON UPDATE RESTRICT ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"
         );
+        // A line from before MATCH FULL was kept: seven fields, MATCH SIMPLE.
+        let simple = ForeignKey { match_full: false, ..fk };
+        let line = simple.encode();
+        let fields: Vec<&str> = line.trim_end().split('\t').collect();
+        assert_eq!(fields.len(), 8);
+        assert_eq!(ForeignKey::decode(&fields[1..]), Some(simple));
     }
 }

@@ -86,11 +86,23 @@ impl Executor<'_> {
         Ok((!values.iter().any(Datum::is_null)).then_some(values))
     }
 
+    /// Whether some of columns `names` of `row` are NULL and some are not.
+    fn mixed(t: &TableSchema, names: &[String], row: &SqlRow) -> Result<bool> {
+        let nulls = positions(t, names)?.into_iter().filter(|&c| row[c].is_null()).count();
+        Ok(nulls > 0 && nulls < names.len())
+    }
+
     /// A row of `t` was written (`before`: it held these values before): the checks of its foreign keys
     /// whose values it now holds anew.
     pub(super) fn child_written(&self, t: &Arc<TableSchema>, row: &SqlRow, before: Option<&SqlRow>) -> Result<()> {
         for (i, fk) in t.foreign_keys.iter().enumerate() {
-            let Some(now) = Self::key_of(t, &fk.columns, row)? else { continue };
+            let Some(now) = Self::key_of(t, &fk.columns, row)? else {
+                // MATCH FULL refuses some NULLs among the values (at the check, which may be deferred).
+                if fk.match_full && Self::mixed(t, &fk.columns, row)? {
+                    self.pending.borrow_mut().push(FkCheck::Child { table: t.clone(), fk: i, pk: self.pk_of(t, row)? });
+                }
+                continue;
+            };
             if before.map(|b| Self::key_of(t, &fk.columns, b)).transpose()?.flatten().as_ref() == Some(&now) {
                 continue;
             }
@@ -256,7 +268,20 @@ impl Executor<'_> {
         match check {
             FkCheck::Child { table, pk, .. } => {
                 let Some(row) = self.get(table, pk)? else { return Ok(()) };
-                let Some(values) = Self::key_of(table, &fk.columns, &row)? else { return Ok(()) };
+                let Some(values) = Self::key_of(table, &fk.columns, &row)? else {
+                    if fk.match_full && Self::mixed(table, &fk.columns, &row)? {
+                        return Err(QueryError::ForeignKey {
+                            table: table.name.clone(),
+                            constraint: fk.name.clone(),
+                            message: format!(
+                                "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+                                table.name, fk.name
+                            ),
+                        }
+                        .with_message("MATCH FULL does not allow mixing of null and nonnull key values.".into()));
+                    }
+                    return Ok(());
+                };
                 if parent_row(&values)? {
                     return Ok(());
                 }

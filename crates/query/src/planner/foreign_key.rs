@@ -17,9 +17,11 @@ impl Planner<'_> {
         column: Option<&str>,
         taken: &[String],
     ) -> Result<ForeignKey> {
-        if matches!(c.match_kind, Some(ConstraintReferenceMatchKind::Full | ConstraintReferenceMatchKind::Partial)) {
-            return Err(QueryError::NotSupported("FOREIGN KEY ... MATCH FULL or PARTIAL (MATCH SIMPLE is built)".into()));
+        // PostgreSQL has not built MATCH PARTIAL either (0A000).
+        if matches!(c.match_kind, Some(ConstraintReferenceMatchKind::Partial)) {
+            return Err(QueryError::NotSupported("MATCH PARTIAL not yet implemented".into()));
         }
+        let match_full = matches!(c.match_kind, Some(ConstraintReferenceMatchKind::Full));
         let action = |a: Option<ReferentialAction>| -> Result<FkAction> {
             match a {
                 None | Some(ReferentialAction::NoAction) => Ok(FkAction::NoAction),
@@ -100,6 +102,16 @@ impl Planner<'_> {
                 )));
             }
         }
-        Ok(ForeignKey { name, columns, parent: parent_name, parent_columns, on_delete, on_update, deferrable, initially_deferred })
+        Ok(ForeignKey {
+            name,
+            columns,
+            parent: parent_name,
+            parent_columns,
+            on_delete,
+            on_update,
+            deferrable,
+            initially_deferred,
+            match_full,
+        })
     }
 }

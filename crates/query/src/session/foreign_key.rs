@@ -120,6 +120,19 @@ impl Session {
     pub(super) fn add_foreign_key(&mut self, table: &str, fk: &ForeignKey, validate: bool) -> Result<Output> {
         self.need_owner(table)?;
         crate::temp::no_foreign_key(table)?;
+        if validate && fk.match_full && fk.columns.len() > 1 {
+            let nulls: Vec<String> = fk.columns.iter().map(|c| format!("{} IS NULL", quote(c))).collect();
+            let sql = format!("SELECT 1 FROM {} WHERE ({}) AND NOT ({}) LIMIT 1", quote(table), nulls.join(" OR "), nulls.join(" AND "));
+            let q = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&sql)?.parse_query()?;
+            if !self.query_rows(&q, &[])?.is_empty() {
+                return Err(QueryError::ForeignKey {
+                    table: table.to_string(),
+                    constraint: fk.name.clone(),
+                    message: format!("insert or update on table \"{table}\" violates foreign key constraint \"{}\"", fk.name),
+                }
+                .with_message("MATCH FULL does not allow mixing of null and nonnull key values.".into()));
+            }
+        }
         if validate {
             let child: Vec<String> = fk.columns.iter().map(|c| format!("c.{}", quote(c))).collect();
             let present = child.iter().map(|c| format!("{c} IS NOT NULL")).collect::<Vec<_>>().join(" AND ");

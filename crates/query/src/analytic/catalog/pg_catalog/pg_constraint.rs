@@ -112,7 +112,8 @@ impl Relation for PgConstraint {
                 let mut row: Vec<Cell> = vec![oid.into(), fk.name.clone().into(), PUBLIC_NSP.into(), "f".into()];
                 row.extend([fk.deferrable, fk.initially_deferred, true].map(Cell::from));
                 row.extend([r.oid, 0, index, 0, parent.0.oid].map(Cell::from));
-                row.extend([fk.on_update.letter().to_string(), fk.on_delete.letter().to_string(), "s".to_string()].map(Cell::from));
+                let matching = if fk.match_full { "f" } else { "s" };
+                row.extend([fk.on_update.letter().to_string(), fk.on_delete.letter().to_string(), matching.to_string()].map(Cell::from));
                 row.extend([Cell::from(true), 0.into(), true.into()]);
                 row.push(attnums(t, &fk.columns));
                 row.push(attnums(parent.1, &fk.parent_columns));
