@@ -13,7 +13,8 @@
 //!
 //!    → `UPDATE a AS x SET v = $n+1 WHERE x."id" = $n+2`
 //!
-//! The session runs the query, then the write for each row, all in one transaction
+//! A `WITH` before the statement goes with the query. The session runs the query, then the write for each
+//! row, all in one transaction
 //! (`session/joined.rs`). A target row the join matches several times is written once, with the values
 //! of the first match, as PostgreSQL writes it with one of them (which one is unspecified there too).
 
@@ -39,10 +40,21 @@ pub struct Split {
     pub probe: Option<ast::Query>,
 }
 
-/// The target and the other relations of an UPDATE ... FROM or DELETE ... USING; `None` for other
-/// statements.
-pub fn target(stmt: &Statement) -> Option<(&TableWithJoins, &[TableWithJoins])> {
+/// The statement under a `WITH` (whose CTEs the join's query takes), and the CTEs.
+fn unwrapped(stmt: &Statement) -> (&Statement, Option<&ast::With>) {
     match stmt {
+        Statement::Query(q) => match q.body.as_ref() {
+            ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) => (s, q.with.as_ref()),
+            _ => (stmt, None),
+        },
+        _ => (stmt, None),
+    }
+}
+
+/// The target and the other relations of an UPDATE ... FROM or DELETE ... USING (under a `WITH` or not);
+/// `None` for other statements.
+pub fn target(stmt: &Statement) -> Option<(&TableWithJoins, &[TableWithJoins])> {
+    match unwrapped(stmt).0 {
         Statement::Update(u) => match &u.from {
             Some(ast::UpdateTableFromKind::AfterSet(from) | ast::UpdateTableFromKind::BeforeSet(from)) => Some((&u.table, from)),
             None => None,
@@ -59,8 +71,9 @@ pub fn target(stmt: &Statement) -> Option<(&TableWithJoins, &[TableWithJoins])> 
 }
 
 /// Splits a joined write to `table` (see the module's comment).
-pub fn split(stmt: &Statement, table: &TableSchema) -> Result<Split> {
-    let (target, others) = target(stmt).ok_or_else(|| QueryError::Internal("not a joined write".into()))?;
+pub fn split(whole: &Statement, table: &TableSchema) -> Result<Split> {
+    let (target, others) = target(whole).ok_or_else(|| QueryError::Internal("not a joined write".into()))?;
+    let (stmt, with) = unwrapped(whole);
     let TableFactor::Table { name, alias, .. } = &target.relation else {
         return Err(QueryError::NotSupported("only plain tables can be updated".into()));
     };
@@ -77,7 +90,7 @@ pub fn split(stmt: &Statement, table: &TableSchema) -> Result<Split> {
         Some(a) => quote(&a.name.value),
         None => name.to_string(),
     };
-    let params = max_param(stmt);
+    let params = max_param(whole);
     let keys: Vec<String> = table.pk.iter().map(|&c| format!("{qualifier}.{}", quote(table.column_name(c)))).collect();
     // The key's parameters follow the values'.
     let key_match = |first: usize| -> String {
@@ -118,14 +131,15 @@ pub fn split(stmt: &Statement, table: &TableSchema) -> Result<Split> {
     };
     let from: Vec<String> = std::iter::once(target.to_string()).chain(others.iter().map(|t| t.to_string())).collect();
     let columns: Vec<String> = keys.iter().cloned().chain(values.iter().cloned()).collect();
-    let mut query = format!("SELECT {} FROM {}", columns.join(", "), from.join(", "));
+    let with = with.map(|w| format!("{w} ")).unwrap_or_default();
+    let mut query = format!("{with}SELECT {} FROM {}", columns.join(", "), from.join(", "));
     if let Some(w) = selection {
         query.push_str(&format!(" WHERE {w}"));
     }
     let probe = match returning {
         Some(items) => {
             let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-            Some(parse_query(&format!("SELECT {} FROM {}", items.join(", "), from.join(", ")))?)
+            Some(parse_query(&format!("{with}SELECT {} FROM {}", items.join(", "), from.join(", ")))?)
         }
         None => None,
     };

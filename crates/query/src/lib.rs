@@ -17,6 +17,8 @@
 //!    DataFusion lacks (`analytic::rewrite`), plans it over the same store, its table reads again key-value
 //!    scans, and rounds floats where PostgreSQL rounds them (`analytic::numbers`). EXPLAIN prints every one
 //!    of these decisions.
+//!    An UPDATE ... FROM or DELETE ... USING is split in two ([`joined`]): a query of the join, on
+//!    whichever route takes it, and a keyed write planned once and run for each row it finds.
 //! 4. A prepared statement keeps its route and plan; it is planned again only when DDL changed the catalog.
 //! 5. [`Session::execute`] binds parameters and runs the plan: transaction control in the session itself,
 //!    each other kind of statement in a module of its own under [`session`] (DML, DDL, COPY, settings,
