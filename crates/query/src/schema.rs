@@ -190,6 +190,8 @@ pub struct Index {
     pub constraint: bool,
     /// The columns in descending order (NULLs first), by position; empty: none.
     pub descending: Vec<bool>,
+    /// NULLS NOT DISTINCT: its NULLs collide as values do.
+    pub nulls_not_distinct: bool,
 }
 
 impl Index {
@@ -310,6 +312,7 @@ impl TableSchema {
                     unique: i.unique,
                     constraint: i.constraint,
                     descending,
+                    nulls_not_distinct: i.nulls_not_distinct,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

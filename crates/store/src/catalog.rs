@@ -97,12 +97,28 @@ pub struct IndexDef {
     pub constraint: bool,
     /// The columns whose entries are in descending order (NULLs first), by position; empty: none.
     pub descending: Vec<bool>,
+    /// A unique index whose NULLs collide as values do (PostgreSQL 15's `NULLS NOT DISTINCT`).
+    pub nulls_not_distinct: bool,
 }
 
 impl IndexDef {
     /// What `Store::create_index` takes: the engine gives the id and readiness.
     pub fn new(name: &str, columns: &[String], unique: bool, constraint: bool) -> IndexDef {
-        IndexDef { name: name.to_string(), columns: columns.to_vec(), id: 0, ready: false, unique, constraint, descending: Vec::new() }
+        IndexDef {
+            name: name.to_string(),
+            columns: columns.to_vec(),
+            id: 0,
+            ready: false,
+            unique,
+            constraint,
+            descending: Vec::new(),
+            nulls_not_distinct: false,
+        }
+    }
+
+    /// The same unique index with its NULLs colliding as values do (`NULLS NOT DISTINCT`).
+    pub fn with_nulls_not_distinct(self, nulls_not_distinct: bool) -> IndexDef {
+        IndexDef { nulls_not_distinct, ..self }
     }
 
     /// The same index with its columns in these directions (`true`: descending).
@@ -181,7 +197,9 @@ impl TableDef {
             w.str(&i.name);
             w.u32(i.id);
             let directed = i.descending.iter().any(|d| *d);
-            w.u8(i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2 | (directed as u8) << 3);
+            // Bit 4 added with NULLS NOT DISTINCT: a record without it has NULLs distinct.
+            let flags = i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2 | (directed as u8) << 3;
+            w.u8(flags | (i.nulls_not_distinct as u8) << 4);
             w.u8(i.columns.len() as u8);
             for c in &i.columns {
                 w.str(c);
@@ -228,7 +246,8 @@ impl TableDef {
                     }
                 };
                 let (ready, unique, constraint) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
-                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending });
+                let nulls_not_distinct = flags & 16 != 0;
+                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending, nulls_not_distinct });
             }
         }
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))

@@ -176,3 +176,19 @@ fn a_converting_rebuild_converts_every_version_or_leaves_the_table_as_it_was() {
     assert_eq!(versions, vec![&Value::String("#2".into()), &Value::String("#1".into())], "every version, newest first");
     assert_eq!(store.table("t").unwrap().user_meta, b"converted".to_vec());
 }
+
+/// A rebuilt table's indexes keep their columns' directions and their NULLS NOT DISTINCT.
+#[test]
+fn a_rebuild_keeps_an_index_s_directions_and_nulls_not_distinct() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    keyless(&store);
+    insert(&store, Some("a"), 1, NOW);
+    let ix =
+        IndexDef::new("by_n", &["n".into(), "name".into()], true, false).with_descending(vec![true, false]).with_nulls_not_distinct(true);
+    store.create_index("t", ix).unwrap();
+    let def = TableDef { user_meta: b"rebuilt".to_vec(), ..store.table("t").unwrap() };
+    store.rebuild(def, &[]).unwrap();
+    let ix = &store.table("t").unwrap().indexes[0];
+    assert_eq!((ix.descending.clone(), ix.nulls_not_distinct, ix.unique), (vec![true, false], true, true));
+}

@@ -293,6 +293,8 @@ pub enum Plan {
         if_not_exists: bool,
         /// The columns in descending order.
         descending: Vec<bool>,
+        /// `NULLS NOT DISTINCT`.
+        nulls_not_distinct: bool,
     },
     /// `ALTER TABLE t ADD [CONSTRAINT name] CHECK (...) [NOT VALID]`: the rows there are checked first
     /// unless NOT VALID (`check.name` empty: PostgreSQL's name for it is chosen then).

@@ -269,7 +269,16 @@ impl Planner<'_> {
                     return Err(QueryError::UndefinedColumn(c.clone()));
                 }
                 let name = u.name.as_ref().map(ident_name);
-                Ok(Plan::CreateIndex { table, name, columns, unique: true, constraint: true, if_not_exists: false, descending: vec![] })
+                Ok(Plan::CreateIndex {
+                    table,
+                    name,
+                    columns,
+                    unique: true,
+                    constraint: true,
+                    if_not_exists: false,
+                    descending: vec![],
+                    nulls_not_distinct: false,
+                })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {
                 let t = self.catalog.table(&table)?;

@@ -1,14 +1,11 @@
 //! CREATE [UNIQUE] INDEX: what Tabula builds of it (a global index on plain columns, ascending or
-//! descending), and 0A000 for the rest.
+//! descending, NULLS [NOT] DISTINCT), and 0A000 for the rest.
 
 use super::*;
 
 impl Planner<'_> {
     pub(super) fn create_index(&mut self, c: &ast::CreateIndex) -> Result<Plan> {
         let refuse = |what: &str| Err(QueryError::NotSupported(format!("CREATE INDEX {what} is not built yet")));
-        if c.nulls_distinct == Some(false) {
-            return refuse("... NULLS NOT DISTINCT");
-        }
         if c.predicate.is_some() {
             return refuse("... WHERE (a partial index)");
         }
@@ -62,7 +59,8 @@ impl Planner<'_> {
         }
         let name = c.name.as_ref().map(created_name).transpose()?;
         let (unique, if_not_exists) = (c.unique, c.if_not_exists);
-        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending })
+        let nulls_not_distinct = c.nulls_distinct == Some(false);
+        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending, nulls_not_distinct })
     }
 }
 

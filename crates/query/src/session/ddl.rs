@@ -57,7 +57,7 @@ impl Session {
         }
         // Its UNIQUE constraints' indexes, on the empty table; if one cannot be made, nor is the table.
         let made = c.unique.iter().try_for_each(|(name, columns)| {
-            let kind = super::index::IndexKind { unique: true, constraint: true, descending: vec![] };
+            let kind = super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct: false };
             self.create_index(&c.name, name.as_deref(), columns, kind, false).map(|_| ())
         });
         if let Err(e) = made {

@@ -14,6 +14,8 @@ pub(super) struct IndexKind {
     pub constraint: bool,
     /// The columns in descending order.
     pub descending: Vec<bool>,
+    /// NULLS NOT DISTINCT.
+    pub nulls_not_distinct: bool,
 }
 
 /// PostgreSQL's longest name (NAMEDATALEN - 1 bytes).
@@ -83,7 +85,9 @@ impl Session {
         let stop = move || interrupt.check().is_err();
         let r = self.ddl().create_index(
             table,
-            IndexDef::new(&name, columns, kind.unique, kind.constraint).with_descending(kind.descending),
+            IndexDef::new(&name, columns, kind.unique, kind.constraint)
+                .with_descending(kind.descending)
+                .with_nulls_not_distinct(kind.nulls_not_distinct),
             &stop,
         );
         self.db.invalidate();

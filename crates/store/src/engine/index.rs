@@ -129,7 +129,8 @@ fn pk_as_value(v: &PkValue) -> Value {
 
 /// The entry key of a row: its key columns `pk` (encoded: `row_key`) and its stored cells. A unique index's
 /// entry without NULLs is its values alone, so that two rows with them meet at one key (a concurrent
-/// writer of the same values then conflicts); one with a NULL is followed by the row key, as in any index.
+/// writer of the same values then conflicts); one with a NULL is followed by the row key, as in any index,
+/// but in a NULLS NOT DISTINCT index, whose NULLs meet as values do.
 /// `data_key` is the row's whole key, to read an indexed value stored out of line from `src`.
 fn entry_key(
     def: &TableDef,
@@ -142,7 +143,7 @@ fn entry_key(
 ) -> Result<Entry> {
     let values = entry_values(def, ix, pk, row, src, data_key)?;
     let mut key = prefix(ix, &values);
-    let unique = ix.unique && values.iter().all(Option::is_some);
+    let unique = ix.unique && (ix.nulls_not_distinct || values.iter().all(Option::is_some));
     if !unique {
         key.extend_from_slice(row_key);
     }

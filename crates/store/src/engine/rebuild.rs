@@ -81,7 +81,8 @@ impl Store {
                     Some((_, new)) => new.clone(),
                     None => Some(c.clone()),
                 });
-                Some(IndexDef::new(&ix.name, &cols.collect::<Option<Vec<_>>>()?, ix.unique, ix.constraint))
+                let def = IndexDef::new(&ix.name, &cols.collect::<Option<Vec<_>>>()?, ix.unique, ix.constraint);
+                Some(def.with_descending(ix.descending.clone()).with_nulls_not_distinct(ix.nulls_not_distinct))
             })
             .collect();
         let def = TableDef { indexes: vec![], ..def };

@@ -68,7 +68,8 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
     let desc = |i: usize| index.is_some_and(|ix| ix.desc(i));
     let cols: Vec<String> =
         columns.iter().enumerate().map(|(i, &c)| quote_ident(&t.columns[c].name) + if desc(i) { " DESC" } else { "" }).collect();
-    format!("CREATE {unique}INDEX {} ON public.{} USING btree ({})", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
+    let nulls = if index.is_some_and(|ix| ix.nulls_not_distinct) { " NULLS NOT DISTINCT" } else { "" };
+    format!("CREATE {unique}INDEX {} ON public.{} USING btree ({}){nulls}", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
 }
 
 pub(super) fn quote_ident(s: &str) -> String {

@@ -72,7 +72,7 @@ impl Relation for PgIndex {
                     n.into(),
                     n.into(),
                     flag(ix.unique),
-                    flag(false),
+                    flag(ix.nulls_not_distinct),
                     flag(false),
                     flag(false),
                     flag(true),
