@@ -197,8 +197,9 @@ pub struct CreateTablePlan {
     pub options: TableOptions,
     /// The generated partition-key column for which the planner chose a hash prefix (a NOTICE says so).
     pub generated_hash_prefix: Option<String>,
-    /// UNIQUE constraints: their names, if given, and columns. Each is a unique index.
-    pub unique: Vec<(Option<String>, Vec<String>)>,
+    /// UNIQUE constraints: their names, if given, columns, and whether NULLS NOT DISTINCT. Each is a
+    /// unique index.
+    pub unique: Vec<(Option<String>, Vec<String>, bool)>,
     pub checks: Vec<crate::schema::CheckDef>,
     pub foreign_keys: Vec<crate::schema::ForeignKey>,
     /// A temporary table's `ON COMMIT DELETE ROWS | DROP`.

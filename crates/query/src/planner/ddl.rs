@@ -85,8 +85,8 @@ impl Planner<'_> {
                     }
                     ast::ColumnOption::Unique(u) => {
                         let name = opt.name.as_ref().or(u.name.as_ref()).map(ident_name);
-                        super::index::unique_columns(u)?;
-                        unique.push((name, vec![cname.clone()]));
+                        let (_, nulls_not_distinct) = super::index::unique_columns(u)?;
+                        unique.push((name, vec![cname.clone()], nulls_not_distinct));
                     }
                     ast::ColumnOption::Check(c) => {
                         let name = opt.name.clone().or(c.name.clone());
@@ -111,7 +111,10 @@ impl Planner<'_> {
                     }
                     (pk_names, partition_key_len) = key_names(pk)?;
                 }
-                ast::TableConstraint::Unique(u) => unique.push((u.name.as_ref().map(ident_name), super::index::unique_columns(u)?)),
+                ast::TableConstraint::Unique(u) => {
+                    let (columns, nulls_not_distinct) = super::index::unique_columns(u)?;
+                    unique.push((u.name.as_ref().map(ident_name), columns, nulls_not_distinct));
+                }
                 ast::TableConstraint::Check(c) => checks.push((None, c.clone())),
                 ast::TableConstraint::ForeignKey(f) => foreign_keys.push((None, f.clone())),
                 other => return Err(QueryError::NotSupported(format!("constraint {other} is not supported"))),
@@ -156,7 +159,7 @@ impl Planner<'_> {
             }
             _ => None,
         };
-        for c in unique.iter().flat_map(|(_, cols)| cols) {
+        for c in unique.iter().flat_map(|(_, cols, _)| cols) {
             if !columns.iter().any(|d| d.name == *c && d.hidden.is_none()) {
                 return Err(QueryError::Engine { sqlstate: "42703", message: format!("column \"{c}\" named in key does not exist") });
             }
@@ -263,7 +266,7 @@ impl Planner<'_> {
                 Ok(Plan::AddPrimaryKey { table, columns, partition_key_len })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Unique(u), .. } => {
-                let columns = super::index::unique_columns(u)?;
+                let (columns, nulls_not_distinct) = super::index::unique_columns(u)?;
                 let schema = self.catalog.table(&table)?;
                 if let Some(c) = columns.iter().find(|c| schema.column_index(c).filter(|&i| i < schema.visible().len()).is_none()) {
                     return Err(QueryError::UndefinedColumn(c.clone()));
@@ -277,7 +280,7 @@ impl Planner<'_> {
                     constraint: true,
                     if_not_exists: false,
                     descending: vec![],
-                    nulls_not_distinct: false,
+                    nulls_not_distinct,
                 })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {

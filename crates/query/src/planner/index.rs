@@ -64,20 +64,22 @@ impl Planner<'_> {
     }
 }
 
-/// A UNIQUE constraint's columns (plain columns, neither deferrable nor NULLS NOT DISTINCT: not built).
-pub(super) fn unique_columns(u: &ast::UniqueConstraint) -> Result<Vec<String>> {
+/// A UNIQUE constraint's columns (plain columns; deferrable is not built), and whether it is NULLS NOT
+/// DISTINCT.
+pub(super) fn unique_columns(u: &ast::UniqueConstraint) -> Result<(Vec<String>, bool)> {
     if u.characteristics.as_ref().is_some_and(|c| c.deferrable == Some(true) || c.initially.is_some())
-        || matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct)
         || u.index_type.is_some()
         || !u.index_options.is_empty()
     {
-        return Err(QueryError::NotSupported(format!("{u}: deferrable UNIQUE constraints and NULLS NOT DISTINCT are not built yet")));
+        return Err(QueryError::NotSupported(format!("{u}: deferrable UNIQUE constraints are not built yet")));
     }
-    u.columns
+    let columns = u
+        .columns
         .iter()
         .map(|ic| match &ic.column.expr {
             ast::Expr::Identifier(i) if ic.operator_class.is_none() => Ok(ident_name(i)),
             _ => Err(QueryError::NotSupported(format!("{u}: a UNIQUE constraint on an expression"))),
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((columns, matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct)))
 }

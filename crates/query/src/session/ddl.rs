@@ -56,8 +56,9 @@ impl Session {
             return Ok(out);
         }
         // Its UNIQUE constraints' indexes, on the empty table; if one cannot be made, nor is the table.
-        let made = c.unique.iter().try_for_each(|(name, columns)| {
-            let kind = super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct: false };
+        let made = c.unique.iter().try_for_each(|(name, columns, nulls_not_distinct)| {
+            let kind =
+                super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct: *nulls_not_distinct };
             self.create_index(&c.name, name.as_deref(), columns, kind, false).map(|_| ())
         });
         if let Err(e) = made {

@@ -30,8 +30,10 @@ fn describe_oid(db: &dyn Source, oid: i64, what: OidText, qualified: bool) -> Op
         (OidText::Constraint, OidPart::PrimaryKeyConstraint) => Some(format!("PRIMARY KEY ({})", cols.join(", "))),
         (OidText::Index, OidPart::Index(i)) => Some(index_def(&t, Some(t.indexes.get(i)?))),
         (OidText::Constraint, OidPart::IndexConstraint(i)) => {
-            let cols: Vec<String> = t.indexes.get(i)?.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
-            Some(format!("UNIQUE ({})", cols.join(", ")))
+            let ix = t.indexes.get(i)?;
+            let cols: Vec<String> = ix.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+            let nulls = if ix.nulls_not_distinct { "NULLS NOT DISTINCT " } else { "" };
+            Some(format!("UNIQUE {nulls}({})", cols.join(", ")))
         }
         (OidText::Constraint, OidPart::Check(i)) => Some(check_def(t.checks.get(i)?)),
         (OidText::Constraint, OidPart::ForeignKey(i)) => Some(t.foreign_keys.get(i)?.definition(quote_ident, qualified)),

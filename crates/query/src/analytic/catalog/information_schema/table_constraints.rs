@@ -32,11 +32,12 @@ impl Relation for TableConstraints {
             r
         };
         for (_, t, _) in s.keyed().filter(|(r, _, _)| s.sees(r, true)) {
-            out.push(row(&format!("{}_pkey", t.name), &t.name, "PRIMARY KEY", "YES".into()));
+            // PostgreSQL shows nulls_distinct for UNIQUE constraints only.
+            out.push(row(&format!("{}_pkey", t.name), &t.name, "PRIMARY KEY", Cell::Null));
         }
         for (_, t, _) in s.tabula().filter(|(r, _, _)| s.sees(r, true)) {
             for ix in t.indexes.iter().filter(|i| i.constraint) {
-                out.push(row(&ix.name, &t.name, "UNIQUE", "YES".into()));
+                out.push(row(&ix.name, &t.name, "UNIQUE", if ix.nulls_not_distinct { "NO" } else { "YES" }.into()));
             }
             for c in &t.checks {
                 out.push(row(&c.name, &t.name, "CHECK", Cell::Null));
