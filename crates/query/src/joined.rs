@@ -21,6 +21,7 @@
 use sqlparser::ast::{self, Expr, SelectItem, Statement, TableFactor, TableWithJoins, Value};
 
 use crate::error::{QueryError, Result};
+use crate::schema::quoted as quote;
 use crate::schema::TableSchema;
 
 /// The two halves of a joined write.
@@ -208,10 +209,6 @@ fn max_param(stmt: &Statement) -> usize {
         std::ops::ControlFlow::<()>::Continue(())
     });
     max
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 fn parse_one(sql: &str) -> Result<Statement> {

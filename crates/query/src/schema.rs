@@ -520,3 +520,9 @@ fn unescape(text: &str) -> String {
     }
     out
 }
+
+/// `name` as an identifier in SQL text the SQL layer writes for itself: always double-quoted, its quotes
+/// doubled.
+pub(crate) fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

@@ -6,6 +6,7 @@ use super::Session;
 use crate::error::{QueryError, Result};
 use crate::output::Output;
 use crate::planner::Catalog;
+use crate::schema::quoted as quote;
 use crate::schema::{CheckDef, ColumnDef};
 
 impl Session {
@@ -93,8 +94,4 @@ impl Session {
         }
         result
     }
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

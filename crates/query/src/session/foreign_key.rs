@@ -9,6 +9,7 @@ use crate::error::{QueryError, Result};
 use crate::exec::{Executor, FkCheck};
 use crate::output::Output;
 use crate::planner::Catalog;
+use crate::schema::quoted as quote;
 use crate::schema::{ForeignKey, TableSchema};
 
 /// The open transaction's `SET CONSTRAINTS` modes, and the checks its deferred constraints put off.
@@ -23,10 +24,6 @@ impl Deferred {
     fn deferred(&self, fk: &ForeignKey) -> bool {
         fk.deferrable && self.named.get(&fk.name).copied().or(self.all).unwrap_or(fk.initially_deferred)
     }
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 impl Session {
