@@ -317,6 +317,14 @@ def binary_copy():
                 got = list(copy.rows())
             check("binary copy out", got, [row, (2,) + (None,) * 13])
             check("binary copy out: count", cur.rowcount, 2)
+            # The count is of rows: not the signature sent alone when there are none, nor a CSV header line.
+            with cur.copy("COPY (SELECT * FROM py_bin WHERE k < 0) TO STDOUT (FORMAT BINARY)") as copy:
+                check("binary copy out of no rows", list(copy.rows()), [])
+            check("binary copy out of no rows: count", cur.rowcount, 0)
+            for where, rows in (("k < 0", 0), ("k > 0", 2)):
+                with cur.copy(f"COPY (SELECT k FROM py_bin WHERE {where}) TO STDOUT (FORMAT csv, HEADER)") as copy:
+                    data = b"".join(bytes(b) for b in copy)
+                check(f"csv copy out with a header, {rows} rows", (data, cur.rowcount), (b"k\n1\n2\n"[: 2 + 2 * rows], rows))
             check("binary copy in: text", conn.execute("SELECT t, j::text FROM py_bin WHERE k = 1").fetchone(), ("a\tb\nc", '{"a": [1, null]}'))
             # Damaged data (no PGCOPY signature) is 22P04, and nothing of it is written.
             try:

@@ -164,12 +164,15 @@ pub enum Output {
         columns: usize,
         binary: bool,
     },
-    /// COPY TO STDOUT: the data, one row per chunk (the binary format's header and trailer chunks of their
-    /// own).
+    /// COPY TO STDOUT: the data, one row per chunk, after `prefix` (the binary format's signature, or a
+    /// text `HEADER` line) and before `suffix` (the binary trailer); either may be empty. The protocol
+    /// layer reports the rows, not the chunks.
     CopyOut {
         columns: usize,
         binary: bool,
+        prefix: Vec<u8>,
         rows: Vec<Vec<u8>>,
+        suffix: Vec<u8>,
     },
     Empty,
 }

@@ -87,7 +87,7 @@ where
                 false
             }
             Response::CopyOut(result) => {
-                copy::send_copy_out_response(client, result).await?;
+                crate::copy_out::send_copy_out(client, result).await?;
                 false
             }
             Response::CopyBoth(result) => {

@@ -273,11 +273,11 @@ pub(crate) fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<
         },
         Output::Set { tag, .. } => Response::Execution(command_tag(&tag)),
         Output::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(binary as i8, columns, stream::empty())),
-        Output::CopyOut { columns, binary, rows } => {
-            let data = rows.into_iter().map(|r| Ok(CopyData::new(bytes::Bytes::from(r))));
-            // Built as it is, not through `CopyResponse::new`, which would add a second binary trailer: the
-            // session's data has its own, the header in one message with the first row as PostgreSQL sends
-            // them (psycopg reads a row right after the signature).
+        Output::CopyOut { columns, binary, prefix, rows, suffix } => {
+            // In the order `crate::copy_out` reads it: the prefix, the rows, the suffix.
+            let chunks = std::iter::once(prefix).chain(rows).chain(std::iter::once(suffix));
+            let data = chunks.map(|c| Ok(CopyData::new(bytes::Bytes::from(c))));
+            // Built as text and then marked binary: `CopyResponse::new` would append a second binary trailer.
             let mut response = CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>()));
             response.format = binary as i8;
             Response::CopyOut(response)
@@ -369,6 +369,16 @@ fn log_failed(conn: i32, sql: &str, e: &QueryError) {
 
 #[async_trait]
 impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: pgwire::messages::simplequery::Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        crate::copy_out::on_query(self, client, query).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,

@@ -7,6 +7,7 @@
 
 pub mod auth;
 mod connection;
+mod copy_out;
 pub mod deferred;
 pub mod errors;
 pub mod execute;

@@ -325,31 +325,24 @@ impl Session {
         let (out, _) = self.run_dml(&Plan::Select(select.clone()), params, false)?;
         let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
         let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
-        let mut chunks = Vec::with_capacity(rows.len() + 2);
+        let mut chunks = Vec::with_capacity(rows.len());
+        let (mut prefix, mut suffix) = (Vec::new(), Vec::new());
         if format.binary {
-            // The header goes in one message with the first row (or the trailer), as PostgreSQL sends it:
-            // psycopg reads a row after the signature.
-            let mut first = crate::copy_binary::header();
-            for r in &rows {
-                let mut row = if chunks.is_empty() { std::mem::take(&mut first) } else { Vec::with_capacity(64) };
-                crate::copy_binary::format_row(r, &types, &mut row)?;
-                chunks.push(row);
-            }
-            first.extend(crate::copy_binary::trailer());
-            chunks.push(first);
-            return Ok(Output::CopyOut { columns: columns.len(), binary: true, rows: chunks });
-        }
-        if format.header {
+            prefix = crate::copy_binary::header();
+            suffix = crate::copy_binary::trailer();
+        } else if format.header {
             let header: Vec<Datum> = columns.iter().map(|c| Datum::Text(c.name.clone())).collect();
-            let mut line = Vec::new();
-            format.format_row(&header, &vec![SqlType::Text; header.len()], &mut line);
-            chunks.push(line);
+            format.format_row(&header, &vec![SqlType::Text; header.len()], &mut prefix);
         }
         for r in &rows {
-            let mut line = Vec::with_capacity(64);
-            format.format_row(r, &types, &mut line);
-            chunks.push(line);
+            let mut chunk = Vec::with_capacity(64);
+            if format.binary {
+                crate::copy_binary::format_row(r, &types, &mut chunk)?;
+            } else {
+                format.format_row(r, &types, &mut chunk);
+            }
+            chunks.push(chunk);
         }
-        Ok(Output::CopyOut { columns: columns.len(), binary: false, rows: chunks })
+        Ok(Output::CopyOut { columns: columns.len(), binary: format.binary, prefix, rows: chunks, suffix })
     }
 }
