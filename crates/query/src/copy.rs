@@ -262,13 +262,13 @@ impl CopyFormat {
         Ok(fields)
     }
 
-    /// One row in this format, newline included.
-    pub fn format_row(&self, row: &[Datum], types: &[SqlType], out: &mut Vec<u8>) {
+    /// One row in this format, newline included; a `timestamptz` as local time in `zone`, the session's.
+    pub fn format_row(&self, row: &[Datum], types: &[SqlType], zone: &crate::types::Zone, out: &mut Vec<u8>) {
         for (i, d) in row.iter().enumerate() {
             if i > 0 {
                 out.push(self.delimiter);
             }
-            match d.to_pg_text(types.get(i).copied().unwrap_or(SqlType::Text)) {
+            match d.text_in(types.get(i).copied().unwrap_or(SqlType::Text), zone) {
                 None => out.extend_from_slice(self.null.as_bytes()),
                 Some(s) if self.csv => {
                     let needs = s.is_empty() && self.null.is_empty()
@@ -354,6 +354,7 @@ mod tests {
         f.format_row(
             &[Datum::Int(1), Datum::Text("a,\"b\"".into()), Datum::Null],
             &[SqlType::Int8, SqlType::Text, SqlType::Text],
+            &crate::types::Zone::UTC,
             &mut line,
         );
         assert_eq!(line, b"1,\"a,\"\"b\"\"\",\n");

@@ -54,6 +54,7 @@ pub struct Cursor {
     remaining: Option<u64>,
     params: Vec<Datum>,
     now_us: i64,
+    zone: crate::types::Zone,
     /// current_user, session_user, database: what the projection's expressions may ask for.
     names: [String; 3],
     interrupt: Interrupt,
@@ -66,6 +67,7 @@ impl Cursor {
         plan: &SelectPlan,
         params: &[Datum],
         now_us: i64,
+        zone: crate::types::Zone,
         // current_user, session_user, database
         [user, session_user, database]: [&str; 3],
         interrupt: &Interrupt,
@@ -73,8 +75,8 @@ impl Cursor {
         let Some(scan) = plan.scan.as_ref().filter(|_| plan.stream) else {
             return Err(QueryError::Internal("a cursor over a plan that does not stream".into()));
         };
-        let ctx = EvalCtx { params, now_us, user, session_user, database, sequences: None };
-        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database, sequences: None }, interrupt);
+        let ctx = EvalCtx { params, now_us, user, session_user, database, zone, sequences: None };
+        let ex = Executor::new(store.as_ref(), EvalCtx { params, now_us, user, session_user, database, zone, sequences: None }, interrupt);
         let eval_u64 = |e: &Option<Expr>| -> Result<Option<u64>> { Ok(e.as_ref().map(|e| ex_u64(&ex, e)).transpose()?.flatten()) };
         let skip = eval_u64(&plan.offset)?.unwrap_or(0);
         let remaining = eval_u64(&plan.limit)?;
@@ -143,6 +145,7 @@ impl Cursor {
             remaining,
             params: params.to_vec(),
             now_us,
+            zone,
             names: [user.to_string(), session_user.to_string(), database.to_string()],
             interrupt: interrupt.clone(),
         })
@@ -166,7 +169,7 @@ impl Cursor {
         };
         // `None`: the range, or every partition, is read.
         let Some(rows) = page else { return Ok(()) };
-        let ctx = eval_ctx(&self.params, self.now_us, &self.names);
+        let ctx = eval_ctx(&self.params, self.now_us, self.zone, &self.names);
         let (buf, filter) = (&mut self.buf, &self.scan.filter);
         latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
             if let Some(f) = filter {
@@ -303,7 +306,7 @@ impl Iterator for Cursor {
                         .map(|&i| r.get_mut(i).map(|d| std::mem::replace(d, Datum::Null)).unwrap_or(Datum::Null))
                         .collect()));
                 }
-                let ctx = eval_ctx(&self.params, self.now_us, &self.names);
+                let ctx = eval_ctx(&self.params, self.now_us, self.zone, &self.names);
                 return Some(self.projection.iter().map(|e| e.eval(&r, &ctx)).collect());
             }
             if !self.more() {
@@ -319,8 +322,13 @@ impl Iterator for Cursor {
 }
 
 /// An evaluation context from a cursor's fields (its rows buffer stays free to borrow).
-fn eval_ctx<'a>(params: &'a [Datum], now_us: i64, [user, session_user, database]: &'a [String; 3]) -> EvalCtx<'a> {
-    EvalCtx { params, now_us, user, session_user, database, sequences: None }
+fn eval_ctx<'a>(
+    params: &'a [Datum],
+    now_us: i64,
+    zone: crate::types::Zone,
+    [user, session_user, database]: &'a [String; 3],
+) -> EvalCtx<'a> {
+    EvalCtx { params, now_us, user, session_user, database, zone, sequences: None }
 }
 
 impl std::fmt::Debug for Cursor {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::error::{QueryError, Result};
 use crate::expr::SERVER_VERSION;
+use crate::types::{Zone, ZoneSetting};
 
 /// The settings Tabula itself defines, with their defaults: PostgreSQL's, as far as Tabula speaks them (UTF8,
 /// ISO dates, UTC, repeatable read). `synchronous_commit` is added by [`default_settings`].
@@ -307,13 +308,13 @@ fn parse_startup_options(options: &str) -> Result<Vec<(String, String)>> {
 
 /// The settings a startup message asks for, checked: its parameters, and `-c name=value` or
 /// `--name=value` in its `options` (libpq's PGOPTIONS), as PostgreSQL takes them. Who connects is not a
-/// setting, and `client_encoding`, `DateStyle` and `TimeZone` are reported at startup as the fixed values
-/// the server speaks (UTF8, ISO, UTC), so they are not taken either.
+/// setting, and `client_encoding` and `DateStyle` are reported at startup as the fixed values the server
+/// speaks (UTF8, ISO), so they are not taken either.
 pub fn startup_settings<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for (name, value) in params {
         let pairs = match name.to_lowercase().as_str() {
-            "user" | "database" | "replication" | "client_encoding" | "datestyle" | "timezone" => continue,
+            "user" | "database" | "replication" | "client_encoding" | "datestyle" => continue,
             "options" => parse_startup_options(value)?,
             other => vec![(other.to_string(), value.to_string())],
         };
@@ -326,7 +327,7 @@ pub fn startup_settings<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>
 }
 
 /// Checks a setting's new value; returns the name and the value as `SHOW` gives them back.
-pub(crate) fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
+pub fn check_setting(name: &str, value: &str) -> Result<(String, String)> {
     let key = name.to_lowercase();
     if !is_known_setting(&key) {
         return Err(QueryError::UndefinedParameter(key));
@@ -342,16 +343,21 @@ pub(crate) fn check_setting(name: &str, value: &str) -> Result<(String, String)>
             }
             _ => return Err(invalid()),
         },
-        // timestamptz values are read and shown in UTC only: another zone would be shown by SHOW and then
-        // not used, every value off by its offset. Names of UTC are taken as written, as PostgreSQL shows them.
+        // The zone timestamptz values are read and shown in (`crate::types::Zone`), shown as PostgreSQL
+        // shows it. The server's own zone, which LOCAL and DEFAULT name, is UTC.
         "timezone" => match value.to_lowercase().as_str() {
             "local" | "default" => "UTC".to_string(),
-            v if UTC_NAMES.contains(&v.strip_prefix("etc/").unwrap_or(v)) => value.to_string(),
-            _ => {
-                return Err(QueryError::NotSupported(format!(
-                    "time zone \"{value}\": Tabula reads and shows timestamptz values in UTC only"
-                )))
-            }
+            _ => match Zone::setting(value) {
+                ZoneSetting::Zone(_, shown) => shown,
+                ZoneSetting::Unsupported => {
+                    return Err(QueryError::NotSupported(format!(
+                        "time zone \"{value}\": a POSIX time zone with daylight-saving rules; use a zone of the IANA database (America/New_York)"
+                    )))
+                }
+                ZoneSetting::Invalid => {
+                    return Err(QueryError::InvalidParameterValue(format!("invalid value for parameter \"TimeZone\": \"{value}\"")))
+                }
+            },
         },
         // There are no standbys, so every durable level means the local log is synced.
         "synchronous_commit" => match value.to_lowercase().as_str() {
@@ -383,10 +389,6 @@ pub(crate) fn setting_description(key: &str) -> &'static str {
         _ => "Accepted and shown as PostgreSQL does; Tabula does not act on it.",
     }
 }
-
-/// The names of UTC (with or without `Etc/`, in any case), and offsets of zero.
-const UTC_NAMES: &[&str] =
-    &["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu", "z", "0", "+0", "-0", "00:00", "+00:00", "-00:00"];
 
 /// An encoding's name as PostgreSQL compares it: lower case, only letters and digits (`UTF-8` is `utf8`).
 pub(crate) fn encoding_name(name: &str) -> String {

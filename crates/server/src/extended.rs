@@ -156,6 +156,7 @@ impl ExtendedQueryHandler for Extended {
         let _e = span.enter();
         let prepared = &portal.statement.statement;
         let started = std::time::Instant::now();
+        let zone = self.conn.with_session(client, |s| s.zone());
         let mut params = Vec::with_capacity(portal.parameter_len());
         for (i, raw) in portal.parameters.iter().enumerate() {
             // The type the client declared at Parse, else the one the planner inferred.
@@ -168,9 +169,9 @@ impl ExtendedQueryHandler for Extended {
                 .and_then(|t| wire::sql_type(&t))
                 .or_else(|| prepared.param_types.get(i).copied())
                 .unwrap_or(SqlType::Text);
-            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i)).map_err(to_pgwire)?);
+            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i), &zone).map_err(to_pgwire)?);
         }
-        let (result, notices) = self.conn.with_session(client, |s| (s.execute(prepared, &params), s.take_notices()));
+        let (result, notices, zone) = self.conn.with_session(client, |s| (s.execute(prepared, &params), s.take_notices(), s.zone()));
         let result = self.conn.timed(&prepared.sql, started, result);
         send_notices(client, notices).await?;
         match result {
@@ -179,7 +180,7 @@ impl ExtendedQueryHandler for Extended {
                 Ok(Response::Execution(command_tag(&tag)))
             }
             Ok(Output::Deallocate(name)) => Ok(self.conn.deallocate(client, name)),
-            Ok(o) => to_response(o, Some(&portal.result_column_format)),
+            Ok(o) => to_response(o, Some(&portal.result_column_format), zone),
             Err(e) => Ok(Response::Error(Box::new(error_info(&e)))),
         }
     }

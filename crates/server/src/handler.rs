@@ -25,6 +25,7 @@ use pgwire::messages::data::DataRow;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tabula_query::settings::{display_setting_name, REPORTED_SETTINGS};
+use tabula_query::types::Zone;
 use tabula_query::{Database, Datum, Output, QueryError, Session, SqlType};
 use tracing::{debug, error, info_span, warn};
 
@@ -180,6 +181,12 @@ pub fn server_parameters<C: ClientInfo>(client: &C) -> HashMap<String, String> {
     ] {
         m.insert(k.to_string(), v.to_string());
     }
+    // The zone the client asked for (PGTZ, pgjdbc's JVM zone), as SET would show it; it was checked before
+    // the connection was accepted.
+    let zone = client.metadata().iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone")).map(|(_, v)| v.as_str());
+    if let Some(Ok((_, shown))) = zone.map(|z| tabula_query::settings::check_setting("timezone", z)) {
+        m.insert("TimeZone".into(), shown);
+    }
     m.insert("session_authorization".into(), client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into()));
     m.insert("application_name".into(), client.metadata().get("application_name").cloned().unwrap_or_default());
     m
@@ -241,12 +248,13 @@ fn rows_response(
     rows: Vec<Vec<Datum>>,
     tag: &str,
     format: Option<&Format>,
+    zone: &Zone,
 ) -> PgWireResult<Response> {
     let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
     let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
     let mut buf = wire::row_buffer(rows.len());
     let encoded: Vec<PgWireResult<_>> =
-        rows.iter().map(|r| wire::encode_owned_row(r, &fields, &types, &mut buf).map_err(to_pgwire)).collect();
+        rows.iter().map(|r| wire::encode_owned_row(r, &fields, &types, zone, &mut buf).map_err(to_pgwire)).collect();
     let mut resp = QueryResponse::new(fields, stream::iter(encoded));
     // "SELECT 3" -> "SELECT", "INSERT 0 3" -> "INSERT 0": the count is added when the rows are sent.
     let base = match tag.rsplit_once(' ') {
@@ -257,13 +265,14 @@ fn rows_response(
     Ok(Response::Query(resp))
 }
 
-pub(crate) fn to_response(out: Output, format: Option<&Format>) -> PgWireResult<Response> {
+/// `zone`: the session's `TimeZone` when the statement ran.
+pub(crate) fn to_response(out: Output, format: Option<&Format>, zone: Zone) -> PgWireResult<Response> {
     Ok(match out {
-        Output::Rows { columns, rows, tag } => rows_response(&columns, rows, &tag, format)?,
+        Output::Rows { columns, rows, tag } => rows_response(&columns, rows, &tag, format, &zone)?,
         Output::Stream { columns, cursor } => {
             let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(&columns, format));
             let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
-            let rows = EncodedRows { rows: cursor, fields: fields.clone(), types, buf: BytesMut::new(), ready: VecDeque::new() };
+            let rows = EncodedRows { rows: cursor, fields: fields.clone(), types, zone, buf: BytesMut::new(), ready: VecDeque::new() };
             Response::Query(QueryResponse::new(fields, stream::iter(rows)))
         }
         Output::Command { tag } => match tag.as_str() {
@@ -293,6 +302,7 @@ struct EncodedRows {
     rows: tabula_query::output::RowStream,
     fields: Arc<Vec<FieldInfo>>,
     types: Vec<SqlType>,
+    zone: Zone,
     buf: BytesMut,
     ready: VecDeque<PgWireResult<DataRow>>,
 }
@@ -305,9 +315,9 @@ impl Iterator for EncodedRows {
             if let Some(r) = self.ready.pop_front() {
                 return Some(r);
             }
-            let EncodedRows { rows, fields, types, buf, ready } = self;
+            let EncodedRows { rows, fields, types, zone, buf, ready } = self;
             let more = rows.next_rows(&mut |row| {
-                ready.push_back(wire::encode_row(row, fields, types, buf).map_err(to_pgwire));
+                ready.push_back(wire::encode_row(row, fields, types, zone, buf).map_err(to_pgwire));
                 Ok(())
             });
             match more {
@@ -390,20 +400,20 @@ impl SimpleQueryHandler for Connection {
         let _e = span.enter();
         let started = std::time::Instant::now();
         let (results, reported, notices) = self.with_session(client, |s| {
-            let r = s.execute_sql(query);
+            let r = s.execute_sql_zoned(query);
             let reported: Vec<(String, String)> = REPORTED_SETTINGS
                 .iter()
                 .filter_map(|k| s.setting(k).map(|v| (display_setting_name(k).to_string(), v.to_string())))
                 .collect();
             (r, reported, s.take_notices())
         });
-        let streamed = results.iter().any(|r| matches!(r, Ok(Output::Stream { .. } | Output::CopyIn { .. })));
+        let streamed = results.iter().any(|(r, _)| matches!(r, Ok(Output::Stream { .. } | Output::CopyIn { .. })));
         if !streamed {
             self.log_slow(query, started);
         }
         send_notices(client, notices).await?;
         let mut out = Vec::new();
-        for r in results {
+        for (r, zone) in results {
             let r = match r {
                 r @ Ok(Output::Stream { .. } | Output::CopyIn { .. }) | r @ Err(_) => self.timed(query, started, r),
                 r => r,
@@ -414,7 +424,7 @@ impl SimpleQueryHandler for Connection {
                     out.push(Response::Execution(command_tag(&tag)));
                 }
                 Ok(Output::Deallocate(name)) => out.push(self.deallocate(client, name)),
-                Ok(o) => out.push(to_response(o, None)?),
+                Ok(o) => out.push(to_response(o, None, zone)?),
                 Err(e) => out.push(Response::Error(Box::new(error_info(&e)))),
             }
         }

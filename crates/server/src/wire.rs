@@ -7,7 +7,7 @@ use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 use tabula_query::types::encode_binary;
-use tabula_query::types::DatumRef;
+use tabula_query::types::{DatumRef, Zone};
 use tabula_query::{Datum, OutputColumn, QueryError, SqlType};
 
 /// Bytes set aside at once for encoding rows, and the room a row starts with before a new chunk is taken.
@@ -45,7 +45,15 @@ pub fn row_buffer(rows: usize) -> BytesMut {
 /// `buf` is carved in chunks: each row is split off the front of one shared allocation, and a row
 /// whose encoded message has been written out frees its part, so a result of many rows does not
 /// allocate per row.
-pub fn encode_row(row: &[DatumRef<'_>], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
+///
+/// `zone`: the session's `TimeZone` when the statement ran, in which a `timestamptz`'s text is written.
+pub fn encode_row(
+    row: &[DatumRef<'_>],
+    fields: &[FieldInfo],
+    types: &[SqlType],
+    zone: &Zone,
+    buf: &mut BytesMut,
+) -> Result<DataRow, QueryError> {
     buf.clear();
     if buf.capacity() < ROW_RESERVE {
         buf.reserve(ROW_CHUNK);
@@ -72,7 +80,7 @@ pub fn encode_row(row: &[DatumRef<'_>], fields: &[FieldInfo], types: &[SqlType],
                     None => buf.put_slice(s.as_bytes()),
                 },
                 DatumRef::Int(i) => buf.put_slice(itoa::Buffer::new().format(i).as_bytes()),
-                DatumRef::Datum(d) => buf.put_slice(d.to_pg_text(ty).unwrap_or_default().as_bytes()),
+                DatumRef::Datum(d) => buf.put_slice(d.text_in(ty, zone).unwrap_or_default().as_bytes()),
                 DatumRef::Null => unreachable!("NULL is written above"),
             }
         }
@@ -83,17 +91,24 @@ pub fn encode_row(row: &[DatumRef<'_>], fields: &[FieldInfo], types: &[SqlType],
 }
 
 /// `encode_row` of an owned row.
-pub fn encode_owned_row(row: &[Datum], fields: &[FieldInfo], types: &[SqlType], buf: &mut BytesMut) -> Result<DataRow, QueryError> {
+pub fn encode_owned_row(
+    row: &[Datum],
+    fields: &[FieldInfo],
+    types: &[SqlType],
+    zone: &Zone,
+    buf: &mut BytesMut,
+) -> Result<DataRow, QueryError> {
     let refs: smallvec::SmallVec<[DatumRef<'_>; 8]> = row.iter().map(DatumRef::from).collect();
-    encode_row(&refs, fields, types, buf)
+    encode_row(&refs, fields, types, zone, buf)
 }
 
-/// Decodes one parameter value sent in text or binary format.
-pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Datum, QueryError> {
+/// Decodes one parameter value sent in text or binary format; a `timestamptz`'s text without an offset is
+/// a local time in `zone`, the session's.
+pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool, zone: &Zone) -> Result<Datum, QueryError> {
     let Some(raw) = raw else { return Ok(Datum::Null) };
     if !binary {
         let s = std::str::from_utf8(raw).map_err(|_| QueryError::InvalidText("invalid UTF-8 in parameter".into()))?;
-        return Datum::parse(ty, s);
+        return Datum::parse_in(ty, s, zone);
     }
     tabula_query::types::decode_binary(raw, ty)
 }

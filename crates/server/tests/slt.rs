@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use libtest_mimic::{Arguments, Failed, Trial};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+use tabula_query::types::Zone;
+use tabula_query::{Datum, SqlType};
 use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
@@ -63,8 +65,9 @@ fn hex(b: &[u8]) -> String {
     s
 }
 
-/// A binary result value in PostgreSQL's text form, decoded by tokio-postgres' own decoders.
-fn text_of(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>, tokio_postgres::Error> {
+/// A binary result value in PostgreSQL's text form, decoded by tokio-postgres' own decoders; a timestamptz
+/// as local time and offset in `zone`, the session's TimeZone, as a client shows it.
+fn text_of(row: &tokio_postgres::Row, i: usize, zone: &Zone) -> Result<Option<String>, tokio_postgres::Error> {
     let ty = row.columns()[i].type_().clone();
     Ok(match ty {
         Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(|b| if b { "t" } else { "f" }.to_string()),
@@ -76,9 +79,9 @@ fn text_of(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>, tokio_
         Type::NUMERIC => row.try_get::<_, Option<rust_decimal::Decimal>>(i)?.map(|v| v.to_string()),
         Type::BYTEA => row.try_get::<_, Option<Vec<u8>>>(i)?.map(|v| hex(&v)),
         Type::TIMESTAMP => row.try_get::<_, Option<chrono::NaiveDateTime>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f").to_string()),
-        Type::TIMESTAMPTZ => {
-            row.try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f+00").to_string())
-        }
+        Type::TIMESTAMPTZ => row
+            .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)?
+            .and_then(|v| Datum::Timestamp(v.timestamp_micros()).text_in(SqlType::Timestamptz, zone)),
         Type::DATE => row.try_get::<_, Option<chrono::NaiveDate>>(i)?.map(|v| v.format("%Y-%m-%d").to_string()),
         Type::UUID => row.try_get::<_, Option<Raw>>(i)?.map(|r| {
             let h: String = r.0.iter().map(|b| format!("{b:02x}")).collect();
@@ -136,9 +139,13 @@ impl AsyncDB for Db {
                     return Ok(DBOutput::StatementComplete(self.client.execute(&stmt, &[]).await?));
                 }
                 let result = self.client.query(&stmt, &[]).await?;
+                let zone = match stmt.columns().iter().any(|c| c.type_() == &Type::TIMESTAMPTZ) {
+                    true => Zone::of_setting(self.client.query_one("SHOW TimeZone", &[]).await?.get(0)),
+                    false => Zone::UTC,
+                };
                 let mut rows = Vec::new();
                 for r in &result {
-                    rows.push((0..r.len()).map(|i| text_of(r, i).map(cell)).collect::<Result<Vec<_>, _>>()?);
+                    rows.push((0..r.len()).map(|i| text_of(r, i, &zone).map(cell)).collect::<Result<Vec<_>, _>>()?);
                 }
                 Ok(DBOutput::Rows { types: vec![DefaultColumnType::Any; stmt.columns().len()], rows })
             }

@@ -33,11 +33,13 @@ pub(crate) mod search_path;
 mod sequences;
 mod session_udfs;
 pub use session_udfs::SessionInfo;
+mod at_time_zone;
 pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
 mod text_operand;
 mod uuid;
+mod zoned;
 
 pub use errors::map_err;
 
@@ -162,7 +164,7 @@ impl Analytics {
         let mut ctx = SessionContext::new_with_config(config);
         ctx.register_expr_planner(Arc::new(literals::BooleanLiterals)).map_err(map_err)?;
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;
-        catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone() })).map_err(map_err)?;
+        catalog.register_schema("public", Arc::new(PublicSchema { db: db.clone(), zone: "UTC".into() })).map_err(map_err)?;
         datafusion_pg_catalog::setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| map_err(*e))?;
         let list = ctx.state().catalog_list().clone();
         let weak_list = Arc::downgrade(&list);
@@ -209,7 +211,9 @@ impl Analytics {
             cache_manager: shared.cache_manager.clone(),
             object_store_registry: shared.object_store_registry.clone(),
         };
-        let mut builder = SessionStateBuilder::new_from_existing(self.ctx.state()).with_runtime_env(Arc::new(runtime));
+        let zoned = zoned::ZonedCatalogs { inner: self.ctx.state().catalog_list().clone(), zone: read.zone.arrow_name().into() };
+        let mut builder =
+            SessionStateBuilder::new_from_existing(self.ctx.state()).with_runtime_env(Arc::new(runtime)).with_catalog_list(Arc::new(zoned));
         let stop_watch = watch.clone().unwrap_or_else(|| stop::Watch::of(read.interrupt.clone()));
         let checkpoint = Arc::new(stop::Checkpoint(stop_watch.clone()));
         if let Some(analyzer) = builder.analyzer() {
@@ -233,6 +237,10 @@ impl Analytics {
         // within the budget. Sorted apart, both partitions' sorters filled the budget and the merge of
         // their outputs (which cannot spill) then failed with 53200.
         options.optimizer.repartition_sorts = false;
+        // `'...'::timestamptz`, `now()` and the session's zone in DataFusion's own functions.
+        let zone: Arc<str> = read.zone.arrow_name().into();
+        options.execution.time_zone = Some(zone.to_string());
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(at_time_zone::AtTimeZone::new(zone)))).map_err(map_err)?;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
         for udf in session_udfs::all(info, &self.db, stop_watch) {
@@ -292,12 +300,14 @@ impl Analytics {
         let stmt = crate::views::expand(stmt.clone(), &|n| db.view(n))?;
         let stmt = self.rewriter.rewrite(stmt);
         let interrupt = read.interrupt.clone();
+        let zone = read.zone;
         let state = self.state(read, info, None)?;
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
         let plan = numbers::as_postgres(plan, &self.rint).map_err(map_err)?;
         let plan = bpchar::as_postgres(plan).map_err(map_err)?;
+        let plan = zoned::local_casts(plan, zone).map_err(map_err)?;
         let columns =
             plan.schema().fields().iter().map(|f| OutputColumn { name: f.name().clone(), ty: arrow::sql_type(f), source: None }).collect();
         let types: Vec<(usize, Option<DataType>)> = plan

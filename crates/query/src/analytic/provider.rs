@@ -48,6 +48,8 @@ pub struct ReadCtx {
     /// may stream from after the statement has given the transaction back.
     pub view: Option<Reader>,
     pub now_us: i64,
+    /// The session's `TimeZone`.
+    pub zone: crate::types::Zone,
     /// `current_user` (SET ROLE) and `session_user`.
     pub user: String,
     pub session_user: String,
@@ -65,6 +67,8 @@ pub fn df_err(e: QueryError) -> DataFusionError {
 #[derive(Debug)]
 pub struct PublicSchema {
     pub db: Weak<dyn Source>,
+    /// The zone its timestamptz columns are labelled with: the session's ([`super::zoned`]).
+    pub zone: Arc<str>,
 }
 
 impl PublicSchema {
@@ -88,7 +92,7 @@ impl SchemaProvider for PublicSchema {
             return Ok(Some(Arc::new(relation)));
         }
         match db.table(name) {
-            Ok(t) => Ok(Some(Arc::new(TabulaTable::new(self.db.clone(), t)))),
+            Ok(t) => Ok(Some(Arc::new(TabulaTable::new(self.db.clone(), t, &self.zone)))),
             Err(QueryError::UndefinedTable(_)) => Ok(None),
             Err(e) => Err(df_err(e)),
         }
@@ -113,9 +117,24 @@ impl fmt::Debug for TabulaTable {
 }
 
 impl TabulaTable {
-    pub fn new(db: Weak<dyn Source>, table: Arc<TableSchema>) -> Self {
+    /// `zone`: the label of its timestamptz columns, the session's zone as Arrow names it.
+    pub fn new(db: Weak<dyn Source>, table: Arc<TableSchema>, zone: &Arc<str>) -> Self {
         // The visible columns: a hidden row id is last, so a column's index is the same in both.
-        let fields: Vec<_> = table.visible().iter().enumerate().map(|(i, c)| column_field(c, !(c.not_null || table.is_pk(i)))).collect();
+        let fields: Vec<_> = table
+            .visible()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let f = column_field(c, !(c.not_null || table.is_pk(i)));
+                match f.data_type() {
+                    DataType::Timestamp(unit, Some(_)) => {
+                        let ty = DataType::Timestamp(*unit, Some(zone.clone()));
+                        f.with_data_type(ty)
+                    }
+                    _ => f,
+                }
+            })
+            .collect();
         TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
     }
 
@@ -272,8 +291,15 @@ impl TabulaScanExec {
     /// Reads every row now: in the transaction, or by key lookups that do not stream.
     fn materialize(&self) -> Result<Vec<SqlRow>, QueryError> {
         let r = &self.read;
-        let ctx =
-            EvalCtx { params: &[], now_us: r.now_us, user: &r.user, session_user: &r.session_user, database: &r.database, sequences: None };
+        let ctx = EvalCtx {
+            params: &[],
+            now_us: r.now_us,
+            user: &r.user,
+            session_user: &r.session_user,
+            database: &r.database,
+            zone: r.zone,
+            sequences: None,
+        };
         match (&r.txn, &r.view) {
             (Some(txn), _) => {
                 let guard = txn.lock();
@@ -353,8 +379,8 @@ impl ExecutionPlan for TabulaScanExec {
         }
         let r = &self.read;
         let reader: Reader = r.view.clone().unwrap_or_else(|| self.db.store().clone());
-        let cursor =
-            Cursor::new(reader, &self.plan, &[], r.now_us, [&r.user, &r.session_user, &r.database], &r.interrupt).map_err(df_err)?;
+        let cursor = Cursor::new(reader, &self.plan, &[], r.now_us, r.zone, [&r.user, &r.session_user, &r.database], &r.interrupt)
+            .map_err(df_err)?;
         // The cursor blocks on the engine: it runs on its own thread, a couple of batches ahead.
         let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
         let batch_schema = schema.clone();

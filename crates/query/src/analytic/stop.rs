@@ -221,6 +221,7 @@ mod tests {
             txn: None,
             view: None,
             now_us: 0,
+            zone: crate::types::Zone::UTC,
             user: "tabula".into(),
             session_user: "tabula".into(),
             database: "tabula".into(),

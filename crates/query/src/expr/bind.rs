@@ -53,6 +53,8 @@ impl<'a> Scope<'a> {
 pub struct Binder<'a, 's> {
     pub scope: &'a Scope<'s>,
     pub params: &'a mut Vec<SqlType>,
+    /// The session's `TimeZone`, in which `timestamptz` literals are read.
+    pub zone: crate::types::Zone,
 }
 
 impl Binder<'_, '_> {
@@ -77,7 +79,7 @@ impl Binder<'_, '_> {
                 self.params[index] = ty;
                 Expr::Param { index, ty }
             }
-            Expr::Literal(d @ Datum::Text(_), SqlType::Unknown) => Expr::Literal(d.cast(ty)?, ty),
+            Expr::Literal(d @ Datum::Text(_), SqlType::Unknown) => Expr::Literal(d.cast_in(SqlType::Unknown, ty, &self.zone)?, ty),
             Expr::Literal(Datum::Null, _) => Expr::Literal(Datum::Null, ty),
             // An integer literal against a float or numeric column: convert now.
             Expr::Literal(d @ Datum::Int(_), t) if t.is_integer() && matches!(ty, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) => {
@@ -209,7 +211,7 @@ impl Binder<'_, '_> {
                     Expr::Literal(d @ Datum::Float(_), SqlType::Float4) if ty.is_text() => {
                         Expr::Literal(d.to_pg_text(SqlType::Float4).map_or(Datum::Null, Datum::Text).cast_explicit(ty)?, ty)
                     }
-                    Expr::Literal(d, _) => Expr::Literal(d.cast_explicit(ty)?, ty),
+                    Expr::Literal(d, from) => Expr::Literal(d.cast_explicit_in(from, ty, &self.zone)?, ty),
                     e => Expr::Cast { expr: Box::new(e), ty },
                 }
             }
@@ -219,7 +221,7 @@ impl Binder<'_, '_> {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                Expr::Literal(Datum::parse(ty, &s)?, ty)
+                Expr::Literal(Datum::parse_in(ty, &s, &self.zone)?, ty)
             }
             E::Function(f) => self.function(f)?,
             E::Case { operand, conditions, else_result, .. } => {
@@ -296,6 +298,16 @@ impl Binder<'_, '_> {
                 || (matches!(lt, SqlType::Json | SqlType::Jsonb) && rt.is_text());
             if !comparable {
                 return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
+            }
+            // A timestamp or date compared with a timestamptz is the instant of that local time in the
+            // session's zone, as PostgreSQL converts it.
+            let local = |t: SqlType| matches!(t, SqlType::Timestamp | SqlType::Date);
+            let instant = |e: Expr| Box::new(Expr::Cast { expr: Box::new(e), ty: SqlType::Timestamptz });
+            if lt == SqlType::Timestamptz && local(rt) {
+                return Ok(Expr::Binary { op, left: Box::new(l), right: instant(r) });
+            }
+            if local(lt) && rt == SqlType::Timestamptz {
+                return Ok(Expr::Binary { op, left: instant(l), right: Box::new(r) });
             }
         }
         Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r) })
@@ -385,6 +397,7 @@ impl Binder<'_, '_> {
             Func::NullIf => args.len() == 2,
             Func::Now
             | Func::CurrentDate
+            | Func::LocalTimestamp
             | Func::Version
             | Func::CurrentSchema
             | Func::CurrentDatabase

@@ -50,6 +50,7 @@ impl Expr {
                 Func::Length => Int4,
                 Func::Now => Timestamptz,
                 Func::CurrentDate => Date,
+                Func::LocalTimestamp => Timestamp,
                 Func::GenRandomUuid => Uuid,
                 Func::Sequence(_) => Int8,
                 Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
@@ -77,8 +78,10 @@ impl Expr {
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             // Volatile functions take a new value each time: never folded once for all rows.
             Expr::Func { func, args } => {
-                !matches!(func, Func::Now | Func::CurrentDate | Func::GenRandomUuid | Func::MoreThanOneRow | Func::Sequence(_))
-                    && args.iter().all(|a| a.is_constant())
+                !matches!(
+                    func,
+                    Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid | Func::MoreThanOneRow | Func::Sequence(_)
+                ) && args.iter().all(|a| a.is_constant())
             }
             // The functions taken from the analytic engine are all immutable.
             Expr::Udf { args, .. } => args.iter().all(|a| a.is_constant()),
@@ -99,7 +102,7 @@ impl Expr {
                 .get(*index)
                 .cloned()
                 .ok_or_else(|| QueryError::Syntax(format!("there is no parameter ${}", index + 1)))?
-                .cast(*ty)?,
+                .cast_in(SqlType::Unknown, *ty, &ctx.zone)?,
             Expr::Binary { op: BinOp::And, left, right } => {
                 let l = truth(&left.eval(row, ctx)?)?;
                 if l == Some(false) {
@@ -123,6 +126,11 @@ impl Expr {
                     (Some(false), Some(false)) => Datum::Bool(false),
                     _ => Datum::Null,
                 }
+            }
+            // `||` takes its operands' text, a timestamptz's in the session's zone.
+            Expr::Binary { op: BinOp::Concat, left, right } => {
+                let text = |e: &Expr| -> Result<Datum> { e.eval(row, ctx)?.cast_in(e.ty(), SqlType::Text, &ctx.zone) };
+                binary(BinOp::Concat, text(left)?, text(right)?, self.ty())?
             }
             Expr::Binary { op, left, right } => binary(*op, left.eval(row, ctx)?, right.eval(row, ctx)?, self.ty())?,
             Expr::Not(e) => match truth(&e.eval(row, ctx)?)? {
@@ -172,7 +180,7 @@ impl Expr {
             Expr::Like { expr, pattern, negated, case_insensitive } => match (expr.eval(row, ctx)?, pattern.eval(row, ctx)?) {
                 (Datum::Null, _) | (_, Datum::Null) => Datum::Null,
                 (v, p) => {
-                    let v = v.to_pg_text(expr.ty()).unwrap_or_default();
+                    let v = v.text_in(expr.ty(), &ctx.zone).unwrap_or_default();
                     let p = p.to_pg_text(SqlType::Text).unwrap_or_default();
                     let m = if *case_insensitive { like(&v.to_lowercase(), &p.to_lowercase()) } else { like(&v, &p) };
                     Datum::Bool(m != *negated)
@@ -183,7 +191,7 @@ impl Expr {
                 d @ Datum::Float(_) => d.to_pg_text(SqlType::Float4).map_or(Datum::Null, Datum::Text),
                 d => d.cast(*ty)?,
             },
-            Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast_explicit(*ty)?,
+            Expr::Cast { expr, ty } => expr.eval(row, ctx)?.cast_explicit_in(expr.ty(), *ty, &ctx.zone)?,
             // As in PostgreSQL, the arguments after the first that is not NULL are not evaluated, so they
             // cannot fail (`coalesce(a, 1 / b)` with `a` set and `b` zero is `a`).
             Expr::Func { func: Func::Coalesce, args } => {
@@ -213,11 +221,11 @@ impl Expr {
                         None => truth(&c)? == Some(true),
                     };
                     if hit {
-                        return then.eval(row, ctx)?.cast(self.ty());
+                        return then.eval(row, ctx)?.cast_in(then.ty(), self.ty(), &ctx.zone);
                     }
                 }
                 match otherwise {
-                    Some(e) => e.eval(row, ctx)?.cast(self.ty())?,
+                    Some(e) => e.eval(row, ctx)?.cast_in(e.ty(), self.ty(), &ctx.zone)?,
                     None => Datum::Null,
                 }
             }

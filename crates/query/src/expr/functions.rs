@@ -4,7 +4,7 @@ use super::*;
 
 pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -> Result<Datum> {
     use Func::*;
-    let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.to_pg_text(args[i].ty().unpadded())) };
+    let text = |i: usize| -> Option<String> { vals.get(i).and_then(|v| v.text_in(args[i].ty().unpadded(), &ctx.zone)) };
     let null_in = vals.iter().any(|v| v.is_null());
     Ok(match func {
         MoreThanOneRow => {
@@ -49,14 +49,15 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
             crate::sequences::call(src, session, call, name.as_deref(), value, is_called)?.map_or(Datum::Null, Datum::Int)
         }
         Now => Datum::Timestamp(ctx.now_us),
-        CurrentDate => Datum::Date(ctx.now_us.div_euclid(86_400_000_000) as i32),
+        CurrentDate => Datum::Timestamp(ctx.now_us).cast_in(SqlType::Timestamptz, SqlType::Date, &ctx.zone)?,
+        LocalTimestamp => Datum::Timestamp(ctx.now_us).cast_in(SqlType::Timestamptz, SqlType::Timestamp, &ctx.zone)?,
         GenRandomUuid => Datum::Uuid(random_uuid()?),
         Version => Datum::Text(version_string()),
         CurrentSchema => Datum::Text("public".into()),
         CurrentDatabase => Datum::Text(ctx.database.into()),
         CurrentUser => Datum::Text(ctx.user.into()),
         SessionUser => Datum::Text(ctx.session_user.into()),
-        Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.to_pg_text(a.ty())).collect()),
+        Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.text_in(a.ty(), &ctx.zone)).collect()),
         _ if null_in => Datum::Null,
         Lower => Datum::Text(text(0).unwrap_or_default().to_lowercase()),
         Upper => Datum::Text(text(0).unwrap_or_default().to_uppercase()),

@@ -96,8 +96,10 @@ pub enum Func {
     Coalesce,
     NullIf,
     Now,
-    /// The date of `now()` (UTC, the only time zone sessions have).
+    /// The date of `now()` in the session's zone.
     CurrentDate,
+    /// `localtimestamp`: `now()` as a `timestamp`, the local time in the session's zone.
+    LocalTimestamp,
     Version,
     CurrentSchema,
     CurrentDatabase,
@@ -133,7 +135,8 @@ impl Func {
             "abs" => Abs,
             "coalesce" => Coalesce,
             "nullif" => NullIf,
-            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" => Now,
+            "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" => Now,
+            "localtimestamp" => LocalTimestamp,
             "current_date" => CurrentDate,
             "version" => Version,
             "current_schema" => CurrentSchema,
@@ -169,6 +172,7 @@ impl Func {
             NullIf => "nullif",
             Now => "now",
             CurrentDate => "current_date",
+            LocalTimestamp => "localtimestamp",
             Version => "version",
             CurrentSchema => "current_schema",
             CurrentDatabase => "current_database",
@@ -324,6 +328,8 @@ pub struct EvalCtx<'a> {
     /// `session_user`: who logged in.
     pub session_user: &'a str,
     pub database: &'a str,
+    /// The session's `TimeZone`: how a `timestamptz` converts to text, `timestamp` and `date` and back.
+    pub zone: crate::types::Zone,
     /// Where the sequence functions draw, and the session's memory of what they drew; `None` where a
     /// statement cannot call them (0A000).
     pub sequences: Option<(&'a dyn crate::sequences::SequenceSource, &'a parking_lot::Mutex<crate::sequences::Sequences>)>,

@@ -6,7 +6,7 @@ use rust_decimal::Decimal;
 use super::*;
 
 fn ctx() -> EvalCtx<'static> {
-    EvalCtx { params: &[], now_us: 0, user: "u", session_user: "u", database: "d", sequences: None }
+    EvalCtx { params: &[], now_us: 0, user: "u", session_user: "u", database: "d", zone: crate::types::Zone::UTC, sequences: None }
 }
 
 fn int(i: i64) -> Expr {

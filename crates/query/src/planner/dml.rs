@@ -190,7 +190,7 @@ impl Planner<'_> {
             return Err(QueryError::DatatypeMismatch(format!("column \"{column}\" is of type {ty} but expression is of type {et}")));
         }
         Ok(match e {
-            Expr::Literal(d, _) => Expr::Literal(d.cast(ty)?, ty),
+            Expr::Literal(d, from) => Expr::Literal(d.cast_in(from, ty, &self.zone)?, ty),
             e if e.ty() == ty => e,
             e => Expr::Cast { expr: Box::new(e), ty },
         })

@@ -72,15 +72,18 @@ pub struct Planner<'a> {
     pub catalog: &'a dyn Catalog,
     /// Types of `$n` parameters: given by the client, or inferred here.
     pub params: Vec<SqlType>,
+    /// The session's `TimeZone`, in which a `timestamptz` literal is read (as PostgreSQL reads it when
+    /// the statement is parsed: a prepared statement keeps the instant).
+    pub zone: crate::types::Zone,
 }
 
 impl<'a> Planner<'a> {
     pub fn new(catalog: &'a dyn Catalog, params: Vec<SqlType>) -> Self {
-        Planner { catalog, params }
+        Planner { catalog, params, zone: crate::types::Zone::UTC }
     }
 
     fn binder<'b, 's>(&'b mut self, scope: &'b Scope<'s>) -> Binder<'b, 's> {
-        Binder { scope, params: &mut self.params }
+        Binder { scope, params: &mut self.params, zone: self.zone }
     }
 
     pub fn plan(&mut self, stmt: &Statement) -> Result<Plan> {

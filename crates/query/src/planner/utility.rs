@@ -64,7 +64,8 @@ impl Planner<'_> {
     /// pg_dump's `FROM pg_settings WHERE name = '...'` form, which sets it only if it exists.
     pub(super) fn set_config(&mut self, args: &[&ast::Expr], of_setting: Option<String>) -> Result<Plan> {
         let scope = Scope::empty();
-        let ctx = crate::expr::EvalCtx { params: &[], now_us: 0, user: "", session_user: "", database: "", sequences: None };
+        let ctx =
+            crate::expr::EvalCtx { params: &[], now_us: 0, user: "", session_user: "", database: "", zone: self.zone, sequences: None };
         let mut values = Vec::new();
         for a in args.iter().skip(usize::from(of_setting.is_some())) {
             let e = self.binder(&scope).bind(a)?;

@@ -43,6 +43,7 @@ impl Session {
                 user: &user,
                 session_user: &session_user,
                 database: &database,
+                zone: self.zone(),
                 sequences: None,
             };
             let convert = |v: &tabula_store::value::Value| -> std::result::Result<_, Box<dyn std::error::Error + Send + Sync>> {

@@ -111,6 +111,7 @@ impl Session {
             txn,
             view: None,
             now_us: self.db.store().clock().now_ms() * 1000,
+            zone: self.zone(),
             user: self.current_user().to_string(),
             session_user: self.user.clone(),
             database: self.database.clone(),

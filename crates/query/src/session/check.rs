@@ -74,7 +74,8 @@ impl Session {
                 let sql = format!("UPDATE {} SET {} = DEFAULT", quote(table), quote(&column.name));
                 let stmt = crate::parse::parse(&sql)?.pop().ok_or_else(|| QueryError::Internal("no statement".into()))?;
                 let crate::parse::ParsedStatement::Ast(stmt) = stmt else { return Err(QueryError::Internal("not an UPDATE".into())) };
-                let plan = crate::planner::Planner::new(self.db.as_ref(), vec![]).plan(&stmt)?;
+                let plan =
+                    crate::planner::Planner { zone: self.zone(), ..crate::planner::Planner::new(self.db.as_ref(), vec![]) }.plan(&stmt)?;
                 self.run(&plan, &[])?;
             }
             if column.not_null {

@@ -10,24 +10,25 @@ use crate::expr::{EvalCtx, Expr};
 use crate::output::Output;
 use crate::plan::{Plan, SelectPlan};
 use crate::schema::TableSchema;
-use crate::types::{Datum, SqlType};
+use crate::types::{Datum, SqlType, Zone};
 
 /// Rows inserted per engine call during COPY FROM.
 const COPY_BATCH: usize = 2000;
 
-/// A field of COPY data: text, or a value's binary form.
+/// A field of COPY data: text (a `timestamptz` without an offset read in the session's `zone`), or a
+/// value's binary form.
 trait CopyField {
-    fn value(&self, ty: SqlType) -> Result<Datum>;
+    fn value(&self, ty: SqlType, zone: &Zone) -> Result<Datum>;
 }
 
 impl CopyField for String {
-    fn value(&self, ty: SqlType) -> Result<Datum> {
-        Datum::parse(ty, self)
+    fn value(&self, ty: SqlType, zone: &Zone) -> Result<Datum> {
+        Datum::parse_in(ty, self, zone)
     }
 }
 
 impl CopyField for Vec<u8> {
-    fn value(&self, ty: SqlType) -> Result<Datum> {
+    fn value(&self, ty: SqlType, _: &Zone) -> Result<Datum> {
         crate::types::decode_binary(self, ty)
     }
 }
@@ -184,6 +185,7 @@ impl Session {
 
     /// Writes rows of COPY data, their fields in text or binary form.
     fn copy_rows<F: CopyField>(&mut self, records: &[Vec<Option<F>>]) {
+        let zone = self.zone();
         let session_txn = self.txn.as_ref();
         let copy = self.copy.as_mut().unwrap();
         let access: &dyn Access = match (&copy.txn, session_txn) {
@@ -201,6 +203,7 @@ impl Session {
             user: self.role.as_deref().unwrap_or(&self.user),
             session_user: &self.user,
             database: &self.database,
+            zone,
             sequences: Some((self.db.as_ref(), &*self.sequences)),
         };
         for chunk in records.chunks(COPY_BATCH) {
@@ -223,7 +226,7 @@ impl Session {
                         .map(|(f, &t)| match f {
                             None => Ok(Datum::Null),
                             Some(field) => {
-                                field.value(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) })
+                                field.value(if t == copy.table.columns.len() { SqlType::Int8 } else { copy.table.column_type(t) }, &zone)
                             }
                         })
                         .collect::<Result<Vec<_>>>()?;
@@ -325,6 +328,7 @@ impl Session {
         let (out, _) = self.run_dml(&Plan::Select(select.clone()), params, false)?;
         let Output::Rows { rows, columns, .. } = out else { return Err(QueryError::Internal("COPY TO without rows".into())) };
         let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+        let zone = self.zone();
         let mut chunks = Vec::with_capacity(rows.len());
         let (mut prefix, mut suffix) = (Vec::new(), Vec::new());
         if format.binary {
@@ -332,14 +336,14 @@ impl Session {
             suffix = crate::copy_binary::trailer();
         } else if format.header {
             let header: Vec<Datum> = columns.iter().map(|c| Datum::Text(c.name.clone())).collect();
-            format.format_row(&header, &vec![SqlType::Text; header.len()], &mut prefix);
+            format.format_row(&header, &vec![SqlType::Text; header.len()], &zone, &mut prefix);
         }
         for r in &rows {
             let mut chunk = Vec::with_capacity(64);
             if format.binary {
                 crate::copy_binary::format_row(r, &types, &mut chunk)?;
             } else {
-                format.format_row(r, &types, &mut chunk);
+                format.format_row(r, &types, &zone, &mut chunk);
             }
             chunks.push(chunk);
         }

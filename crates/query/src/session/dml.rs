@@ -73,7 +73,7 @@ impl Session {
             };
             if let (true, Some(reader)) = (s.stream, reader) {
                 let names = [self.current_user(), &self.user, &self.database];
-                let cursor = Cursor::new(reader, s, params, now_us, names, &self.interrupt)?;
+                let cursor = Cursor::new(reader, s, params, now_us, self.zone(), names, &self.interrupt)?;
                 return Ok((Output::Stream { columns: s.columns.clone(), cursor: RowStream::new(cursor) }, None));
             }
         }
@@ -172,7 +172,7 @@ impl Session {
     /// An UPDATE or DELETE with subqueries: they run first, and the statement is planned with their results.
     pub(super) fn with_subqueries(&mut self, statement: &Statement, param_types: &[SqlType], params: &[Datum]) -> Result<Output> {
         let stmt = crate::subqueries::substitute(statement, |q| self.subquery_rows(q, params))?;
-        let plan = Planner::new(self.db.as_ref(), param_types.to_vec()).plan(&stmt)?;
+        let plan = Planner { zone: self.zone(), ..Planner::new(self.db.as_ref(), param_types.to_vec()) }.plan(&stmt)?;
         self.run(&plan, params)
     }
 

@@ -34,6 +34,7 @@ impl Session {
         let mut params = query.param_types;
         params.resize(split.params.max(params.len()), SqlType::Text);
         let mut planner = Planner::new(self.db.as_ref(), params.clone());
+        planner.zone = self.zone();
         let write = planner.plan(&split.write)?;
         let write_types: Vec<SqlType> = planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
         // What the join computes must be assignable to its column, as any UPDATE's value.

@@ -19,7 +19,7 @@ use crate::parse::{parse, ParsedStatement};
 use crate::plan::*;
 use crate::planner::Planner;
 use crate::settings::*;
-use crate::types::{Datum, SqlType};
+use crate::types::{Datum, SqlType, Zone};
 use copy::CopyIn;
 
 mod access;
@@ -208,12 +208,18 @@ impl Session {
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the first error.
     pub fn execute_sql(&mut self, sql: &str) -> Vec<Result<Output>> {
+        self.execute_sql_zoned(sql).into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// [`Session::execute_sql`], each result with the `TimeZone` its statement ran in: the zone its
+    /// timestamptz values are shown in, though a later statement of the string sets another.
+    pub fn execute_sql_zoned(&mut self, sql: &str) -> Vec<(Result<Output>, Zone)> {
         self.absorb_stream_failure();
         let stmts = match self.db.check_size(sql).and_then(|_| parse(sql)) {
             Ok(s) => s,
             Err(e) => {
                 self.note_error();
-                return vec![Err(e)];
+                return vec![(Err(e), self.zone())];
             }
         };
         let mut out = Vec::new();
@@ -235,7 +241,7 @@ impl Session {
                 r => r,
             };
             let failed = r.is_err();
-            out.push(r);
+            out.push((r, self.zone()));
             if failed {
                 // Planning errors too: PostgreSQL fails the transaction on any error in it.
                 self.note_error();
@@ -243,7 +249,7 @@ impl Session {
             }
         }
         if out.is_empty() {
-            out.push(Ok(Output::Empty));
+            out.push((Ok(Output::Empty), self.zone()));
         }
         out
     }
@@ -326,6 +332,7 @@ impl Session {
             ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
                 // Typed with NULLs where the subqueries' results will be.
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                planner.zone = self.zone();
                 let typed = planner.plan(&crate::subqueries::placeholder(&s))?;
                 let param_types: Vec<SqlType> =
                     planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
@@ -334,6 +341,7 @@ impl Session {
             }
             ParsedStatement::Ast(s) => {
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
+                planner.zone = self.zone();
                 match planner.plan(&s) {
                     // The parameters are those of the cursor's query, whichever engine runs it.
                     Ok(plan @ Plan::DeclareCursor { .. }) => {
@@ -421,6 +429,7 @@ impl Session {
             let fresh = match &p.stmt {
                 Some(s) if !matches!(plan.as_ref(), Plan::SetOptions { reset, .. } if !reset.is_empty()) => {
                     let mut planner = Planner::new(self.db.as_ref(), p.param_types.clone());
+                    planner.zone = self.zone();
                     Arc::new(planner.plan(s)?)
                 }
                 _ => plan.clone(),
@@ -441,7 +450,17 @@ impl Session {
                 p.param_types.len()
             )));
         }
-        let params: Vec<Datum> = params.iter().zip(&p.param_types).map(|(d, t)| d.clone().cast(*t)).collect::<Result<_>>()?;
+        // A parameter sent as text (declared text, or unknown) is read as its statement's type, a timestamptz
+        // in the session's zone.
+        let zone = self.zone();
+        let params: Vec<Datum> = params
+            .iter()
+            .zip(&p.param_types)
+            .map(|(d, t)| match d {
+                Datum::Text(_) => d.clone().cast_in(SqlType::Unknown, *t, &zone),
+                _ => d.clone().cast(*t),
+            })
+            .collect::<Result<_>>()?;
         // A simple query's statement has been timed since its planning began.
         if self.interrupt.deadline.get().is_none() {
             self.arm_timeout();
@@ -470,6 +489,7 @@ impl Session {
             user: self.current_user(),
             session_user: &self.user,
             database: &self.database,
+            zone: self.zone(),
             sequences: Some(sequences),
         }
     }

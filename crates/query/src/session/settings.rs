@@ -30,6 +30,11 @@ impl Session {
         }
     }
 
+    /// The session's `TimeZone`, in which it reads and shows `timestamptz` values.
+    pub fn zone(&self) -> crate::types::Zone {
+        crate::types::Zone::of_setting(self.setting("timezone").unwrap_or("UTC"))
+    }
+
     pub fn settings(&self) -> &BTreeMap<String, String> {
         &self.settings
     }

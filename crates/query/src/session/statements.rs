@@ -49,7 +49,8 @@ impl Session {
         }
         let now_us = self.db.store().clock().now_ms() * 1000;
         let ctx = self.ctx(params, now_us);
-        let values = args.iter().zip(&p.param_types).map(|(e, t)| e.eval(&[], &ctx)?.cast(*t)).collect::<Result<Vec<_>>>()?;
+        let values =
+            args.iter().zip(&p.param_types).map(|(e, t)| e.eval(&[], &ctx)?.cast_in(e.ty(), *t, &ctx.zone)).collect::<Result<Vec<_>>>()?;
         self.execute_bound(&p, &values)
     }
 

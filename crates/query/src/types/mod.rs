@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 use std::str::FromStr;
 use tabula_store::PkType;
@@ -13,11 +13,13 @@ mod binary;
 mod numeric;
 mod stored;
 mod text;
+mod zone;
 
 pub use binary::{decode_binary, encode_binary};
 pub use numeric::{fit_numeric, numeric_spec};
 use text::*;
 pub use text::{format_float, parse_text_array};
+pub use zone::{Setting as ZoneSetting, Zone};
 
 /// A declared SQL type. The catalog keeps it so clients see what was declared, whatever the engine stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -336,8 +338,15 @@ impl Datum {
         matches!(self, Datum::Null)
     }
 
-    /// Parses PostgreSQL's text form of a value of `ty`.
+    /// Parses PostgreSQL's text form of a value of `ty`, a `timestamptz` without an offset as UTC: for
+    /// text that comes from Tabula (stored defaults, keys); what a session reads goes through [`Datum::parse_in`].
     pub fn parse(ty: SqlType, s: &str) -> Result<Datum> {
+        Datum::parse_in(ty, s, &Zone::UTC)
+    }
+
+    /// Parses PostgreSQL's text form of a value of `ty`; a `timestamptz` without an offset is a local time
+    /// in `zone`, the session's.
+    pub fn parse_in(ty: SqlType, s: &str, zone: &Zone) -> Result<Datum> {
         use SqlType::*;
         Ok(match ty {
             Bool => match s.trim().to_ascii_lowercase().as_str() {
@@ -375,7 +384,9 @@ impl Datum {
             }
             Jsonb => Datum::Text(crate::json::to_jsonb(s)?),
             Bytea => Datum::Bytes(parse_bytea(s).ok_or_else(|| invalid(ty, s))?),
-            Timestamp | Timestamptz => Datum::Timestamp(parse_timestamp(s, ty == Timestamptz).ok_or_else(|| invalid(ty, s))?),
+            Timestamp | Timestamptz => {
+                Datum::Timestamp(parse_timestamp(s, (ty == Timestamptz).then_some(zone)).ok_or_else(|| invalid(ty, s))?)
+            }
             Date => {
                 let d = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| invalid(ty, s))?;
                 Datum::Date((d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days() as i32)
@@ -384,8 +395,15 @@ impl Datum {
         })
     }
 
-    /// PostgreSQL's text form (what psql prints), `None` for NULL.
+    /// PostgreSQL's text form, `None` for NULL; a `timestamptz` in UTC (`+00`), which reads back the same
+    /// in any zone. What a session shows goes through [`Datum::text_in`].
     pub fn to_pg_text(&self, ty: SqlType) -> Option<String> {
+        self.text_in(ty, &Zone::UTC)
+    }
+
+    /// PostgreSQL's text form (what psql prints), `None` for NULL; a `timestamptz` as local time and offset
+    /// in `zone`, the session's.
+    pub fn text_in(&self, ty: SqlType, zone: &Zone) -> Option<String> {
         Some(match self {
             Datum::Null => return None,
             Datum::Bool(b) => if *b { "t" } else { "f" }.to_string(),
@@ -401,7 +419,7 @@ impl Datum {
                 }
                 s
             }
-            Datum::Timestamp(us) => format_timestamp(*us, ty == SqlType::Timestamptz),
+            Datum::Timestamp(us) => format_timestamp(*us, (ty == SqlType::Timestamptz).then_some(zone)),
             Datum::Date(d) => {
                 (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64)).format("%Y-%m-%d").to_string()
             }
@@ -412,7 +430,40 @@ impl Datum {
         })
     }
 
-    /// Converts a value to `ty` as an assignment or explicit cast does.
+    /// Converts a value of type `from` to `to` as an assignment does, in the session's `zone`: the
+    /// conversions between text, `timestamp`, `timestamptz` and `date` depend on it.
+    pub fn cast_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
+        use SqlType::*;
+        const DAY: i64 = 86_400_000_000;
+        let local = |us: i64| zone.local_of(us).map(|l| l.and_utc().timestamp_micros()).ok_or_else(|| out_of_range(Timestamp));
+        Ok(match (self, from, to) {
+            (Datum::Text(s), _, Timestamptz) => Datum::parse_in(Timestamptz, &s, zone)?,
+            (d @ Datum::Timestamp(_), Timestamptz, t) if t.is_text() || t == Json || t == Jsonb => {
+                Datum::Text(d.text_in(Timestamptz, zone).unwrap_or_default())
+            }
+            (Datum::Timestamp(us), Timestamp, Timestamptz) => {
+                let naive = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
+                Datum::Timestamp(zone.instant_of(naive).ok_or_else(|| out_of_range(Timestamptz))?)
+            }
+            (Datum::Timestamp(us), Timestamptz, Timestamp) => Datum::Timestamp(local(us)?),
+            (Datum::Timestamp(us), Timestamptz, Date) => Datum::Date(local(us)?.div_euclid(DAY) as i32),
+            (Datum::Date(d), _, Timestamptz) => {
+                let midnight =
+                    chrono::DateTime::from_timestamp_micros(d as i64 * DAY).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
+                Datum::Timestamp(zone.instant_of(midnight).ok_or_else(|| out_of_range(Timestamptz))?)
+            }
+            (d, _, t) => d.cast(t)?,
+        })
+    }
+
+    /// An explicit cast (`x::t`) of a value of type `from`: [`Datum::cast_in`], and then as
+    /// [`Datum::cast_explicit`].
+    pub fn cast_explicit_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
+        self.cast_in(from, to, zone)?.cast_explicit(to)
+    }
+
+    /// Converts a value to `ty` as an assignment or explicit cast does, where neither side is a
+    /// `timestamptz` that depends on the session's zone ([`Datum::cast_in`]).
     pub fn cast(self, ty: SqlType) -> Result<Datum> {
         use SqlType::*;
         Ok(match (self, ty) {

@@ -90,43 +90,87 @@ pub(super) fn parse_bytea(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-pub(super) fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {
-    let t = s.trim();
-    if tz {
-        for f in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f %#z"] {
-            if let Ok(d) = DateTime::parse_from_str(t, f) {
-                return Some(d.timestamp_micros());
-            }
-        }
-        if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-            return Some(d.timestamp_micros());
-        }
+/// Reads a timestamp's text. `zone`: the session's, for a `timestamptz`, where a time without an offset or
+/// a zone name is a local time; `None` for a `timestamp`, which ignores an offset or zone in its text, as
+/// PostgreSQL does (`'2024-07-15 12:00+02'::timestamp` is 12:00).
+pub(super) fn parse_timestamp(s: &str, zone: Option<&Zone>) -> Option<i64> {
+    let (local, given) = split_zone(s.trim())?;
+    let naive = parse_local(local)?;
+    match (zone, given) {
+        (None, _) => Some(naive.and_utc().timestamp_micros()),
+        (Some(_), Some(Given::East(east))) => naive.and_utc().timestamp_micros().checked_sub(east as i64 * 1_000_000),
+        (Some(_), Some(Given::Zone(z))) => z.instant_of(naive),
+        (Some(session), None) => session.instant_of(naive),
     }
-    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
-        if let Ok(d) = NaiveDateTime::parse_from_str(t, f) {
-            return Some(d.and_utc().timestamp_micros());
-        }
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_micros());
-    }
-    // With an offset on a plain timestamp, PostgreSQL ignores the offset.
-    if !tz {
-        return parse_timestamp(s, true);
-    }
-    None
 }
 
-pub(super) fn format_timestamp(us: i64, tz: bool) -> String {
-    let Some(dt) = Utc.timestamp_micros(us).single() else { return us.to_string() };
-    let mut s = dt.format("%Y-%m-%d %H:%M:%S").to_string();
+/// What a timestamp's text says of its zone.
+enum Given {
+    /// `+02`, `-03:30`, `Z`: seconds east.
+    East(i32),
+    /// `Europe/Paris`, `UTC`.
+    Zone(Zone),
+}
+
+/// Splits `2024-07-15 12:00:00+02` or `2024-07-15 12:00 Europe/Paris` into the local time and its zone.
+/// `None`: a zone name that is no zone.
+fn split_zone(t: &str) -> Option<(&str, Option<Given>)> {
+    if let Some(rest) = t.strip_suffix(['Z', 'z']).filter(|r| r.ends_with(|c: char| c.is_ascii_digit())) {
+        return Some((rest, Some(Given::East(0))));
+    }
+    if let Some((local, name)) = t.rsplit_once(' ').filter(|(_, n)| n.starts_with(|c: char| c.is_ascii_alphabetic())) {
+        let zone = match super::zone::named(name) {
+            Some(tz) => Zone::Named(tz),
+            None if name.eq_ignore_ascii_case("z") => Zone::UTC,
+            None => return None,
+        };
+        return Some((local.trim_end(), Some(Given::Zone(zone))));
+    }
+    // The time starts after the date's separator; an offset's sign is the first + or - in it.
+    let Some(time_at) = t.find([' ', 'T']) else { return Some((t, None)) };
+    let Some(sign_at) = t[time_at + 1..].find(['+', '-']).map(|i| i + time_at + 1) else { return Some((t, None)) };
+    let (local, offset) = t.split_at(sign_at);
+    let digits = &offset[1..];
+    let clock = match (digits.contains(':'), digits.len()) {
+        (false, 4) => format!("{}:{}", &digits[..2], &digits[2..]),
+        _ => digits.to_string(),
+    };
+    let mut secs = 0i32;
+    for (part, scale) in clock.split(':').zip([3600, 60, 1]) {
+        if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        secs += part.parse::<i32>().ok()? * scale;
+    }
+    let east = if offset.starts_with('-') { -secs } else { secs };
+    Some((local.trim_end(), Some(Given::East(east))))
+}
+
+fn parse_local(t: &str) -> Option<NaiveDateTime> {
+    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
+        if let Ok(d) = NaiveDateTime::parse_from_str(t, f) {
+            return Some(d);
+        }
+    }
+    NaiveDate::parse_from_str(t, "%Y-%m-%d").ok()?.and_hms_opt(0, 0, 0)
+}
+
+/// A timestamp's text: `zone` is the session's for a `timestamptz`, shown as local time and offset there
+/// (`2024-07-15 14:00:00+02`); `None` for a `timestamp`.
+pub(super) fn format_timestamp(us: i64, zone: Option<&Zone>) -> String {
+    let local = match zone {
+        Some(z) => z.local_of(us),
+        None => chrono::DateTime::from_timestamp_micros(us).map(|d| d.naive_utc()),
+    };
+    let Some(local) = local else { return us.to_string() };
+    let mut s = local.format("%Y-%m-%d %H:%M:%S").to_string();
     let frac = us.rem_euclid(1_000_000);
     if frac != 0 {
         let f = format!(".{frac:06}");
         s.push_str(f.trim_end_matches('0'));
     }
-    if tz {
-        s.push_str("+00");
+    if let Some(z) = zone {
+        super::zone::offset_text(z.offset_at(us), &mut s);
     }
     s
 }

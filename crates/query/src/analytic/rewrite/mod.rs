@@ -37,6 +37,8 @@
 //! - `$1::T[]`: the parameter's array text is parsed into a list before the cast (`casts`).
 //! - `x::varchar(n)` keeps the first `n` characters (`left`), as PostgreSQL's explicit cast does; a cast to
 //!   `char(n)` is refused (`casts`).
+//! - `ts AT TIME ZONE z` is PostgreSQL's `timezone(z, ts)` (`analytic::at_time_zone`): DataFusion's only
+//!   relabels the value.
 //! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
@@ -134,6 +136,10 @@ impl Rewriter {
             parameter_array_cast(e);
             generate_subscripts(e);
             math_functions(e);
+            // `ts AT TIME ZONE z` is `timezone(z, ts)` (`analytic::at_time_zone`).
+            if let Expr::AtTimeZone { timestamp, time_zone } = e {
+                *e = call("timezone", vec![(**time_zone).clone(), (**timestamp).clone()], vec![]);
+            }
             empty_array_subquery(e);
             if let Some(q) = array_subquery(e) {
                 *e = Expr::Subquery(Box::new(q));

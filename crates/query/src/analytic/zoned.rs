@@ -1,0 +1,136 @@
+//! The catalogs one statement reads through: the server's, except that the `public` tables' timestamptz
+//! columns carry the session's `TimeZone`.
+//!
+//! Arrow labels a timestamp column with a zone, and DataFusion's functions compute in it: `date_trunc('day',
+//! t)`, `extract(hour from t)`, `t::date` and `t::timestamp` of a column labelled UTC answered UTC's day
+//! and hour in a session in Paris, where PostgreSQL answers Paris's. The label changes no value (a
+//! timestamptz is an instant either way), so each statement sees the tables under its session's zone.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider};
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::functions::datetime::to_local_time;
+use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+
+use super::provider::PublicSchema;
+use crate::types::{Datum, SqlType, Zone};
+
+#[derive(Debug)]
+pub struct ZonedCatalogs {
+    pub inner: Arc<dyn CatalogProviderList>,
+    /// The zone as Arrow names it ([`crate::types::Zone::arrow_name`]).
+    pub zone: Arc<str>,
+}
+
+impl CatalogProviderList for ZonedCatalogs {
+    fn register_catalog(&self, name: String, catalog: Arc<dyn CatalogProvider>) -> Option<Arc<dyn CatalogProvider>> {
+        self.inner.register_catalog(name, catalog)
+    }
+
+    fn catalog_names(&self) -> Vec<String> {
+        self.inner.catalog_names()
+    }
+
+    fn catalog(&self, name: &str) -> Option<Arc<dyn CatalogProvider>> {
+        let inner = self.inner.catalog(name)?;
+        Some(Arc::new(ZonedCatalog { inner, zone: self.zone.clone() }))
+    }
+}
+
+#[derive(Debug)]
+struct ZonedCatalog {
+    inner: Arc<dyn CatalogProvider>,
+    zone: Arc<str>,
+}
+
+impl CatalogProvider for ZonedCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        self.inner.schema_names()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        let schema = self.inner.schema(name)?;
+        match schema.downcast_ref::<PublicSchema>() {
+            Some(public) => Some(Arc::new(PublicSchema { db: public.db.clone(), zone: self.zone.clone() })),
+            None => Some(schema),
+        }
+    }
+
+    fn register_schema(&self, name: &str, schema: Arc<dyn SchemaProvider>) -> Result<Option<Arc<dyn SchemaProvider>>> {
+        self.inner.register_schema(name, schema)
+    }
+}
+
+/// Casts that involve the session's zone, made PostgreSQL's:
+/// - A timestamptz cast to `timestamp` or `date` is its local time in the session's zone; Arrow's cast
+///   keeps the UTC clock instead (Paris's 23:30 became 21:30). Such casts take DataFusion's `to_local_time`
+///   first, which reads the column's label (the session's zone, above).
+/// - A quoted literal cast to `timestamptz` or `timestamp` is read as the key-value route reads it
+///   (`Datum::parse_in`): Arrow's reader wants seconds (`'2024-07-15 12:00'` failed), knows no zone
+///   names, and moved a `timestamp` by the offset written in it, which PostgreSQL ignores.
+/// - A `timestamp` or `date` compared with a timestamptz is the instant of that local time in the
+///   session's zone, as PostgreSQL converts it; DataFusion compared the UTC clocks.
+pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
+    super::plan_rewrite::rewrite_expressions(plan, |e, schema| {
+        if let Expr::BinaryExpr(b) = &e {
+            if matches!(
+                b.op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+            ) {
+                let (lt, rt) = (b.left.get_type(schema.as_ref())?, b.right.get_type(schema.as_ref())?);
+                let instant = |side: &Expr, tz: &Arc<str>| {
+                    let naive = Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Timestamp(TimeUnit::Microsecond, None)));
+                    Box::new(Expr::Cast(Cast::new(Box::new(naive), DataType::Timestamp(TimeUnit::Microsecond, Some(tz.clone())))))
+                };
+                let local = |t: &DataType| matches!(t, DataType::Timestamp(_, None) | DataType::Date32);
+                match (&lt, &rt) {
+                    (DataType::Timestamp(_, Some(tz)), r) if local(r) => {
+                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { right: instant(&b.right, tz), ..b.clone() })))
+                    }
+                    (l, DataType::Timestamp(_, Some(tz))) if local(l) => {
+                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: instant(&b.left, tz), ..b.clone() })))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Expr::Cast(Cast { expr, field }) = &e {
+            if let (Expr::Literal(ScalarValue::Utf8(Some(text)), _), DataType::Timestamp(_, tz)) = (expr.as_ref(), field.data_type()) {
+                let ty = if tz.is_some() { SqlType::Timestamptz } else { SqlType::Timestamp };
+                let us = match Datum::parse_in(ty, text, &zone).map_err(|e| DataFusionError::External(Box::new(e)))? {
+                    Datum::Timestamp(us) => us,
+                    _ => return Ok(Transformed::no(e)),
+                };
+                let literal = Expr::Literal(ScalarValue::TimestampMicrosecond(Some(us), tz.clone()), None);
+                return Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(literal), field: field.clone() })));
+            }
+        }
+        let (inner, to) = match &e {
+            Expr::Cast(c) => (&c.expr, c.field.data_type()),
+            Expr::TryCast(c) => (&c.expr, c.field.data_type()),
+            _ => return Ok(Transformed::no(e)),
+        };
+        let zoned = matches!(inner.get_type(schema.as_ref()), Ok(DataType::Timestamp(_, Some(_))));
+        if !zoned || !matches!(to, DataType::Timestamp(_, None) | DataType::Date32 | DataType::Date64) {
+            return Ok(Transformed::no(e));
+        }
+        let local = |inner: Box<Expr>| Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(to_local_time(), vec![*inner])));
+        Ok(Transformed::yes(match e {
+            Expr::Cast(c) => Expr::Cast(Cast { expr: local(c.expr), ..c }),
+            Expr::TryCast(c) => Expr::TryCast(TryCast { expr: local(c.expr), ..c }),
+            e => e,
+        }))
+    })
+}
