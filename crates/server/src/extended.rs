@@ -16,7 +16,8 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::{NoData, ParameterDescription};
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT};
 use pgwire::messages::PgWireBackendMessage;
-use tabula_query::{Output, Prepared, SqlType};
+use tabula_query::types::Zone;
+use tabula_query::{Datum, Output, Prepared, QueryError, SqlType};
 use tracing::info_span;
 
 use crate::deferred::Deferred;
@@ -156,22 +157,33 @@ impl ExtendedQueryHandler for Extended {
         let _e = span.enter();
         let prepared = &portal.statement.statement;
         let started = std::time::Instant::now();
-        let zone = self.conn.with_session(client, |s| s.zone());
-        let mut params = Vec::with_capacity(portal.parameter_len());
-        for (i, raw) in portal.parameters.iter().enumerate() {
-            // The type the client declared at Parse, else the one the planner inferred.
-            let ty = portal
-                .statement
-                .parameter_types
-                .get(i)
-                .cloned()
-                .flatten()
-                .and_then(|t| wire::sql_type(&t))
-                .or_else(|| prepared.param_types.get(i).copied())
-                .unwrap_or(SqlType::Text);
-            params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i), &zone).map_err(to_pgwire)?);
-        }
-        let (result, notices, zone) = self.conn.with_session(client, |s| (s.execute(prepared, &params), s.take_notices(), s.zone()));
+        // Parameters are read in the session's zone (a timestamptz's text), under the one session lock
+        // the statement takes.
+        let decode = |zone: &Zone| -> Result<Vec<Datum>, QueryError> {
+            let mut params = Vec::with_capacity(portal.parameter_len());
+            for (i, raw) in portal.parameters.iter().enumerate() {
+                // The type the client declared at Parse, else the one the planner inferred.
+                let ty = portal
+                    .statement
+                    .parameter_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .and_then(|t| wire::sql_type(&t))
+                    .or_else(|| prepared.param_types.get(i).copied())
+                    .unwrap_or(SqlType::Text);
+                params.push(wire::decode_param(raw.as_deref(), ty, portal.parameter_format.is_binary(i), zone)?);
+            }
+            Ok(params)
+        };
+        let (result, notices, zone) = self.conn.with_session(client, |s| {
+            let zone = s.zone();
+            match decode(&zone) {
+                Ok(params) => (Ok(s.execute(prepared, &params)), s.take_notices(), s.zone()),
+                Err(e) => (Err(e), Vec::new(), zone),
+            }
+        });
+        let result = result.map_err(to_pgwire)?;
         let result = self.conn.timed(&prepared.sql, started, result);
         send_notices(client, notices).await?;
         match result {

@@ -430,38 +430,6 @@ impl Datum {
         })
     }
 
-    /// Converts a value of type `from` to `to` as an assignment does, in the session's `zone`: the
-    /// conversions between text, `timestamp`, `timestamptz` and `date` depend on it.
-    pub fn cast_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
-        use SqlType::*;
-        const DAY: i64 = 86_400_000_000;
-        let local = |us: i64| zone.local_of(us).map(|l| l.and_utc().timestamp_micros()).ok_or_else(|| out_of_range(Timestamp));
-        Ok(match (self, from, to) {
-            (Datum::Text(s), _, Timestamptz) => Datum::parse_in(Timestamptz, &s, zone)?,
-            (d @ Datum::Timestamp(_), Timestamptz, t) if t.is_text() || t == Json || t == Jsonb => {
-                Datum::Text(d.text_in(Timestamptz, zone).unwrap_or_default())
-            }
-            (Datum::Timestamp(us), Timestamp, Timestamptz) => {
-                let naive = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
-                Datum::Timestamp(zone.instant_of(naive).ok_or_else(|| out_of_range(Timestamptz))?)
-            }
-            (Datum::Timestamp(us), Timestamptz, Timestamp) => Datum::Timestamp(local(us)?),
-            (Datum::Timestamp(us), Timestamptz, Date) => Datum::Date(local(us)?.div_euclid(DAY) as i32),
-            (Datum::Date(d), _, Timestamptz) => {
-                let midnight =
-                    chrono::DateTime::from_timestamp_micros(d as i64 * DAY).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
-                Datum::Timestamp(zone.instant_of(midnight).ok_or_else(|| out_of_range(Timestamptz))?)
-            }
-            (d, _, t) => d.cast(t)?,
-        })
-    }
-
-    /// An explicit cast (`x::t`) of a value of type `from`: [`Datum::cast_in`], and then as
-    /// [`Datum::cast_explicit`].
-    pub fn cast_explicit_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
-        self.cast_in(from, to, zone)?.cast_explicit(to)
-    }
-
     /// Converts a value to `ty` as an assignment or explicit cast does, where neither side is a
     /// `timestamptz` that depends on the session's zone ([`Datum::cast_in`]).
     pub fn cast(self, ty: SqlType) -> Result<Datum> {

@@ -20,6 +20,9 @@ use std::fmt::Write;
 use chrono::{Duration, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
+use super::{out_of_range, Datum, SqlType};
+use crate::error::Result;
+
 /// A session's or a literal's time zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Zone {
@@ -143,13 +146,47 @@ impl Zone {
     }
 }
 
+impl Datum {
+    /// Converts a value of type `from` to `to` as an assignment does, in the session's `zone`: the
+    /// conversions between text, `timestamp`, `timestamptz` and `date` depend on it.
+    pub fn cast_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
+        use SqlType::*;
+        const DAY: i64 = 86_400_000_000;
+        let local = |us: i64| zone.local_of(us).map(|l| l.and_utc().timestamp_micros()).ok_or_else(|| out_of_range(Timestamp));
+        Ok(match (self, from, to) {
+            (Datum::Text(s), _, Timestamptz) => Datum::parse_in(Timestamptz, &s, zone)?,
+            (d @ Datum::Timestamp(_), Timestamptz, t) if t.is_text() || t == Json || t == Jsonb => {
+                Datum::Text(d.text_in(Timestamptz, zone).unwrap_or_default())
+            }
+            (Datum::Timestamp(us), Timestamp, Timestamptz) => {
+                let naive = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
+                Datum::Timestamp(zone.instant_of(naive).ok_or_else(|| out_of_range(Timestamptz))?)
+            }
+            (Datum::Timestamp(us), Timestamptz, Timestamp) => Datum::Timestamp(local(us)?),
+            (Datum::Timestamp(us), Timestamptz, Date) => Datum::Date(local(us)?.div_euclid(DAY) as i32),
+            (Datum::Date(d), _, Timestamptz) => {
+                let midnight =
+                    chrono::DateTime::from_timestamp_micros(d as i64 * DAY).ok_or_else(|| out_of_range(Timestamptz))?.naive_utc();
+                Datum::Timestamp(zone.instant_of(midnight).ok_or_else(|| out_of_range(Timestamptz))?)
+            }
+            (d, _, t) => d.cast(t)?,
+        })
+    }
+
+    /// An explicit cast (`x::t`) of a value of type `from`: [`Datum::cast_in`], and then as
+    /// [`Datum::cast_explicit`].
+    pub fn cast_explicit_in(self, from: SqlType, to: SqlType, zone: &Zone) -> Result<Datum> {
+        self.cast_in(from, to, zone)?.cast_explicit(to)
+    }
+}
+
 /// An offset as a timestamptz's text ends: `+02`, `-03:30`, `-04:56:02`.
 pub fn offset_text(east: i32, out: &mut String) {
     let a = east.unsigned_abs();
     let _ = write!(out, "{}{:02}", if east < 0 { '-' } else { '+' }, a / 3600);
-    if a % 3600 != 0 {
+    if !a.is_multiple_of(3600) {
         let _ = write!(out, ":{:02}", a % 3600 / 60);
-        if a % 60 != 0 {
+        if !a.is_multiple_of(60) {
             let _ = write!(out, ":{:02}", a % 60);
         }
     }
