@@ -1,5 +1,5 @@
 """Python drivers against a running Tabula: psycopg 3, psycopg2, asyncpg, pandas (read_sql, to_sql), SQLAlchemy
-(inspect(), the ORM with its default integer key).
+(inspect(), the ORM with its default integer key); the session's TimeZone as libpq and psycopg use it.
 
 Usage: python3 clients.py PORT
 """
@@ -349,6 +349,38 @@ def binary_copy():
     check("asyncpg copy_records_to_table", tuple(asyncio.run(load())), (1001, 1000, sum(k / 4 for k in range(1000))))
 
 
+def time_zones():
+    """The session's TimeZone, given at connection (libpq's PGTZ, which it sends in the startup message, and
+    `-c TimeZone=...` in options) or by SET: psycopg follows the zone the server reports, reads timestamptz
+    values (text and binary) as the instants they are, and a timestamptz's text without an offset is a
+    local time in the session's zone."""
+    import datetime
+    import os
+    import zoneinfo
+
+    import psycopg
+
+    instant = datetime.datetime(2024, 7, 15, 12, 0, tzinfo=datetime.timezone.utc)
+    os.environ["PGTZ"] = "Asia/Kolkata"
+    try:
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            check("PGTZ: the zone reported", str(conn.info.timezone), "Asia/Kolkata")
+            check("PGTZ: a value's text", conn.execute("SELECT %s::timestamptz::text", (instant,)).fetchone()[0], "2024-07-15 17:30:00+05:30")
+    finally:
+        del os.environ["PGTZ"]
+    with psycopg.connect(DSN, autocommit=True, options="-c TimeZone=America/New_York") as conn:
+        check("options: SHOW TimeZone", conn.execute("SHOW TimeZone").fetchone()[0], "America/New_York")
+        conn.execute("CREATE TABLE py_tz (k int PRIMARY KEY, t timestamptz)")
+        conn.execute("INSERT INTO py_tz VALUES (1, %s), (2, %s::timestamptz)", (instant, "2024-07-15 08:00:00"))
+        for binary in (False, True):
+            rows = conn.cursor(binary=binary).execute("SELECT t FROM py_tz ORDER BY k").fetchall()
+            check(f"timestamptz read back (binary={binary})", [r[0] for r in rows], [instant, instant])
+            check(f"in the session's zone (binary={binary})", rows[0][0].tzinfo, zoneinfo.ZoneInfo("America/New_York"))
+        conn.execute("SET TimeZone = 'Europe/Paris'")
+        check("SET: the zone reported", str(conn.info.timezone), "Europe/Paris")
+        check("SET: date_trunc in the zone", conn.execute("SELECT date_trunc('day', t)::text FROM py_tz WHERE k = 1").fetchone()[0], "2024-07-15 00:00:00+02")
+
+
 psycopg3()
 psycopg3_prepared_then_rollback()
 server_side_cursors()
@@ -361,4 +393,5 @@ sqlalchemy_orm_serial_key("psycopg2")
 pandas_to_sql()
 copy_into_an_indexed_table()
 binary_copy()
+time_zones()
 print("python clients ok")

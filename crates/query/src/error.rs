@@ -61,6 +61,9 @@ pub enum QueryError {
     StringTooLong(String),
     #[error("{0}")]
     InvalidText(String),
+    /// A date or time's text that is none (22007, invalid_datetime_format).
+    #[error("{0}")]
+    InvalidDatetime(String),
     #[error("{0}")]
     DatatypeMismatch(String),
     #[error("{0}")]
@@ -156,6 +159,7 @@ impl QueryError {
             ForeignKey { .. } => "23503",
             StringTooLong(_) => "22001",
             InvalidText(_) => "22P02",
+            InvalidDatetime(_) => "22007",
             DatatypeMismatch(_) => "42804",
             NumericOutOfRange(_) => "22003",
             DivisionByZero => "22012",

@@ -181,11 +181,11 @@ pub fn server_parameters<C: ClientInfo>(client: &C) -> HashMap<String, String> {
     ] {
         m.insert(k.to_string(), v.to_string());
     }
-    // The zone the client asked for (PGTZ, pgjdbc's JVM zone), as SET would show it; it was checked before
-    // the connection was accepted.
-    let zone = client.metadata().iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone")).map(|(_, v)| v.as_str());
-    if let Some(Ok((_, shown))) = zone.map(|z| tabula_query::settings::check_setting("timezone", z)) {
-        m.insert("TimeZone".into(), shown);
+    // The zone the client asked for (PGTZ, pgjdbc's JVM zone, `-c TimeZone=...` in its options), as SET
+    // shows it; the startup settings were checked before the connection was accepted.
+    let asked = tabula_query::settings::startup_settings(client.metadata().iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if let Some((_, zone)) = asked.ok().and_then(|s| s.into_iter().rfind(|(k, _)| k == "timezone")) {
+        m.insert("TimeZone".into(), zone);
     }
     m.insert("session_authorization".into(), client.metadata().get("user").cloned().unwrap_or_else(|| "tabula".into()));
     m.insert("application_name".into(), client.metadata().get("application_name").cloned().unwrap_or_default());

@@ -38,6 +38,7 @@ pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
 mod text_operand;
+mod timestamp_text;
 mod uuid;
 mod zoned;
 

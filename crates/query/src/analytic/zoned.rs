@@ -11,13 +11,15 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider};
 use datafusion::common::tree_node::Transformed;
+use datafusion::common::DFSchemaRef;
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions::datetime::to_local_time;
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, ScalarUDF};
 
 use super::provider::PublicSchema;
+use super::timestamp_text::TimestampText;
 use crate::types::{Datum, SqlType, Zone};
 
 #[derive(Debug)]
@@ -75,8 +77,34 @@ impl CatalogProvider for ZonedCatalog {
 ///   names, and moved a `timestamp` by the offset written in it, which PostgreSQL ignores.
 /// - A `timestamp` or `date` compared with a timestamptz is the instant of that local time in the
 ///   session's zone, as PostgreSQL converts it; DataFusion compared the UTC clocks.
+/// - A timestamp's text (`t::text`, `t::varchar`, `t || 'x'`, `concat(t)`) is PostgreSQL's
+///   ([`super::timestamp_text`]).
 pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
+    let text_udf = Arc::new(ScalarUDF::new_from_impl(TimestampText::new(zone)));
+    let is_timestamp = |e: &Expr, schema: &DFSchemaRef| matches!(e.get_type(schema.as_ref()), Ok(DataType::Timestamp(..)));
+    let text = |e: Expr| Expr::ScalarFunction(ScalarFunction::new_udf(text_udf.clone(), vec![e]));
     super::plan_rewrite::rewrite_expressions(plan, |e, schema| {
+        match &e {
+            Expr::Cast(c)
+                if matches!(c.field.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+                    && is_timestamp(&c.expr, schema) =>
+            {
+                return Ok(Transformed::yes(text((*c.expr).clone())));
+            }
+            Expr::BinaryExpr(b) if b.op == Operator::StringConcat && (is_timestamp(&b.left, schema) || is_timestamp(&b.right, schema)) => {
+                let side = |s: &Expr| if is_timestamp(s, schema) { Box::new(text(s.clone())) } else { Box::new(s.clone()) };
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: side(&b.left), right: side(&b.right), op: b.op })));
+            }
+            // `x::text` (the rewrite's `pg_text`).
+            Expr::ScalarFunction(f) if f.name() == "pg_text" && f.args.len() == 1 && is_timestamp(&f.args[0], schema) => {
+                return Ok(Transformed::yes(text(f.args[0].clone())));
+            }
+            Expr::ScalarFunction(f) if f.name() == "concat" && f.args.iter().any(|a| is_timestamp(a, schema)) => {
+                let args = f.args.iter().map(|a| if is_timestamp(a, schema) { text(a.clone()) } else { a.clone() }).collect();
+                return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: f.func.clone(), args })));
+            }
+            _ => {}
+        }
         if let Expr::BinaryExpr(b) = &e {
             if matches!(
                 b.op,

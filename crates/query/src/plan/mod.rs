@@ -496,7 +496,8 @@ impl Plan {
             Plan::Fetch { columns, .. } | Plan::ExecutePrepared { columns, .. } | Plan::WithSubqueries { columns, .. } => columns.clone(),
             Plan::Joined(j) => j.write.output_columns(),
             Plan::ShowVariable { name } if name == "all" => crate::settings::SHOW_ALL_COLUMNS.iter().flat_map(|n| text(n)).collect(),
-            Plan::ShowVariable { name } => text(name),
+            // Named as PostgreSQL names it (`SHOW timezone` answers a column `TimeZone`).
+            Plan::ShowVariable { name } => text(crate::settings::display_setting_name(name)),
             _ => vec![],
         }
     }

@@ -90,7 +90,7 @@ impl Session {
         }
         .ok_or_else(|| QueryError::UndefinedParameter(name.to_string()))?;
         Ok(Output::Rows {
-            columns: vec![OutputColumn { name: name.to_string(), ty: SqlType::Text, source: None }],
+            columns: vec![OutputColumn { name: display_setting_name(name).to_string(), ty: SqlType::Text, source: None }],
             rows: vec![vec![Datum::Text(value)]],
             tag: "SHOW".into(),
         })

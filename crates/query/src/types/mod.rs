@@ -313,7 +313,11 @@ impl Lent<'_> {
 }
 
 fn invalid(ty: SqlType, s: &str) -> QueryError {
-    QueryError::InvalidText(format!("invalid input syntax for type {}: \"{s}\"", ty.pg_name()))
+    let message = format!("invalid input syntax for type {}: \"{s}\"", ty.pg_name());
+    match ty {
+        SqlType::Timestamp | SqlType::Timestamptz | SqlType::Date => QueryError::InvalidDatetime(message),
+        _ => QueryError::InvalidText(message),
+    }
 }
 
 pub fn out_of_range(ty: SqlType) -> QueryError {

@@ -24,7 +24,7 @@ use super::{out_of_range, Datum, SqlType};
 use crate::error::Result;
 
 /// A session's or a literal's time zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Zone {
     /// A fixed offset, seconds east of Greenwich.
     Fixed(i32),
