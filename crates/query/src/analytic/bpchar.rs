@@ -63,19 +63,7 @@ fn rewrite(e: Expr, schema: &DFSchemaRef) -> Result<Transformed<Expr>> {
         {
             Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(padded(*left, schema).data), op, right }))
         }
-        Expr::BinaryExpr(BinaryExpr { left, op, right })
-            if matches!(
-                op,
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom
-            ) =>
-        {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if super::plan_rewrite::is_comparison(op) => {
             let (l, r) = (length(&left, schema).is_some(), length(&right, schema).is_some());
             match (trimmed(&right).filter(|_| l), trimmed(&left).filter(|_| r)) {
                 (Some(t), _) => Transformed::yes(Expr::BinaryExpr(BinaryExpr { left, op, right: Box::new(t) })),

@@ -7,7 +7,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::DFSchemaRef;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::logical_expr::{Expr, LogicalPlan, Operator};
 
 /// `plan` with every expression (its subqueries' too) rewritten bottom up by `f`, which is given the schema
 /// the expression is typed by. Names are kept, so a column is still called what PostgreSQL calls it. Once
@@ -36,4 +36,19 @@ pub fn rewrite_expressions(plan: LogicalPlan, f: impl Fn(Expr, &DFSchemaRef) -> 
         }
     })
     .map(|t| t.data)
+}
+
+/// A comparison of two values (`=`, `<>`, `<`, `<=`, `>`, `>=`, `IS [NOT] DISTINCT FROM`).
+pub fn is_comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
 }

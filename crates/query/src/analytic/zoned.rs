@@ -106,17 +106,7 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             _ => {}
         }
         if let Expr::BinaryExpr(b) = &e {
-            if matches!(
-                b.op,
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom
-            ) {
+            if super::plan_rewrite::is_comparison(b.op) {
                 let (lt, rt) = (b.left.get_type(schema.as_ref())?, b.right.get_type(schema.as_ref())?);
                 let instant = |side: &Expr, tz: &Arc<str>| {
                     let naive = Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Timestamp(TimeUnit::Microsecond, None)));

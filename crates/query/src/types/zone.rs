@@ -55,21 +55,11 @@ impl Zone {
     /// Reads a `TimeZone` setting in any of the forms drawn above.
     pub fn setting(value: &str) -> Setting {
         let v = value.trim();
-        if let Ok(tz) = v.parse::<Tz>() {
-            return Setting::Zone(Zone::Named(tz), tz.name().to_string());
-        }
         // Hours east, as a number (`SET TIME ZONE -3.5`) or an interval (`INTERVAL '+05:45' HOUR TO MINUTE`).
         if let Some(east) = hours_east(v).or_else(|| interval_east(v)) {
             return Setting::Zone(Zone::Fixed(east), posix_of(east));
         }
-        if let Some(tz) = named(v) {
-            return Setting::Zone(Zone::Named(tz), tz.name().to_string());
-        }
-        match posix(v) {
-            Some(Some(east)) => Setting::Zone(Zone::Fixed(east), v.to_string()),
-            Some(None) => Setting::Unsupported,
-            None => Setting::Invalid,
-        }
+        Zone::named_or_posix(v)
     }
 
     /// A zone as `AT TIME ZONE` and `timezone(zone, ts)` name it: an IANA name, or a POSIX zone, where a
