@@ -77,7 +77,12 @@ impl Zone {
     }
 
     /// The zone a value `SHOW` answered stands for (what [`Zone::setting`] accepted).
+    /// Every statement reads it: a zone name as SHOW gives it is one lookup, without the allocations of
+    /// reading the other forms.
     pub fn of_setting(shown: &str) -> Zone {
+        if let Ok(tz) = shown.parse::<Tz>() {
+            return Zone::Named(tz);
+        }
         match Zone::setting(shown) {
             Setting::Zone(z, _) => z,
             _ => Zone::UTC,
