@@ -43,6 +43,25 @@ TABLES = {
 }
 # A table without a primary key: its rows repeat, and are written and read by any column (Gen.keyless).
 KEYLESS = {"t3": ("CREATE TABLE t3 (g bigint, h text, n bigint DEFAULT 1)", ["g", "h", "n"])}
+# Run first: the names PostgreSQL gives unaliased columns (its FigureColname), over both routes, compared
+# with the rows like every statement's answer.
+NAMED = [
+    "SELECT k, k::text, (k)::text::int, t1.b, (b), -k, k + 1, b || 'x', b IS NULL, k IN (1), b LIKE 'a%' FROM t1",
+    "SELECT 1, 1::int, 1::int::text, 'a'::varchar(3), 1::numeric(5,2), true::boolean, '1'::double precision, "
+    "'x'::character varying, date '2024-01-01', interval '1 day', NULL",
+    "SELECT upper(b), coalesce(a, 0), nullif(a, 1), greatest(a, 1), least(a, 1), count(*) OVER (), "
+    "ceil(c), ceiling(c), floor(c), abs(a) FROM t1",
+    "SELECT CASE WHEN a > 0 THEN 1 END, CASE WHEN a > 0 THEN 1 ELSE a END, CASE WHEN a > 0 THEN b ELSE 'n' END FROM t1",
+    "SELECT extract(year FROM date '2024-01-01'), date_part('month', date '2024-01-01'), "
+    "substring('abc' FROM 1 FOR 2), trim(' a '), trim(LEADING ' ' FROM ' a'), position('a' IN 'abc'), "
+    "overlay('abc' PLACING 'x' FROM 1)",
+    "SELECT (SELECT max(k) FROM t1), (SELECT max(k) AS m FROM t1), EXISTS (SELECT 1 FROM t1), ARRAY[1, 2], "
+    "current_date = current_date, current_user",
+    "SELECT count(*), sum(k), max(b), count(*) + 1 FROM t1",
+    "SELECT s.count, s.upper, s.extract, s.coalesce FROM (SELECT count(*), upper('a'), extract(day FROM date "
+    "'2024-01-02'), coalesce(max(a), 0) FROM t1) s",
+    "WITH w AS (SELECT k, lower(b) FROM t1) SELECT w.lower FROM w ORDER BY k",
+]
 INTS = {"k", "a", "e", "q", "v"}
 TEXTS = {"b", "p", "w"}
 WORDS = ["ab", "abc", "b", "x", "X", "", "a%", "zz"]
@@ -332,13 +351,14 @@ def normalise(v):
 
 
 def outcome(conn, sql, ordered):
-    """What a statement gives: ('ok', rowcount, rows) or ('error', sqlstate)."""
+    """What a statement gives: ('ok', rowcount, column names, rows) or ('error', sqlstate)."""
     try:
         cur = conn.execute(sql)
         rows = [tuple(normalise(v) for v in r) for r in cur.fetchall()] if cur.description else []
         if not ordered:
             rows.sort(key=repr)
-        return ("ok", cur.rowcount if cur.description is None else len(rows), rows)
+        names = [c.name for c in cur.description or []]
+        return ("ok", cur.rowcount if cur.description is None else len(rows), names, rows)
     except psycopg.Error as e:
         return ("error", e.sqlstate)
 
@@ -387,6 +407,8 @@ def main():
         differences.append(("\n    ".join(recent), a, b))
         return False
 
+    for sql in NAMED:
+        run(sql)
     while tried < args.statements:
         if rng.random() < 0.15:
             # A transaction, sometimes with an error in it, that commits or rolls back.

@@ -76,6 +76,11 @@ pub enum QueryError {
     VersionOutOfWindow { message: String, detail: String },
     #[error("{0}")]
     NotSupported(String),
+    /// What PostgreSQL itself refuses as not supported (`unit "hour" not supported for type date`), as
+    /// opposed to what Tabula has not built: the analytic engine's answer stands over the key-value
+    /// planner's refusal.
+    #[error("{0}")]
+    FeatureNotSupported(String),
     /// The key-value planner leaves this statement to the analytic engine (never reaches a client).
     #[error("{0} needs the analytic engine")]
     Analytic(String),
@@ -165,7 +170,7 @@ impl QueryError {
             DivisionByZero => "22012",
             CardinalityViolation(_) => "21000",
             VersionOutOfWindow { .. } => "22008",
-            NotSupported(_) | Analytic(_) => "0A000",
+            NotSupported(_) | FeatureNotSupported(_) | Analytic(_) => "0A000",
             Engine { sqlstate, .. } => sqlstate,
             SerializationFailure => "40001",
             Cancelled | StatementTimeout => "57014",

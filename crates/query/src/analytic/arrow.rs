@@ -339,12 +339,38 @@ pub(super) fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
             let vector = matches!(a.data_type(), D::List(f) if f.name() == VECTOR_FIELD);
             Ok(if vector { parts.join(" ") } else { format!("{{{}}}", parts.join(",")) })
         }
+        // A row value, `(1,2)`, as PostgreSQL's record_out writes it.
+        D::Struct(_) => {
+            let row = a.as_struct();
+            let mut parts = Vec::with_capacity(row.num_columns());
+            for col in row.columns() {
+                if col.is_null(i) {
+                    parts.push(String::new());
+                    continue;
+                }
+                let ty = sql_type_of(col.data_type());
+                let text = match column_datums(&col.slice(i, 1), ty)?.pop().unwrap_or(Datum::Null) {
+                    Datum::Text(s) => s,
+                    other => other.to_pg_text(ty).unwrap_or_default(),
+                };
+                parts.push(quote_record_element(&text));
+            }
+            Ok(format!("({})", parts.join(",")))
+        }
         _ => {
             let options = datafusion::arrow::util::display::FormatOptions::default();
             let f = datafusion::arrow::util::display::ArrayFormatter::try_new(a.as_ref(), &options).map_err(internal)?;
             Ok(f.value(i).to_string())
         }
     }
+}
+
+/// A record's element: quoted when empty or holding what delimits elements, with `"` and `\\` doubled.
+fn quote_record_element(s: &str) -> String {
+    if !s.is_empty() && !s.chars().any(|c| matches!(c, ',' | '"' | '\\' | '(' | ')') || c.is_whitespace()) {
+        return s.to_string();
+    }
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\"\""))
 }
 
 fn quote_array_element(s: &str) -> String {

@@ -20,6 +20,7 @@ pub mod arrow;
 mod bpchar;
 pub mod catalog;
 mod errors;
+mod extract;
 mod guarded;
 mod limits;
 mod literals;
@@ -39,6 +40,7 @@ mod stop;
 pub mod table_args;
 mod text_operand;
 mod timestamp_text;
+mod to_char;
 mod uuid;
 mod zoned;
 
@@ -180,6 +182,10 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(uuid::GenRandomUuid::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(pg_typeof::PgTypeof::new()));
+        // PostgreSQL's units and types; `date_part` replaces DataFusion's.
+        ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::extract()));
+        ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::date_part()));
+        ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));

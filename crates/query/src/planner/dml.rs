@@ -354,28 +354,70 @@ pub(super) fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none())
 }
 
+/// The name PostgreSQL gives an unaliased select-list expression (its `FigureColname`): a column's or a
+/// function's name is strong and survives casts around it (`k::text` is `k`); a cast's type name or
+/// `case` is weak, and an outer cast's type replaces it (`1::int::text` is `text`); anything else is
+/// `?column?`. The special syntaxes name the function PostgreSQL calls (`extract`, `substring`, `btrim`).
 pub(crate) fn default_name(e: &ast::Expr) -> String {
+    figure_name(e).map(|(name, _)| name).unwrap_or_else(|| "?column?".into())
+}
+
+/// Strength 2: a name that a cast keeps; 1: one that a cast's type replaces.
+fn figure_name(e: &ast::Expr) -> Option<(String, u8)> {
+    let strong = |name: &str| Some((name.to_string(), 2));
+    let type_name = |t: &ast::DataType| sql_type(t).ok().map(|t| (t.typname().to_string(), 1));
     match e {
-        ast::Expr::Identifier(id) => ident_name(id),
-        ast::Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
-        ast::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_else(|| "?column?".into()),
-        ast::Expr::Cast { expr, data_type, .. } => match default_name(expr) {
-            inner if inner != "?column?" => inner,
-            _ => sql_type(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),
+        ast::Expr::Identifier(id) => Some((ident_name(id), 2)),
+        ast::Expr::CompoundIdentifier(ids) => Some((ids.last().map(ident_name)?, 2)),
+        ast::Expr::Function(f) => Some((f.name.0.last().and_then(|p| p.as_ident()).map(ident_name)?, 2)),
+        ast::Expr::Cast { expr, data_type, .. } => match figure_name(expr) {
+            Some((name, 2)) => Some((name, 2)),
+            _ => type_name(data_type),
         },
-        ast::Expr::Nested(inner) => default_name(inner),
-        ast::Expr::Case { .. } => "case".into(),
-        ast::Expr::Exists { .. } => "exists".into(),
-        ast::Expr::Array(_) => "array".into(),
-        ast::Expr::Subquery(q) => match q.body.as_ref() {
-            SetExpr::Select(s) => match s.projection.first() {
-                Some(ast::SelectItem::UnnamedExpr(e)) => default_name(e),
-                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
-                _ => "?column?".into(),
-            },
-            _ => "?column?".into(),
+        ast::Expr::TypedString(t) => type_name(&t.data_type),
+        ast::Expr::Interval(_) => Some(("interval".into(), 1)),
+        ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => figure_name(inner),
+        ast::Expr::Case { else_result, .. } => match else_result.as_deref().and_then(figure_name) {
+            Some((name, 2)) => Some((name, 2)),
+            _ => Some(("case".into(), 1)),
         },
-        _ => "?column?".into(),
+        // `a[1]` is named after `a`, `(r).f` after `f`.
+        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(f))) => Some((ident_name(f), 2)),
+            _ => figure_name(root),
+        },
+        ast::Expr::Extract { .. } => strong("extract"),
+        ast::Expr::Substring { .. } => strong("substring"),
+        ast::Expr::Position { .. } => strong("position"),
+        ast::Expr::Overlay { .. } => strong("overlay"),
+        ast::Expr::Ceil { .. } => strong("ceil"),
+        ast::Expr::Floor { .. } => strong("floor"),
+        ast::Expr::AtTimeZone { .. } => strong("timezone"),
+        ast::Expr::Trim { trim_where, .. } => strong(match trim_where {
+            Some(ast::TrimWhereField::Leading) => "ltrim",
+            Some(ast::TrimWhereField::Trailing) => "rtrim",
+            _ => "btrim",
+        }),
+        ast::Expr::Tuple(_) => strong("row"),
+        ast::Expr::Exists { .. } => strong("exists"),
+        ast::Expr::Array(_) => strong("array"),
+        // A scalar subquery is named after its (first) column, whatever that is.
+        ast::Expr::Subquery(q) => {
+            let mut body = q.body.as_ref();
+            while let SetExpr::SetOperation { left, .. } = body {
+                body = left.as_ref();
+            }
+            let name = match body {
+                SetExpr::Select(s) => match s.projection.first() {
+                    Some(ast::SelectItem::UnnamedExpr(e)) => default_name(e),
+                    Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some((name, 2))
+        }
+        _ => None,
     }
 }
 

@@ -64,9 +64,24 @@ impl Session {
                 }
             }
             Err(e) if deferred => return Err(e),
+            // A function the key-value planner does not know, which the analytic engine has but refuses
+            // for these arguments (`to_char` of a number): its reason is the true one.
+            Err(e)
+                if matches!(refusal.root(), QueryError::UndefinedFunction(_))
+                    && matches!(e.root(), QueryError::NotSupported(_) | QueryError::FeatureNotSupported(_)) =>
+            {
+                return Err(e)
+            }
             // DataFusion typed the expression the key-value planner could not run and found no operator for
             // it (`1 = ANY(ARRAY['a'])`): that is the answer PostgreSQL gives, not "not supported".
-            Err(e) if matches!(e.root(), QueryError::UndefinedOperator(_)) && matches!(refusal.root(), QueryError::NotSupported(_)) => {
+            // So is a unit PostgreSQL does not know (`extract(fortnight from ts)`, 22023) or does not have for
+            // the type (`extract(hour from date)`, its own 0A000).
+            Err(e)
+                if matches!(
+                    e.root(),
+                    QueryError::UndefinedOperator(_) | QueryError::InvalidParameterValue(_) | QueryError::FeatureNotSupported(_)
+                ) && matches!(refusal.root(), QueryError::NotSupported(_)) =>
+            {
                 return Err(e)
             }
             Err(_) => return Err(refusal),

@@ -129,6 +129,41 @@ impl Zone {
         Some(utc + Duration::seconds(self.offset_at(us) as i64))
     }
 
+    /// The zone of an Arrow timestamp's label (what [`Zone::arrow_name`] writes; UTC for a label that is
+    /// neither an IANA name nor an offset).
+    pub fn of_arrow(label: &str) -> Zone {
+        if let Some(tz) = named(label) {
+            return Zone::Named(tz);
+        }
+        let (sign, rest) = match label.as_bytes().first() {
+            Some(b'-') => (-1, &label[1..]),
+            Some(b'+') => (1, &label[1..]),
+            _ => return Zone::UTC,
+        };
+        let mut parts = rest.split(':').map(|p| p.parse::<i32>().unwrap_or(0));
+        let (h, m) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        Zone::Fixed(sign * (h * 3600 + m * 60))
+    }
+
+    /// The zone's abbreviation at an instant, as `to_char`'s `TZ` prints it: the IANA database's (`EST`,
+    /// `CEST`, `+0530` where it has no letters); a fixed offset's as PostgreSQL names one set by hours
+    /// (`+05:30`), UTC's `UTC`.
+    pub fn abbreviation_at(&self, us: i64) -> String {
+        use chrono_tz::OffsetName;
+        let east = self.offset_at(us);
+        if let (Zone::Named(tz), Some(utc)) = (self, chrono::DateTime::from_timestamp_micros(us)) {
+            if let Some(a) = tz.offset_from_utc_datetime(&utc.naive_utc()).abbreviation() {
+                return a.to_string();
+            }
+        }
+        if east == 0 {
+            return "UTC".into();
+        }
+        let mut out = String::new();
+        offset_text(east, &mut out);
+        out
+    }
+
     /// The zone as Arrow and DataFusion name it: an IANA name, or `+hh:mm`.
     pub fn arrow_name(&self) -> String {
         match self {

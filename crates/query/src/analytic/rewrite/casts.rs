@@ -75,10 +75,13 @@ pub(super) fn any_text_array(e: &mut Expr) {
 /// refuses longer values instead); Arrow's ignores the length. `left(x::varchar, n)`.
 pub(super) fn varchar_length_cast(e: &mut Expr) {
     let Expr::Cast { expr, data_type, kind, format, array } = e else { return };
-    let (DataType::Varchar(Some(CharacterLength::IntegerLength { length, .. }))
-    | DataType::CharacterVarying(Some(CharacterLength::IntegerLength { length, .. }))
-    | DataType::CharVarying(Some(CharacterLength::IntegerLength { length, .. }))) = data_type
-    else {
+    let length = match data_type {
+        DataType::Varchar(n) | DataType::CharacterVarying(n) | DataType::CharVarying(n) => n.clone(),
+        _ => return,
+    };
+    let Some(CharacterLength::IntegerLength { length, .. }) = length else {
+        // `character varying` is DataFusion's `varchar`.
+        *data_type = DataType::Varchar(None);
         return;
     };
     let n = Expr::Value(ValueWithSpan::from(Value::Number(length.to_string(), false)));

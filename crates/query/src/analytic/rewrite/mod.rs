@@ -20,8 +20,8 @@
 //!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
 //! - `pg_*('16384')`: catalog functions take OIDs; a quoted number passed to one is that number, as
 //!   PostgreSQL resolves the unknown literal to the parameter's oid type.
-//! - `to_char(ts, 'YYYY-MM-DD')`, `to_timestamp(text, 'YYYY-MM-DD HH24:MI:SS.US')`: PostgreSQL's template
-//!   patterns become the strftime ones DataFusion uses.
+//! - `to_timestamp(text, 'YYYY-MM-DD HH24:MI:SS.US')`: PostgreSQL's template patterns become the strftime
+//!   ones DataFusion parses with. (`to_char` is PostgreSQL's own formatter, `analytic::to_char`.)
 //! - `LIKE p ESCAPE '/'`: DataFusion escapes with backslash only; the pattern's escape character becomes one.
 //! - `generate_subscripts(a, 1)` (not in DataFusion) is `unnest(range(1, array_length(a) + 1))`, which
 //!   zips with other `unnest`s of the select list as in PostgreSQL.
@@ -39,7 +39,9 @@
 //!   `char(n)` is refused (`casts`).
 //! - `ts AT TIME ZONE z` is PostgreSQL's `timezone(z, ts)` (`analytic::at_time_zone`): DataFusion's only
 //!   relabels the value.
-//! - `mod(a, b)` is `a % b` and `sign(x)` is `signum(x)`: PostgreSQL's names for what DataFusion has.
+//! - `mod(a, b)` is `a % b`, `sign(x)` is `signum(x)` and `ceiling(x)` is `ceil(x)`: PostgreSQL's names for
+//!   what DataFusion has.
+//! - `EXTRACT(field FROM x)` is a call of `analytic::extract`'s function, which answers PostgreSQL's numeric.
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
@@ -52,6 +54,7 @@ use datafusion_pg_catalog::sql::rules::*;
 
 mod casts;
 mod chains;
+mod derived_names;
 mod from;
 mod subqueries;
 mod system_columns;
@@ -63,9 +66,9 @@ use casts::{
 use from::FunctionsInFrom;
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    visit_expressions_mut, BinaryOperator, CaseWhen, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
-    Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor,
-    Value, ValueWithSpan, VisitMut, VisitorMut,
+    visit_expressions_mut, BinaryOperator, CaseWhen, CeilFloorKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
+    Statement, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use subqueries::*;
 
@@ -93,6 +96,7 @@ impl Rewriter {
     pub fn rewrite(&self, mut s: Statement) -> Statement {
         // First, so that no later walk goes down a chain as deep as it is long.
         let _ = s.visit(&mut chains::BalancedChains);
+        let _ = s.visit(&mut derived_names::DerivedNames);
         // Before the library's rules and `FunctionsInFrom` reshape the unnest.
         let _ = visit_expressions_mut(&mut s, |e| {
             unnest_map::unnest_map(e);
@@ -116,9 +120,11 @@ impl Rewriter {
         for rule in &self.rules {
             s = rule.rewrite(s);
         }
-        // Before the projection names are made unique: `current_user, current_role` print alike once called.
+        // Before the projection names are made unique: `current_user, current_role` print alike once called,
+        // and so do `ceil(x), ceiling(x)`.
         let _ = visit_expressions_mut(&mut s, |e| {
             user_keyword(e);
+            math_functions(e);
             ControlFlow::<()>::Continue(())
         });
         let _ = s.visit(&mut OverEmptyRelations);
@@ -129,16 +135,24 @@ impl Rewriter {
             array_literal_comparison(e);
             case_array_literal(e);
             oid_literal_arguments(e);
-            to_char_pattern(e);
+            to_timestamp_pattern(e);
             like_escape(e);
             float_text_cast(e);
             varchar_length_cast(e);
             parameter_array_cast(e);
             generate_subscripts(e);
-            math_functions(e);
             // `ts AT TIME ZONE z` is `timezone(z, ts)` (`analytic::at_time_zone`).
             if let Expr::AtTimeZone { timestamp, time_zone } = e {
                 *e = call("timezone", vec![(**time_zone).clone(), (**timestamp).clone()], vec![]);
+            }
+            // `EXTRACT(field FROM x)` answers PostgreSQL's numeric (`analytic::extract`).
+            if let Expr::Extract { field, expr, .. } = e {
+                let unit = match field {
+                    sqlparser::ast::DateTimeField::Custom(id) => id.value.clone(),
+                    f => f.to_string(),
+                };
+                let unit = Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(unit)));
+                *e = call(crate::analytic::extract::EXTRACT, vec![unit, (**expr).clone()], vec![]);
             }
             empty_array_subquery(e);
             if let Some(q) = array_subquery(e) {
@@ -198,6 +212,10 @@ fn math_functions(e: &mut Expr) {
                 Expr::Nested(Box::new(Expr::BinaryOp { left: Box::new(a.clone()), op: BinaryOperator::Modulo, right: Box::new(b.clone()) }))
         }
         ("sign", [x]) => *e = call("signum", vec![x.clone()], vec![]),
+        // The form `ceil(x)` is parsed in, so that the two print alike for `UniqueProjectionNames`.
+        ("ceiling", [x]) => {
+            *e = Expr::Ceil { expr: Box::new(x.clone()), field: CeilFloorKind::DateTimeField(sqlparser::ast::DateTimeField::NoDateTime) }
+        }
         _ => {}
     }
 }
@@ -406,10 +424,9 @@ fn oid_literal_arguments(e: &mut Expr) {
     }
 }
 
-fn to_char_pattern(e: &mut Expr) {
+fn to_timestamp_pattern(e: &mut Expr) {
     let Expr::Function(f) = e else { return };
-    let templated = ["to_char", "to_timestamp"];
-    if !f.name.0.last().is_some_and(|p| templated.iter().any(|t| p.to_string().eq_ignore_ascii_case(t))) {
+    if !f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("to_timestamp")) {
         return;
     }
     let FunctionArguments::List(list) = &mut f.args else { return };
