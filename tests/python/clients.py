@@ -381,6 +381,36 @@ def time_zones():
         check("SET: date_trunc in the zone", conn.execute("SELECT date_trunc('day', t)::text FROM py_tz WHERE k = 1").fetchone()[0], "2024-07-15 00:00:00+02")
 
 
+def intervals_and_parts():
+    """Intervals reach psycopg as intervals (timedelta, text and binary) and asyncpg decodes their binary
+    form; EXTRACT is a numeric (Decimal) with PostgreSQL's scale; unaliased columns have PostgreSQL's names."""
+    import datetime
+    import decimal
+
+    import asyncpg
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute("CREATE TABLE py_iv (k int PRIMARY KEY, a timestamp, b timestamp)")
+        conn.execute("INSERT INTO py_iv VALUES (1, '2024-01-01', '2024-01-02 01:00:00.5')")
+        for binary in (False, True):
+            cur = conn.cursor(binary=binary)
+            row = cur.execute("SELECT b - a, interval '-1 day 2 hours', extract(epoch FROM b), upper('x') FROM py_iv").fetchone()
+            check(f"interval values (binary={binary})", row[:2],
+                  (datetime.timedelta(days=1, hours=1, microseconds=500_000), datetime.timedelta(days=-1, hours=2)))
+            check(f"extract is a numeric (binary={binary})", row[2], decimal.Decimal("1704157200.500000"))
+            check(f"column names (binary={binary})", [c.name for c in cur.description], ["?column?", "interval", "extract", "upper"])
+
+    async def read():
+        conn = await asyncpg.connect(host="127.0.0.1", port=PORT, user="tabula", database="tabula")
+        try:
+            return await conn.fetchval("SELECT b - a FROM py_iv")
+        finally:
+            await conn.close()
+
+    check("asyncpg interval", asyncio.run(read()), datetime.timedelta(days=1, hours=1, microseconds=500_000))
+
+
 psycopg3()
 psycopg3_prepared_then_rollback()
 server_side_cursors()
@@ -394,4 +424,5 @@ pandas_to_sql()
 copy_into_an_indexed_table()
 binary_copy()
 time_zones()
+intervals_and_parts()
 print("python clients ok")

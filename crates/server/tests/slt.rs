@@ -92,6 +92,14 @@ fn text_of(row: &tokio_postgres::Row, i: usize, zone: &Zone) -> Result<Option<St
         Type::TEXT_ARRAY => row
             .try_get::<_, Option<Vec<Option<String>>>>(i)?
             .map(|v| format!("{{{}}}", v.into_iter().map(|e| e.unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join(","))),
+        // interval_send: microseconds, days, months.
+        Type::INTERVAL => row.try_get::<_, Option<Raw>>(i)?.map(|r| {
+            let b = &r.0;
+            let us = i64::from_be_bytes(b[0..8].try_into().unwrap());
+            let days = i32::from_be_bytes(b[8..12].try_into().unwrap());
+            let months = i32::from_be_bytes(b[12..16].try_into().unwrap());
+            tabula_query::types::interval_text(months, days, us)
+        }),
         _ => row.try_get::<_, Option<Raw>>(i)?.map(|r| String::from_utf8_lossy(&r.0).into_owned()),
     })
 }

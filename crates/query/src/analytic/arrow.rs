@@ -35,7 +35,7 @@ pub fn arrow_type(ty: SqlType) -> DataType {
         Float4 => DataType::Float32,
         Float8 => DataType::Float64,
         Numeric => DataType::Decimal128(38, NUMERIC_SCALE),
-        Text | Varchar | Bpchar(_) | Json | Jsonb | Uuid | Unknown | TextArray => DataType::Utf8,
+        Text | Varchar | Bpchar(_) | Json | Jsonb | Uuid | Unknown | TextArray | Interval => DataType::Utf8,
         Bytea => DataType::Binary,
         Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         Timestamptz => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
@@ -92,6 +92,7 @@ pub fn sql_type_of(dt: &DataType) -> SqlType {
         // A vector's text (`1 2`) is no array literal: sent as text.
         D::List(f) if f.name() == VECTOR_FIELD => SqlType::Text,
         D::List(_) | D::LargeList(_) | D::FixedSizeList(..) | D::ListView(_) => SqlType::TextArray,
+        D::Interval(_) | D::Duration(_) => SqlType::Interval,
         // Text, NULL, and everything without a PostgreSQL counterpart here (lists print as arrays).
         _ => SqlType::Text,
     }
@@ -264,6 +265,25 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
             let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
             each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Timestamp(v * per_us.0 / per_us.1))
         }
+        // PostgreSQL's text of an interval; a duration (a difference of timestamps) in whole days and a time.
+        D::Interval(_) => {
+            let a = datafusion::arrow::compute::cast(a, &D::Interval(IntervalUnit::MonthDayNano)).map_err(internal)?;
+            each!(a.as_primitive::<IntervalMonthDayNanoType>(), |v: IntervalMonthDayNano| Datum::Text(crate::types::interval_text(
+                v.months,
+                v.days,
+                v.nanoseconds / 1000
+            )))
+        }
+        D::Duration(unit) => {
+            let per_us: (i64, i64) = match unit {
+                TimeUnit::Second => (1_000_000, 1),
+                TimeUnit::Millisecond => (1000, 1),
+                TimeUnit::Microsecond => (1, 1),
+                TimeUnit::Nanosecond => (1, 1000),
+            };
+            let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
+            each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Text(crate::types::duration_text(v * per_us.0 / per_us.1)))
+        }
         D::Date32 => each!(a.as_primitive::<Date32Type>(), Datum::Date),
         D::Date64 => each!(a.as_primitive::<Date64Type>(), |v: i64| Datum::Date((v / 86_400_000) as i32)),
         D::Dictionary(..) => {
@@ -344,7 +364,8 @@ pub(super) fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
             let row = a.as_struct();
             let mut parts = Vec::with_capacity(row.num_columns());
             for col in row.columns() {
-                if col.is_null(i) {
+                // A NULL literal's column has no null buffer: its nulls are logical.
+                if col.logical_nulls().is_some_and(|n| n.is_null(i)) {
                     parts.push(String::new());
                     continue;
                 }

@@ -43,7 +43,8 @@ pub struct Extract {
 }
 
 impl Extract {
-    pub fn extract() -> Extract {
+    /// `EXTRACT`: a numeric.
+    pub fn numeric() -> Extract {
         Extract { signature: Signature::user_defined(Volatility::Immutable), aliases: vec![], numeric: true }
     }
 

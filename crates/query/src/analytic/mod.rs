@@ -183,7 +183,7 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(array_in::ArrayIn::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(pg_typeof::PgTypeof::new()));
         // PostgreSQL's units and types; `date_part` replaces DataFusion's.
-        ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::extract()));
+        ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::numeric()));
         ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::date_part()));
         ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));

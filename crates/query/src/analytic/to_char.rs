@@ -379,7 +379,7 @@ impl ScalarUDFImpl for ToChar {
                 None => Moment { local: chrono::DateTime::from_timestamp_micros(us).ok_or_else(out_of_range)?.naive_utc(), zone: None },
             };
             let mut s = String::new();
-            format(&parsed.as_ref().map(|p| p.1.as_slice()).unwrap_or_default(), &moment, &mut s);
+            format(parsed.as_ref().map(|p| p.1.as_slice()).unwrap_or_default(), &moment, &mut s);
             out.push(Some(s));
         }
         let array = StringArray::from(out);

@@ -310,6 +310,11 @@ impl Binder<'_, '_> {
                 return Ok(Expr::Binary { op, left: instant(l), right: Box::new(r) });
             }
         }
+        // The difference of two timestamps is an interval, a type the key-value executor does not have.
+        let instant = |t: SqlType| matches!(t, SqlType::Timestamp | SqlType::Timestamptz);
+        if op == BinOp::Sub && instant(l.ty()) && instant(r.ty()) {
+            return Err(QueryError::Analytic("a difference of timestamps (an interval)".into()));
+        }
         Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r) })
     }
 

@@ -58,6 +58,12 @@ pub fn encode_binary(d: &Datum, ty: SqlType, buf: &mut impl BufMut) -> Result<()
                 }
             }
         }
+        (SqlType::Interval, Datum::Text(s)) => {
+            let (months, days, us) = super::interval::parse_interval_text(s).ok_or_else(mismatch)?;
+            buf.put_i64(us);
+            buf.put_i32(days);
+            buf.put_i32(months);
+        }
         // A bpchar's binary form is its padded text.
         (SqlType::Bpchar(_), Datum::Text(s)) => buf.put_slice(ty.pad(s).as_deref().unwrap_or(s).as_bytes()),
         (SqlType::Text | SqlType::Varchar | SqlType::Bpchar(_) | SqlType::Json | SqlType::Unknown, d) => {
@@ -109,5 +115,6 @@ pub fn decode_binary(raw: &[u8], ty: SqlType) -> Result<Datum> {
             String::from_utf8(raw.to_vec()).map_err(|_| QueryError::InvalidText("invalid byte sequence for encoding \"UTF8\"".into()))?,
         ),
         SqlType::TextArray => return Err(QueryError::NotSupported("array parameters in binary format are not supported".into())),
+        SqlType::Interval => return Err(QueryError::NotSupported("interval parameters are not supported".into())),
     })
 }

@@ -10,12 +10,14 @@ use tabula_store::PkType;
 use crate::error::{QueryError, Result};
 
 mod binary;
+mod interval;
 mod numeric;
 mod stored;
 mod text;
 mod zone;
 
 pub use binary::{decode_binary, encode_binary};
+pub use interval::{duration_text, interval_text};
 pub use numeric::{fit_numeric, numeric_spec};
 use text::*;
 pub use text::{format_float, parse_text_array};
@@ -49,6 +51,9 @@ pub enum SqlType {
     /// A one-dimensional array, held as PostgreSQL's text form (`{a,"b c",NULL}`). Arrays come out of the
     /// analytic engine (catalog columns, array_agg); tables cannot declare them.
     TextArray,
+    /// An interval, held as PostgreSQL's text form (`1 day 02:00:00`): intervals come out of the analytic
+    /// engine; tables cannot declare them (`types::interval`).
+    Interval,
     /// An untyped literal or parameter whose type nothing decided yet.
     Unknown,
 }
@@ -77,6 +82,7 @@ impl SqlType {
             Uuid => 2950,
             Jsonb => 3802,
             TextArray => 1009,
+            Interval => 1186,
         }
     }
 
@@ -129,6 +135,7 @@ impl SqlType {
             Jsonb => "jsonb",
             Uuid => "uuid",
             TextArray => "text[]",
+            Interval => "interval",
             Unknown => "unknown",
         }
     }
@@ -156,6 +163,7 @@ impl SqlType {
             Jsonb => "jsonb",
             Uuid => "uuid",
             TextArray => "_text",
+            Interval => "interval",
         }
     }
 
@@ -380,7 +388,7 @@ impl Datum {
                 })?;
                 Datum::Numeric(d)
             }
-            Text | Varchar | Unknown | TextArray => Datum::Text(s.to_string()),
+            Text | Varchar | Unknown | TextArray | Interval => Datum::Text(s.to_string()),
             Bpchar(_) => Datum::Text(s.trim_end_matches(' ').to_string()),
             Json => {
                 crate::json::check(s)?;

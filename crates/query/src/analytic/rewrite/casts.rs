@@ -76,7 +76,7 @@ pub(super) fn any_text_array(e: &mut Expr) {
 pub(super) fn varchar_length_cast(e: &mut Expr) {
     let Expr::Cast { expr, data_type, kind, format, array } = e else { return };
     let length = match data_type {
-        DataType::Varchar(n) | DataType::CharacterVarying(n) | DataType::CharVarying(n) => n.clone(),
+        DataType::Varchar(n) | DataType::CharacterVarying(n) | DataType::CharVarying(n) => *n,
         _ => return,
     };
     let Some(CharacterLength::IntegerLength { length, .. }) = length else {
