@@ -77,6 +77,8 @@ impl CatalogProvider for ZonedCatalog {
 ///   names, and moved a `timestamp` by the offset written in it, which PostgreSQL ignores.
 /// - A `timestamp` or `date` compared with a timestamptz is the instant of that local time in the
 ///   session's zone, as PostgreSQL converts it; DataFusion compared the UTC clocks.
+/// - A quoted literal compared with a timestamp (`t >= '2024-07-15 23:00'`, BETWEEN, IN) is read so too,
+///   where DataFusion's coercion would give it to Arrow's reader.
 /// - A timestamp's text (`t::text`, `t::varchar`, `t || 'x'`, `concat(t)`) is PostgreSQL's
 ///   ([`super::timestamp_text`]).
 pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
@@ -102,6 +104,38 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             Expr::ScalarFunction(f) if f.name() == "concat" && f.args.iter().any(|a| is_timestamp(a, schema)) => {
                 let args = f.args.iter().map(|a| if is_timestamp(a, schema) { text(a.clone()) } else { a.clone() }).collect();
                 return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: f.func.clone(), args })));
+            }
+            _ => {}
+        }
+        // An untyped literal compared with a timestamp is a timestamp, read as Tabula reads one.
+        match &e {
+            Expr::BinaryExpr(b) if super::plan_rewrite::is_comparison(b.op) => {
+                let (lt, rt) = (b.left.get_type(schema.as_ref())?, b.right.get_type(schema.as_ref())?);
+                if let Some(r) = timestamp_literal(&b.right, &lt, &zone)? {
+                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { right: Box::new(r), ..b.clone() })));
+                }
+                if let Some(l) = timestamp_literal(&b.left, &rt, &zone)? {
+                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(l), ..b.clone() })));
+                }
+            }
+            Expr::Between(between) => {
+                let ty = between.expr.get_type(schema.as_ref())?;
+                let (low, high) = (timestamp_literal(&between.low, &ty, &zone)?, timestamp_literal(&between.high, &ty, &zone)?);
+                if low.is_some() || high.is_some() {
+                    let mut between = between.clone();
+                    between.low = Box::new(low.unwrap_or(*between.low));
+                    between.high = Box::new(high.unwrap_or(*between.high));
+                    return Ok(Transformed::yes(Expr::Between(between)));
+                }
+            }
+            Expr::InList(list) => {
+                let ty = list.expr.get_type(schema.as_ref())?;
+                let read = list.list.iter().map(|x| timestamp_literal(x, &ty, &zone)).collect::<Result<Vec<_>>>()?;
+                if read.iter().any(Option::is_some) {
+                    let mut list = list.clone();
+                    list.list = read.into_iter().zip(&list.list).map(|(r, x)| r.unwrap_or_else(|| x.clone())).collect();
+                    return Ok(Transformed::yes(Expr::InList(list)));
+                }
             }
             _ => {}
         }
@@ -151,4 +185,20 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             e => e,
         }))
     })
+}
+
+/// `e` read as a timestamp of type `ty` when it is a quoted literal and `ty` a timestamp type.
+fn timestamp_literal(e: &Expr, ty: &DataType, zone: &Zone) -> Result<Option<Expr>> {
+    let (
+        Expr::Literal(ScalarValue::Utf8(Some(text)) | ScalarValue::Utf8View(Some(text)) | ScalarValue::LargeUtf8(Some(text)), _),
+        DataType::Timestamp(_, tz),
+    ) = (e, ty)
+    else {
+        return Ok(None);
+    };
+    let sql_type = if tz.is_some() { SqlType::Timestamptz } else { SqlType::Timestamp };
+    match Datum::parse_in(sql_type, text, zone).map_err(|e| DataFusionError::External(Box::new(e)))? {
+        Datum::Timestamp(us) => Ok(Some(Expr::Literal(ScalarValue::TimestampMicrosecond(Some(us), tz.clone()), None))),
+        _ => Ok(None),
+    }
 }

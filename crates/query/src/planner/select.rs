@@ -51,6 +51,8 @@ impl Planner<'_> {
     }
 
     pub(super) fn select_rows(&mut self, q: &ast::Query) -> Result<SelectPlan> {
+        // Before any route is chosen: the analytic engine would pick one of the columns.
+        ambiguous_order_by(q)?;
         if q.with.is_some() {
             return Err(QueryError::Analytic("WITH".into()));
         }
@@ -171,9 +173,9 @@ impl Planner<'_> {
                                 .cloned()
                                 .ok_or_else(|| QueryError::Syntax(format!("ORDER BY position {n} is not in select list")))?
                         }
-                        ast::Expr::Identifier(id)
-                            if columns.iter().any(|c| c.name == ident_name(id)) && table.column_index(&ident_name(id)).is_none() =>
-                        {
+                        // An output column's name before an input column's, as in PostgreSQL (`SELECT a AS b, b AS
+                        // a ... ORDER BY a` sorts by b).
+                        ast::Expr::Identifier(id) if columns.iter().any(|c| c.name == ident_name(id)) => {
                             let i = columns.iter().position(|c| c.name == ident_name(id)).unwrap();
                             projection[i].clone()
                         }
@@ -317,6 +319,38 @@ pub(super) fn const_u64(e: &Expr) -> bool {
 }
 
 /// The names PostgreSQL gives a query's output columns, when its select list has no wildcard.
+/// PostgreSQL's rule for `ORDER BY name`: a name is an output column's before an input column's, and
+/// several output columns of that name that are different expressions are 42702 (`SELECT k AS v, v ...
+/// ORDER BY v`).
+fn ambiguous_order_by(q: &ast::Query) -> Result<()> {
+    let Some(ast::OrderByKind::Expressions(items)) = q.order_by.as_ref().map(|o| &o.kind) else { return Ok(()) };
+    let mut body = q.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left;
+    }
+    let SetExpr::Select(s) = body else { return Ok(()) };
+    for item in items {
+        let ast::Expr::Identifier(id) = &item.expr else { continue };
+        let name = ident_name(id);
+        let mut found: Option<&ast::Expr> = None;
+        for p in &s.projection {
+            let (e, n) = match p {
+                ast::SelectItem::UnnamedExpr(e) => (e, default_name(e)),
+                ast::SelectItem::ExprWithAlias { expr, alias } => (expr, ident_name(alias)),
+                _ => continue,
+            };
+            match found {
+                _ if n != name => {}
+                Some(f) if f != e => {
+                    return Err(QueryError::Engine { sqlstate: "42702", message: format!("ORDER BY \"{name}\" is ambiguous") })
+                }
+                _ => found = Some(e),
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn output_names(q: &ast::Query) -> Option<Vec<String>> {
     let mut body = q.body.as_ref();
     while let SetExpr::SetOperation { left, .. } = body {
