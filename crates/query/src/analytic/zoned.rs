@@ -77,6 +77,7 @@ impl CatalogProvider for ZonedCatalog {
 ///   names, and moved a `timestamp` by the offset written in it, which PostgreSQL ignores.
 /// - A `timestamp` or `date` compared with a timestamptz is the instant of that local time in the
 ///   session's zone, as PostgreSQL converts it; DataFusion compared the UTC clocks.
+/// - `to_timestamp(...)` is a timestamptz (DataFusion's has no zone).
 /// - A quoted literal compared with a timestamp (`t >= '2024-07-15 23:00'`, BETWEEN, IN) is read so too,
 ///   where DataFusion's coercion would give it to Arrow's reader.
 /// - A timestamp's text (`t::text`, `t::varchar`, `t || 'x'`, `concat(t)`) is PostgreSQL's
@@ -100,6 +101,18 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             // `x::text` (the rewrite's `pg_text`).
             Expr::ScalarFunction(f) if f.name() == "pg_text" && f.args.len() == 1 && is_timestamp(&f.args[0], schema) => {
                 return Ok(Transformed::yes(text(f.args[0].clone())));
+            }
+            // `to_timestamp(...)` is a timestamptz, as in PostgreSQL: of a number, the instant that many seconds
+            // after the epoch; of a text read with a template, a local time in the session's zone. DataFusion's
+            // is a timestamp without a zone.
+            Expr::ScalarFunction(f)
+                if f.name() == "to_timestamp" && matches!(e.get_type(schema.as_ref()), Ok(DataType::Timestamp(_, None))) =>
+            {
+                let cast =
+                    |e: Expr, tz: &str| Expr::Cast(Cast::new(Box::new(e), DataType::Timestamp(TimeUnit::Microsecond, Some(tz.into()))));
+                let of_number = f.args.first().is_some_and(|a| a.get_type(schema.as_ref()).is_ok_and(|t| t.is_numeric()));
+                let instant = if of_number { cast(e.clone(), "+00:00") } else { e.clone() };
+                return Ok(Transformed::yes(cast(instant, &zone.arrow_name())));
             }
             Expr::ScalarFunction(f) if f.name() == "concat" && f.args.iter().any(|a| is_timestamp(a, schema)) => {
                 let args = f.args.iter().map(|a| if is_timestamp(a, schema) { text(a.clone()) } else { a.clone() }).collect();

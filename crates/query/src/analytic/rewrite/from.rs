@@ -44,6 +44,18 @@ impl VisitorMut for FunctionsInFrom {
             // pg_catalog.generate_series: DataFusion knows it unqualified.
             name.0 = vec![name.0.last().cloned().expect("a name")];
         }
+        // Unaliased, `generate_series(...)` is a relation and a column of that name, as in PostgreSQL
+        // (DataFusion named its column `value`).
+        if alias.is_none() && matches!(fname.as_str(), "generate_series" | "range") {
+            let column = sqlparser::ast::TableAliasColumnDef::from_name(fname.clone());
+            *alias = Some(sqlparser::ast::TableAlias {
+                explicit: false,
+                name: sqlparser::ast::Ident::new(fname.clone()),
+                columns: vec![column],
+                at: None,
+            });
+            return ControlFlow::Continue(());
+        }
         let Some(alias) = alias else { return ControlFlow::Continue(()) };
         if !alias.columns.is_empty() {
             return ControlFlow::Continue(());

@@ -42,6 +42,8 @@
 //! - `mod(a, b)` is `a % b`, `sign(x)` is `signum(x)` and `ceiling(x)` is `ceil(x)`: PostgreSQL's names for
 //!   what DataFusion has.
 //! - `EXTRACT(field FROM x)` is a call of `analytic::extract`'s function, which answers PostgreSQL's numeric.
+//! - `SIMILAR TO` is PostgreSQL's whole-string match (`similar`); `generate_series` in a select list makes
+//!   rows, as PostgreSQL's set-returning functions do (`select_srf`).
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
@@ -56,6 +58,9 @@ mod casts;
 mod chains;
 mod derived_names;
 mod from;
+mod select_srf;
+mod similar;
+mod templates;
 mod subqueries;
 mod system_columns;
 mod unnest_map;
@@ -97,6 +102,7 @@ impl Rewriter {
         // First, so that no later walk goes down a chain as deep as it is long.
         let _ = s.visit(&mut chains::BalancedChains);
         let _ = s.visit(&mut derived_names::DerivedNames);
+        let _ = s.visit(&mut select_srf::SelectListSeries);
         // Before the library's rules and `FunctionsInFrom` reshape the unnest.
         let _ = visit_expressions_mut(&mut s, |e| {
             unnest_map::unnest_map(e);
@@ -133,9 +139,10 @@ impl Rewriter {
         let _ = s.visit(&mut OidDisplayCasts);
         let _ = visit_expressions_mut(&mut s, |e| {
             array_literal_comparison(e);
+            similar::similar_to(e);
             case_array_literal(e);
             oid_literal_arguments(e);
-            to_timestamp_pattern(e);
+            templates::to_timestamp_pattern(e);
             like_escape(e);
             float_text_cast(e);
             varchar_length_cast(e);
@@ -248,7 +255,7 @@ pub fn refusal(s: &Statement) -> Option<String> {
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            self.0 = char_cast(e);
+            self.0 = char_cast(e).or_else(|| similar::refusal(e));
             if self.0.is_some() {
                 return ControlFlow::Break(());
             }
@@ -422,73 +429,6 @@ fn oid_literal_arguments(e: &mut Expr) {
             }
         }
     }
-}
-
-fn to_timestamp_pattern(e: &mut Expr) {
-    let Expr::Function(f) = e else { return };
-    if !f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case("to_timestamp")) {
-        return;
-    }
-    let FunctionArguments::List(list) = &mut f.args else { return };
-    if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) = list.args.get_mut(1) {
-        if let Value::SingleQuotedString(p) = &v.value {
-            v.value = Value::SingleQuotedString(strftime_of(p));
-        }
-    }
-}
-
-/// PostgreSQL's date/time template as a strftime format.
-fn strftime_of(pattern: &str) -> String {
-    const MAP: &[(&str, &str)] = &[
-        ("YYYY", "%Y"),
-        ("HH24", "%H"),
-        ("HH12", "%I"),
-        ("Month", "%B"),
-        ("MONTH", "%B"),
-        ("DDD", "%j"),
-        ("Mon", "%b"),
-        ("MON", "%b"),
-        ("Day", "%A"),
-        ("DAY", "%A"),
-        ("YY", "%y"),
-        ("MM", "%m"),
-        ("DD", "%d"),
-        ("HH", "%I"),
-        ("MI", "%M"),
-        ("SS", "%S"),
-        ("MS", "%3f"),
-        ("US", "%6f"),
-        ("Dy", "%a"),
-        ("DY", "%a"),
-        ("AM", "%p"),
-        ("PM", "%p"),
-        ("TZ", "%Z"),
-    ];
-    let mut out = String::new();
-    let mut rest = pattern;
-    'outer: while let Some(c) = rest.chars().next() {
-        if c == '"' {
-            // Quoted text is copied as it is.
-            let end = rest[1..].find('"').map(|i| i + 1).unwrap_or(rest.len());
-            out.push_str(&rest[1..end].replace('%', "%%"));
-            rest = rest.get(end + 1..).unwrap_or("");
-            continue;
-        }
-        for (pg, sf) in MAP {
-            if let Some(r) = rest.strip_prefix(pg) {
-                out.push_str(sf);
-                rest = r;
-                continue 'outer;
-            }
-        }
-        if c == '%' {
-            out.push_str("%%");
-        } else {
-            out.push(c);
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    out
 }
 
 fn like_escape(e: &mut Expr) {
