@@ -77,7 +77,8 @@ impl CatalogProvider for ZonedCatalog {
 ///   names, and moved a `timestamp` by the offset written in it, which PostgreSQL ignores.
 /// - A `timestamp` or `date` compared with a timestamptz is the instant of that local time in the
 ///   session's zone, as PostgreSQL converts it; DataFusion compared the UTC clocks.
-/// - `to_timestamp(...)` is a timestamptz (DataFusion's has no zone).
+/// - `to_timestamp(...)` is a timestamptz (DataFusion's has no zone); `date_trunc(field, date)` too (the
+///   date is its midnight in the session's zone); `date ± interval` is a timestamp (DataFusion's a date).
 /// - A quoted literal compared with a timestamp (`t >= '2024-07-15 23:00'`, BETWEEN, IN) is read so too,
 ///   where DataFusion's coercion would give it to Arrow's reader.
 /// - A timestamp's text (`t::text`, `t::varchar`, `t || 'x'`, `concat(t)`) is PostgreSQL's
@@ -113,6 +114,37 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
                 let of_number = f.args.first().is_some_and(|a| a.get_type(schema.as_ref()).is_ok_and(|t| t.is_numeric()));
                 let instant = if of_number { cast(e.clone(), "+00:00") } else { e.clone() };
                 return Ok(Transformed::yes(cast(instant, &zone.arrow_name())));
+            }
+            // `date_trunc(field, date)` reads the date as a timestamptz (its midnight in the session's zone), as
+            // PostgreSQL casts it, and answers a timestamptz.
+            Expr::ScalarFunction(f)
+                if f.name() == "date_trunc" && f.args.len() == 2 && matches!(f.args[1].get_type(schema.as_ref()), Ok(DataType::Date32)) =>
+            {
+                let midnight = Expr::Cast(Cast::new(Box::new(f.args[1].clone()), DataType::Timestamp(TimeUnit::Microsecond, None)));
+                let instant =
+                    Expr::Cast(Cast::new(Box::new(midnight), DataType::Timestamp(TimeUnit::Microsecond, Some(zone.arrow_name().into()))));
+                let args = vec![f.args[0].clone(), instant];
+                return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: f.func.clone(), args })));
+            }
+            // `date ± interval` is a timestamp, as in PostgreSQL (DataFusion's is a date).
+            Expr::BinaryExpr(b)
+                if matches!(b.op, Operator::Plus | Operator::Minus)
+                    && matches!(
+                        (b.left.get_type(schema.as_ref()), b.right.get_type(schema.as_ref())),
+                        (Ok(DataType::Date32), Ok(DataType::Interval(_))) | (Ok(DataType::Interval(_)), Ok(DataType::Date32))
+                    ) =>
+            {
+                let timestamp = |side: &Expr| match side.get_type(schema.as_ref()) {
+                    Ok(DataType::Date32) => {
+                        Box::new(Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Timestamp(TimeUnit::Microsecond, None))))
+                    }
+                    _ => Box::new(side.clone()),
+                };
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: timestamp(&b.left),
+                    right: timestamp(&b.right),
+                    op: b.op,
+                })));
             }
             Expr::ScalarFunction(f) if f.name() == "concat" && f.args.iter().any(|a| is_timestamp(a, schema)) => {
                 let args = f.args.iter().map(|a| if is_timestamp(a, schema) { text(a.clone()) } else { a.clone() }).collect();

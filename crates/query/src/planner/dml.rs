@@ -387,6 +387,7 @@ fn figure_name(e: &ast::Expr) -> Option<(String, u8)> {
             _ => figure_name(root),
         },
         ast::Expr::Extract { .. } => strong("extract"),
+        ast::Expr::Substring { shorthand: true, .. } => strong("substr"),
         ast::Expr::Substring { .. } => strong("substring"),
         ast::Expr::Position { .. } => strong("position"),
         ast::Expr::Overlay { .. } => strong("overlay"),

@@ -60,9 +60,9 @@ mod derived_names;
 mod from;
 mod select_srf;
 mod similar;
-mod templates;
 mod subqueries;
 mod system_columns;
+mod templates;
 mod unnest_map;
 
 use casts::{
