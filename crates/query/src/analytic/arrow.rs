@@ -256,12 +256,7 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
         D::LargeBinary => each!(a.as_binary::<i64>(), |v: &[u8]| Datum::Bytes(v.to_vec())),
         D::BinaryView => each!(a.as_binary_view(), |v: &[u8]| Datum::Bytes(v.to_vec())),
         D::Timestamp(unit, _) => {
-            let per_us: (i64, i64) = match unit {
-                TimeUnit::Second => (1_000_000, 1),
-                TimeUnit::Millisecond => (1000, 1),
-                TimeUnit::Microsecond => (1, 1),
-                TimeUnit::Nanosecond => (1, 1000),
-            };
+            let per_us = per_us(unit);
             let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
             each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Timestamp(v * per_us.0 / per_us.1))
         }
@@ -275,12 +270,7 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
             )))
         }
         D::Duration(unit) => {
-            let per_us: (i64, i64) = match unit {
-                TimeUnit::Second => (1_000_000, 1),
-                TimeUnit::Millisecond => (1000, 1),
-                TimeUnit::Microsecond => (1, 1),
-                TimeUnit::Nanosecond => (1, 1000),
-            };
+            let per_us = per_us(unit);
             let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
             each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Text(crate::types::duration_text(v * per_us.0 / per_us.1)))
         }
@@ -297,6 +287,16 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
         }
     }
     Ok(out)
+}
+
+/// What turns a count of `unit` into microseconds: multiply by the first, divide by the second.
+fn per_us(unit: &TimeUnit) -> (i64, i64) {
+    match unit {
+        TimeUnit::Second => (1_000_000, 1),
+        TimeUnit::Millisecond => (1000, 1),
+        TimeUnit::Microsecond => (1, 1),
+        TimeUnit::Nanosecond => (1, 1000),
+    }
 }
 
 fn dictionary_value_type(dt: &DataType) -> DataType {
