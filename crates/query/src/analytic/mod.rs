@@ -39,6 +39,7 @@ pub(crate) mod single_row;
 mod stop;
 pub mod table_args;
 mod text_operand;
+mod text_udf;
 mod timestamp_text;
 mod to_char;
 mod uuid;
@@ -62,12 +63,10 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     all
 }
 
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::error::DataFusionError;
@@ -76,9 +75,7 @@ use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
-use datafusion::logical_expr::{
-    AggregateUDF, ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{AggregateUDF, LogicalPlan, ScalarUDF};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use sqlparser::ast::Statement;
@@ -87,12 +84,12 @@ use crate::error::{QueryError, Result};
 use crate::exec::Interrupt;
 use crate::plan::OutputColumn;
 use crate::planner::Catalog;
-use crate::settings::Settings;
 use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
 use catalog::{GeneratedSchema, PgCatalogSchema, CATALOG};
 use provider::PublicSchema;
 pub use provider::ReadCtx;
+use text_udf::TextUdf;
 
 /// What the analytic engine reads of the SQL layer's shared state (the crate's `Database`): the catalog's
 /// tables, the store and the roles. A trait, so that this module does not name the database that holds it.
@@ -525,79 +522,5 @@ impl Iterator for AnalyticRows {
                 }
             }
         }
-    }
-}
-
-/// Text functions of the session: `version()` and `current_setting(name [, missing_ok])`.
-#[derive(Debug)]
-struct TextUdf {
-    name: &'static str,
-    signature: Signature,
-    constant: Option<String>,
-    settings: Settings,
-}
-
-impl PartialEq for TextUdf {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.constant == other.constant && self.settings == other.settings
-    }
-}
-impl Eq for TextUdf {}
-impl Hash for TextUdf {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.name.hash(state)
-    }
-}
-
-impl TextUdf {
-    fn constant(name: &'static str, value: String) -> Self {
-        TextUdf { name, signature: Signature::exact(vec![], Volatility::Stable), constant: Some(value), settings: Settings::default() }
-    }
-
-    fn setting(settings: Settings) -> Self {
-        let signature = Signature::one_of(
-            vec![
-                datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8]),
-                datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8, DataType::Boolean]),
-            ],
-            Volatility::Stable,
-        );
-        TextUdf { name: "current_setting", signature, constant: None, settings }
-    }
-}
-
-impl ScalarUDFImpl for TextUdf {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
-        Ok(DataType::Utf8)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> datafusion::error::Result<ColumnarValue> {
-        if let Some(c) = &self.constant {
-            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(c.clone()))));
-        }
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let names = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
-        let missing_ok = arrays.get(1).map(|a| a.as_boolean().clone());
-        let mut out = Vec::with_capacity(names.len());
-        for (i, name) in names.as_string::<i32>().iter().enumerate() {
-            let Some(name) = name else {
-                out.push(None);
-                continue;
-            };
-            match self.settings.get(&name.to_lowercase()) {
-                Some(v) => out.push(Some(v.clone())),
-                None if missing_ok.as_ref().is_some_and(|m| m.value(i)) => out.push(None),
-                None => return Err(DataFusionError::External(Box::new(QueryError::UndefinedParameter(name.to_string())))),
-            }
-        }
-        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out)) as ArrayRef))
     }
 }

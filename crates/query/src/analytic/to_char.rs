@@ -53,9 +53,11 @@ const KEYWORDS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
     Text(String),
-    /// A keyword (as written), with `FM` (no padding) and `TH`/`th` (an ordinal suffix, upper case or not).
+    /// A keyword (as written, and in upper case), with `FM` (no padding) and `TH`/`th` (an ordinal suffix,
+    /// upper case or not).
     Field {
         key: &'static str,
+        upper: String,
         fm: bool,
         th: Option<bool>,
     },
@@ -89,7 +91,7 @@ fn parse(template: &str) -> Vec<Node> {
             if !text.is_empty() {
                 nodes.push(Node::Text(std::mem::take(&mut text)));
             }
-            nodes.push(Node::Field { key, fm, th });
+            nodes.push(Node::Field { key, upper: key.to_uppercase(), fm, th });
             continue;
         }
         let mut chars = rest.chars();
@@ -193,14 +195,13 @@ fn format(nodes: &[Node], m: &Moment, out: &mut String) {
     let us = (m.local.nanosecond() / 1000) as i64;
     let east = m.zone.as_ref().map(|z| z.0).unwrap_or(0);
     for node in nodes {
-        let (key, fm, th) = match node {
+        let (key, upper, fm, th) = match node {
             Node::Text(t) => {
                 out.push_str(t);
                 continue;
             }
-            Node::Field { key, fm, th } => (*key, *fm, *th),
+            Node::Field { key, upper, fm, th } => (*key, upper, *fm, *th),
         };
-        let upper = key.to_uppercase();
         let lower_case = key.chars().any(|c| c.is_ascii_lowercase());
         let numeric = |v: i64, width: usize| padded(v, width, fm);
         let text = match upper.as_str() {
@@ -360,6 +361,7 @@ impl ScalarUDFImpl for ToChar {
         let values = values.as_primitive::<TimestampMicrosecondType>();
         let templates: ArrayRef = cast(&template.to_array(rows)?, &DataType::Utf8)?;
         let templates = templates.as_string::<i32>();
+        let out_of_range = || DataFusionError::External(Box::new(QueryError::NumericOutOfRange("timestamp out of range".into())));
         // The template is almost always one constant: parsed once per distinct text.
         let mut parsed: Option<(String, Vec<Node>)> = None;
         let mut out = Vec::with_capacity(rows);
@@ -373,9 +375,14 @@ impl ScalarUDFImpl for ToChar {
                 parsed = Some((t.to_string(), parse(t)));
             }
             let us = values.value(i);
-            let out_of_range = || DataFusionError::External(Box::new(QueryError::NumericOutOfRange("timestamp out of range".into())));
             let moment = match zone {
-                Some(z) => Moment { local: z.local_of(us).ok_or_else(out_of_range)?, zone: Some((z.offset_at(us), z.abbreviation_at(us))) },
+                Some(z) => {
+                    // The abbreviation is looked up only for a template that prints it.
+                    let tz =
+                        parsed.as_ref().is_some_and(|(_, n)| n.iter().any(|n| matches!(n, Node::Field { upper, .. } if upper == "TZ")));
+                    let name = if tz { z.abbreviation_at(us) } else { String::new() };
+                    Moment { local: z.local_of(us).ok_or_else(out_of_range)?, zone: Some((z.offset_at(us), name)) }
+                }
                 None => Moment { local: chrono::DateTime::from_timestamp_micros(us).ok_or_else(out_of_range)?.naive_utc(), zone: None },
             };
             let mut s = String::new();

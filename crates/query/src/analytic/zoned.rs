@@ -152,15 +152,30 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             }
             _ => {}
         }
-        // An untyped literal compared with a timestamp is a timestamp, read as Tabula reads one.
         match &e {
             Expr::BinaryExpr(b) if super::plan_rewrite::is_comparison(b.op) => {
                 let (lt, rt) = (b.left.get_type(schema.as_ref())?, b.right.get_type(schema.as_ref())?);
+                // An untyped literal compared with a timestamp is a timestamp, read as Tabula reads one.
                 if let Some(r) = timestamp_literal(&b.right, &lt, &zone)? {
                     return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { right: Box::new(r), ..b.clone() })));
                 }
                 if let Some(l) = timestamp_literal(&b.left, &rt, &zone)? {
                     return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(l), ..b.clone() })));
+                }
+                // A timestamp or date compared with a timestamptz is the instant of its local time in the zone.
+                let instant = |side: &Expr, tz: &Arc<str>| {
+                    let naive = Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Timestamp(TimeUnit::Microsecond, None)));
+                    Box::new(Expr::Cast(Cast::new(Box::new(naive), DataType::Timestamp(TimeUnit::Microsecond, Some(tz.clone())))))
+                };
+                let local = |t: &DataType| matches!(t, DataType::Timestamp(_, None) | DataType::Date32);
+                match (&lt, &rt) {
+                    (DataType::Timestamp(_, Some(tz)), r) if local(r) => {
+                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { right: instant(&b.right, tz), ..b.clone() })))
+                    }
+                    (l, DataType::Timestamp(_, Some(tz))) if local(l) => {
+                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: instant(&b.left, tz), ..b.clone() })))
+                    }
+                    _ => {}
                 }
             }
             Expr::Between(between) => {
@@ -184,33 +199,9 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             }
             _ => {}
         }
-        if let Expr::BinaryExpr(b) = &e {
-            if super::plan_rewrite::is_comparison(b.op) {
-                let (lt, rt) = (b.left.get_type(schema.as_ref())?, b.right.get_type(schema.as_ref())?);
-                let instant = |side: &Expr, tz: &Arc<str>| {
-                    let naive = Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Timestamp(TimeUnit::Microsecond, None)));
-                    Box::new(Expr::Cast(Cast::new(Box::new(naive), DataType::Timestamp(TimeUnit::Microsecond, Some(tz.clone())))))
-                };
-                let local = |t: &DataType| matches!(t, DataType::Timestamp(_, None) | DataType::Date32);
-                match (&lt, &rt) {
-                    (DataType::Timestamp(_, Some(tz)), r) if local(r) => {
-                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { right: instant(&b.right, tz), ..b.clone() })))
-                    }
-                    (l, DataType::Timestamp(_, Some(tz))) if local(l) => {
-                        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: instant(&b.left, tz), ..b.clone() })))
-                    }
-                    _ => {}
-                }
-            }
-        }
+        // A quoted literal cast to a timestamp type.
         if let Expr::Cast(Cast { expr, field }) = &e {
-            if let (Expr::Literal(ScalarValue::Utf8(Some(text)), _), DataType::Timestamp(_, tz)) = (expr.as_ref(), field.data_type()) {
-                let ty = if tz.is_some() { SqlType::Timestamptz } else { SqlType::Timestamp };
-                let us = match Datum::parse_in(ty, text, &zone).map_err(|e| DataFusionError::External(Box::new(e)))? {
-                    Datum::Timestamp(us) => us,
-                    _ => return Ok(Transformed::no(e)),
-                };
-                let literal = Expr::Literal(ScalarValue::TimestampMicrosecond(Some(us), tz.clone()), None);
+            if let Some(literal) = timestamp_literal(expr, field.data_type(), &zone)? {
                 return Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(literal), field: field.clone() })));
             }
         }
