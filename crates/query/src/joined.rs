@@ -3,15 +3,16 @@
 //!
 //! 1. a query of the join, run on whichever route runs it (the analytic one joins): the key of each target
 //!    row the WHERE keeps, then the values its SET expressions compute there (they may read every table of
-//!    the join);
+//!    the join), then what RETURNING reads of the other tables;
 //!
-//!    `UPDATE a AS x SET v = b.w + x.v FROM b WHERE x.id = b.id`
-//!    → `SELECT x."id", (b.w + x.v) FROM a AS x, b WHERE x.id = b.id`
+//!    `UPDATE a AS x SET v = b.w + x.v FROM b WHERE x.id = b.id RETURNING x.v, b.w`
+//!    → `SELECT x."id", (b.w + x.v), b.w FROM a AS x, b WHERE x.id = b.id`
 //!
 //! 2. a keyed write of one row, planned once with parameters after the statement's own (`$n` is the
-//!    statement's last): the values, then the key.
+//!    statement's last): the values, then the key, then what RETURNING reads of the other tables (the
+//!    target's columns it returns as written, after the write).
 //!
-//!    → `UPDATE a AS x SET v = $n+1 WHERE x."id" = $n+2`
+//!    → `UPDATE a AS x SET v = $n+1 WHERE x."id" = $n+2 RETURNING x.v, $n+3 AS "w"`
 //!
 //! A `WITH` before the statement goes with the query. The session runs the query, then the write for each
 //! row, all in one transaction
@@ -39,6 +40,8 @@ pub struct Split {
     /// RETURNING as a query over every table of the join: planned only, for the errors PostgreSQL's
     /// RETURNING gives there (a column name two tables hold is ambiguous).
     pub probe: Option<ast::Query>,
+    /// The query's last columns: what RETURNING reads of the other tables, the write's last parameters.
+    pub returned: usize,
 }
 
 /// The statement under a `WITH` (whose CTEs the join's query takes), and the CTEs.
@@ -72,7 +75,7 @@ pub fn target(stmt: &Statement) -> Option<(&TableWithJoins, &[TableWithJoins])> 
 }
 
 /// Splits a joined write to `table` (see the module's comment).
-pub fn split(whole: &Statement, table: &TableSchema) -> Result<Split> {
+pub fn split(whole: &Statement, table: &TableSchema, columns_of: &dyn Fn(&str) -> Option<Vec<String>>) -> Result<Split> {
     let (target, others) = target(whole).ok_or_else(|| QueryError::Internal("not a joined write".into()))?;
     let (stmt, with) = unwrapped(whole);
     let TableFactor::Table { name, alias, .. } = &target.relation else {
@@ -103,35 +106,45 @@ pub fn split(whole: &Statement, table: &TableSchema) -> Result<Split> {
         Statement::Delete(d) => (&d.selection, &d.returning),
         _ => unreachable!("target() matched"),
     };
-    refuse_foreign_returning(returning.as_deref(), others)?;
     let mut values = Vec::new();
     let mut targets = Vec::new();
-    let write = match stmt {
-        Statement::Update(u) => {
-            let mut sets = Vec::new();
-            for a in &u.assignments {
-                let ast::AssignmentTarget::ColumnName(column) = &a.target else {
-                    return Err(QueryError::NotSupported("UPDATE ... FROM with a (column, ...) = ... assignment".into()));
-                };
-                let value = match &a.value {
-                    // DEFAULT is the column's, not the join's: it stays in the write.
-                    Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") => "DEFAULT".to_string(),
-                    e => {
-                        let untyped = matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_) | Value::SingleQuotedString(_) | Value::Null));
-                        targets.push((column.to_string(), untyped));
-                        values.push(format!("({e})"));
-                        format!("${}", params + values.len())
-                    }
-                };
-                sets.push(format!("{column} = {value}"));
-            }
-            let at = key_match(params + values.len() + 1);
-            format!("UPDATE {} SET {} WHERE {at}{}", target.relation, sets.join(", "), returning_text(returning))
+    let mut sets = Vec::new();
+    if let Statement::Update(u) = stmt {
+        for a in &u.assignments {
+            let ast::AssignmentTarget::ColumnName(column) = &a.target else {
+                return Err(QueryError::NotSupported("UPDATE ... FROM with a (column, ...) = ... assignment".into()));
+            };
+            let value = match &a.value {
+                // DEFAULT is the column's, not the join's: it stays in the write.
+                Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") => "DEFAULT".to_string(),
+                e => {
+                    let untyped = matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_) | Value::SingleQuotedString(_) | Value::Null));
+                    targets.push((column.to_string(), untyped));
+                    values.push(format!("({e})"));
+                    format!("${}", params + values.len())
+                }
+            };
+            sets.push(format!("{column} = {value}"));
         }
-        _ => format!("DELETE FROM {} WHERE {}{}", target.relation, key_match(params + 1), returning_text(returning)),
+    }
+    // RETURNING's parameters follow the key's.
+    let (returning_text, extras) = match returning {
+        Some(items) => {
+            let (items, extras) = foreign_returning(items, others, table, params + values.len() + keys.len() + 1, columns_of)?;
+            (format!(" RETURNING {}", items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")), extras)
+        }
+        None => (String::new(), Vec::new()),
+    };
+    let at = key_match(params + values.len() + 1);
+    let write = match stmt {
+        Statement::Update(_) => format!("UPDATE {} SET {} WHERE {at}{returning_text}", target.relation, sets.join(", ")),
+        _ => format!("DELETE FROM {} WHERE {at}{returning_text}", target.relation),
     };
     let from: Vec<String> = std::iter::once(target.to_string()).chain(others.iter().map(|t| t.to_string())).collect();
-    let columns: Vec<String> = keys.iter().cloned().chain(values.iter().cloned()).collect();
+    let returned = extras.len();
+    // Named apart: a SET value may read the same column.
+    let extras = extras.iter().enumerate().map(|(i, e)| format!("{e} AS \"returning {}\"", i + 1));
+    let columns: Vec<String> = keys.iter().cloned().chain(values.iter().cloned()).chain(extras).collect();
     let with = with.map(|w| format!("{w} ")).unwrap_or_default();
     let mut query = format!("{with}SELECT {} FROM {}", columns.join(", "), from.join(", "));
     if let Some(w) = selection {
@@ -144,57 +157,121 @@ pub fn split(whole: &Statement, table: &TableSchema) -> Result<Split> {
         }
         None => None,
     };
-    Ok(Split { query: parse_query(&query)?, write: parse_one(&write)?, keys: keys.len(), targets, params, probe })
+    let keys = keys.len();
+    Ok(Split { query: parse_query(&query)?, write: parse_one(&write)?, keys, targets, params, probe, returned })
 }
 
-/// RETURNING of a joined write may name only the target's columns here: PostgreSQL's may name the other
-/// tables' too (and `*` includes them), which the keyed write does not see.
-fn refuse_foreign_returning(returning: Option<&[SelectItem]>, others: &[TableWithJoins]) -> Result<()> {
-    let Some(items) = returning else { return Ok(()) };
-    let mut names = Vec::new();
+/// RETURNING of a joined write, for the keyed write: what it reads of the other tables of the join (a
+/// qualified column `b.w`, a name only another table holds, `b.*`, and the other tables' part of `*`)
+/// becomes a parameter from `first` on, whose value the join's query computes: the returned list, and
+/// the query's extra columns in the parameters' order. `columns_of` gives a table's visible columns; a
+/// `*` over a relation that is not a table (a subquery, a CTE) is 0A000.
+fn foreign_returning(
+    items: &[SelectItem],
+    others: &[TableWithJoins],
+    target: &TableSchema,
+    first: usize,
+    columns_of: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> Result<(Vec<SelectItem>, Vec<String>)> {
+    // Each other relation: the name it goes by, and its columns when it is a table.
+    let mut relations: Vec<(String, Option<Vec<String>>)> = Vec::new();
     for t in others {
         for f in std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)) {
             match f {
-                TableFactor::Table { name, alias: None, .. } => {
-                    names.extend(name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone()))
+                TableFactor::Table { name, alias, .. } => {
+                    let columns = columns_of(&crate::schema::table_name(name));
+                    let by = match alias {
+                        Some(a) => a.name.value.clone(),
+                        None => name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone()).unwrap_or_default(),
+                    };
+                    relations.push((by, columns));
                 }
-                TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => names.push(a.name.value.clone()),
+                TableFactor::Derived { alias: Some(a), .. } => relations.push((a.name.value.clone(), None)),
                 _ => {}
             }
         }
     }
-    let refused = || QueryError::NotSupported("RETURNING columns of the FROM or USING tables (only the target's)".into());
+    let mut extras: Vec<String> = Vec::new();
+    let mut param = |source: String| -> Expr {
+        let n = match extras.iter().position(|e| *e == source) {
+            Some(i) => i,
+            None => {
+                extras.push(source);
+                extras.len() - 1
+            }
+        };
+        Expr::Value(Value::Placeholder(format!("${}", first + n)).into())
+    };
+    let star = |relation: &(String, Option<Vec<String>>)| {
+        relation.1.clone().ok_or_else(|| {
+            QueryError::NotSupported(format!("RETURNING * or {}.* of a FROM or USING item that is not a table", quote(&relation.0)))
+        })
+    };
+    let mut out = Vec::new();
     for item in items {
-        let expr = match item {
-            SelectItem::Wildcard(_) => return Err(refused()),
-            SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
-                if n.0.last().and_then(|p| p.as_ident()).is_some_and(|i| names.contains(&i.value)) {
-                    return Err(refused());
+        let mut expand = |relation: &(String, Option<Vec<String>>), out: &mut Vec<SelectItem>| -> Result<()> {
+            for c in star(relation)? {
+                let source = format!("{}.{}", quote(&relation.0), quote(&c));
+                out.push(SelectItem::ExprWithAlias { expr: param(source), alias: ast::Ident::with_quote('"', c) });
+            }
+            Ok(())
+        };
+        match item {
+            SelectItem::Wildcard(_) => {
+                out.push(SelectItem::Wildcard(Default::default()));
+                for r in &relations {
+                    expand(r, &mut out)?;
                 }
                 continue;
             }
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
-            _ => continue,
+            SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                let named = n.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone());
+                if let Some(r) = relations.iter().find(|r| Some(&r.0) == named.as_ref()) {
+                    expand(r, &mut out)?;
+                    continue;
+                }
+                out.push(item.clone());
+                continue;
+            }
+            _ => {}
+        }
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
+            other => {
+                out.push(other.clone());
+                continue;
+            }
         };
+        let mut e = expr.clone();
         let mut foreign = false;
-        let _ = ast::visit_expressions(expr, |e| {
-            if let Expr::CompoundIdentifier(parts) = e {
-                foreign |= parts.len() >= 2 && names.contains(&parts[parts.len() - 2].value);
+        let _ = ast::visit_expressions_mut(&mut e, |e| {
+            let source = match e {
+                Expr::CompoundIdentifier(parts) if parts.len() >= 2 && relations.iter().any(|r| r.0 == parts[parts.len() - 2].value) => {
+                    Some(e.to_string())
+                }
+                Expr::Identifier(i)
+                    if target.column_index(&i.value).is_none()
+                        && relations.iter().any(|r| r.1.as_ref().is_some_and(|c| c.contains(&i.value))) =>
+                {
+                    Some(e.to_string())
+                }
+                _ => None,
+            };
+            if let Some(source) = source {
+                *e = param(source);
+                foreign = true;
             }
             std::ops::ControlFlow::<()>::Continue(())
         });
-        if foreign {
-            return Err(refused());
-        }
+        // Named as the item was: `b.w` is `w`.
+        let alias = alias.or_else(|| foreign.then(|| ast::Ident::with_quote('"', crate::planner::default_name(expr))));
+        out.push(match alias {
+            Some(alias) => SelectItem::ExprWithAlias { expr: e, alias },
+            None => SelectItem::UnnamedExpr(e),
+        });
     }
-    Ok(())
-}
-
-fn returning_text(returning: &Option<Vec<SelectItem>>) -> String {
-    match returning {
-        Some(items) => format!(" RETURNING {}", items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")),
-        None => String::new(),
-    }
+    Ok((out, extras))
 }
 
 /// The highest `$n` of the statement: 0 without parameters.

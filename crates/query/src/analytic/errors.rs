@@ -123,6 +123,30 @@ fn reworded(m: &str) -> Option<QueryError> {
         let ty = ty.split_once(" type")?.0;
         return Some(QueryError::InvalidText(format!("invalid input syntax for type {}: \"{value}\"", pg_type_name(ty))));
     }
+    // An integer out of its type's range: "Can't cast value 40000 to type Int16", "Int32Array overflow on
+    // abs(-2147483648)", "Overflow happened on: - -2147483648".
+    let integer = |ty: &str| match ty {
+        "Int16" => Some("smallint"),
+        "Int32" => Some("integer"),
+        "Int64" => Some("bigint"),
+        _ => None,
+    };
+    let out_of_range = |name: &str| Some(QueryError::NumericOutOfRange(format!("{name} out of range")));
+    if let Some(name) = m.split_once("Can't cast value ").and_then(|(_, r)| r.split_once(" to type ")).and_then(|(_, t)| integer(t.trim()))
+    {
+        return out_of_range(name);
+    }
+    if let Some(name) = m.split_once("Array overflow on ").and_then(|(l, _)| integer(l.rsplit(' ').next().unwrap_or(l))) {
+        return out_of_range(name);
+    }
+    if let Some(v) = m.split_once("Overflow happened on: - ").map(|(_, v)| v.trim()) {
+        return match v {
+            "-32768" => out_of_range("smallint"),
+            "-2147483648" => out_of_range("integer"),
+            "-9223372036854775808" => out_of_range("bigint"),
+            _ => None,
+        };
+    }
     None
 }
 

@@ -22,6 +22,7 @@ pub mod catalog;
 mod errors;
 mod extract;
 mod guarded;
+mod integers;
 mod limits;
 mod literals;
 mod math;
@@ -309,6 +310,7 @@ impl Analytics {
         let plan = self.block_on(&interrupt, async move {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
+        let plan = integers::as_postgres(plan).map_err(map_err)?;
         let plan = numbers::as_postgres(plan, &self.rint).map_err(map_err)?;
         let plan = bpchar::as_postgres(plan).map_err(map_err)?;
         let plan = zoned::local_casts(plan, zone).map_err(map_err)?;
@@ -346,6 +348,8 @@ impl Analytics {
             self.runtime.as_ref().ok_or_else(|| QueryError::Internal("the analytic engine is shut down".into()))?.handle().clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         let (stopped, watched) = (stop.clone(), interrupt.clone());
+        let finished = Arc::new(AtomicBool::new(false));
+        let ended = finished.clone();
         std::thread::Builder::new()
             .name("tabula-df-stream".into())
             .stack_size(crate::depth::STACK_BYTES)
@@ -367,7 +371,10 @@ impl Analytics {
                             b = stream.next() => b,
                             _ = wait_for_stop(&stopped, &watched) => return,
                         };
-                        let Some(b) = next else { return };
+                        let Some(b) = next else {
+                            ended.store(true, Ordering::Relaxed);
+                            return;
+                        };
                         let failed = b.is_err();
                         // A full channel waits for the client; a dropped receiver ends the statement.
                         if tx.send(b.map_err(map_err)).is_err() || failed {
@@ -377,7 +384,8 @@ impl Analytics {
                 })
             })
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic stream: {e}")))?;
-        Ok(AnalyticRows { rx, types: plan.columns.iter().map(|c| c.ty).collect(), buf: Default::default(), interrupt, done: false, stop })
+        let types = plan.columns.iter().map(|c| c.ty).collect();
+        Ok(AnalyticRows { rx, types, buf: Default::default(), interrupt, done: false, stop, finished })
     }
 
     fn bind(&self, plan: &AnalyticPlan, params: &[(Datum, SqlType)]) -> Result<LogicalPlan> {
@@ -449,6 +457,9 @@ pub struct AnalyticRows {
     done: bool,
     /// Set when the reader goes: the producing thread stops (see `execute_stream`).
     stop: Arc<AtomicBool>,
+    /// Set by the producing thread once the stream has ended: a thread gone without it (a panic in an
+    /// operator) ended the statement with an error, never with a short result.
+    finished: Arc<AtomicBool>,
 }
 
 impl Drop for AnalyticRows {
@@ -519,8 +530,37 @@ impl Iterator for AnalyticRows {
                     if let Err(e) = self.interrupt.check() {
                         return Some(Err(e));
                     }
+                    if !self.finished.load(Ordering::Relaxed) {
+                        return Some(Err(QueryError::Internal("the analytic statement stopped before its last row".into())));
+                    }
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(finished: bool) -> AnalyticRows {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        // The producer is gone: after the end of its stream, or in the middle of it (a panic).
+        drop(tx);
+        let finished = Arc::new(AtomicBool::new(finished));
+        let stop = Arc::new(AtomicBool::new(false));
+        AnalyticRows { rx, types: vec![], buf: Default::default(), interrupt: Interrupt::default(), done: false, stop, finished }
+    }
+
+    #[test]
+    fn a_stream_that_ended_is_complete() {
+        assert!(rows(true).next().is_none());
+    }
+
+    #[test]
+    fn a_producer_gone_before_the_end_is_an_error_not_a_short_result() {
+        let mut r = rows(false);
+        assert!(matches!(r.next(), Some(Err(QueryError::Internal(_)))));
+        assert!(r.next().is_none());
     }
 }

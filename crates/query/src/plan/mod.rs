@@ -216,6 +216,8 @@ pub struct JoinedWrite {
     pub write_types: Vec<SqlType>,
     pub keys: usize,
     pub params: usize,
+    /// The query's last columns, RETURNING's values from the other tables (the write's last parameters).
+    pub returned: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -26,14 +26,21 @@ impl Session {
             return Err(QueryError::NotSupported("only plain tables can be updated".into()));
         };
         let table = self.db.table(&crate::schema::table_name(name))?;
-        let split = crate::joined::split(stmt, &table)?;
+        let columns_of = |name: &str| self.db.table(name).ok().map(|t| t.visible().iter().map(|c| c.name.clone()).collect());
+        let split = crate::joined::split(stmt, &table, &columns_of)?;
         if let Some(probe) = &split.probe {
             self.prepare_query(probe, given)?;
         }
         let query = self.prepare_query(&split.query, given)?;
         let mut params = query.param_types;
         params.resize(split.params.max(params.len()), SqlType::Text);
-        let mut planner = Planner::new(self.db.as_ref(), params.clone());
+        // RETURNING's values from the other tables have the types the query gives them.
+        let mut write_params = params.clone();
+        let first = query.columns.len() - split.returned;
+        let before = split.params + split.targets.len() + split.keys;
+        write_params.resize(before, SqlType::Unknown);
+        write_params.extend(query.columns[first..].iter().map(|c| c.ty));
+        let mut planner = Planner::new(self.db.as_ref(), write_params);
         planner.zone = self.zone();
         let write = planner.plan(&split.write)?;
         let write_types: Vec<SqlType> = planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
@@ -46,7 +53,8 @@ impl Session {
                 )));
             }
         }
-        let joined = JoinedWrite { query: split.query, write, write_types, keys: split.keys, params: split.params };
+        let joined =
+            JoinedWrite { query: split.query, write, write_types, keys: split.keys, params: split.params, returned: split.returned };
         Ok((Plan::Joined(Box::new(joined)), params))
     }
 
@@ -79,13 +87,14 @@ impl Session {
         for row in rows {
             self.interrupt.check()?;
             let (key, values) = row.split_at(j.keys);
+            let (values, foreign) = values.split_at(values.len() - j.returned);
             // A row the join matches again keeps what the first match wrote.
             if !written.insert(format!("{key:?}")) {
                 continue;
             }
             let mut p = params.to_vec();
             p.resize(j.params, Datum::Null);
-            for (d, ty) in values.iter().chain(key).zip(&j.write_types[j.params..]) {
+            for (d, ty) in values.iter().chain(key).chain(foreign).zip(&j.write_types[j.params..]) {
                 p.push(d.clone().cast(*ty)?);
             }
             match self.run_dml_once(&j.write, &p, false)?.0 {

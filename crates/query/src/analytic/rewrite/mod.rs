@@ -64,6 +64,7 @@ mod subqueries;
 mod system_columns;
 mod templates;
 mod unnest_map;
+mod using_columns;
 
 use casts::{
     any_parameter, any_text_array, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput,
@@ -102,6 +103,7 @@ impl Rewriter {
         // First, so that no later walk goes down a chain as deep as it is long.
         let _ = s.visit(&mut chains::BalancedChains);
         let _ = s.visit(&mut derived_names::DerivedNames);
+        let _ = s.visit(&mut using_columns::UsingColumns);
         let _ = s.visit(&mut select_srf::SelectListSeries);
         // Before the library's rules and `FunctionsInFrom` reshape the unnest.
         let _ = visit_expressions_mut(&mut s, |e| {
