@@ -274,6 +274,12 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
             let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
             each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Text(crate::types::duration_text(v * per_us.0 / per_us.1)))
         }
+        // A time of day as PostgreSQL prints it: fractions without trailing zeros (`23:59:59.5`).
+        D::Time32(unit) | D::Time64(unit) => {
+            let per_us = per_us(unit);
+            let ints = datafusion::arrow::compute::cast(a, &D::Int64).map_err(internal)?;
+            each!(ints.as_primitive::<Int64Type>(), |v: i64| Datum::Text(time_text(v * per_us.0 / per_us.1)))
+        }
         D::Date32 => each!(a.as_primitive::<Date32Type>(), Datum::Date),
         D::Date64 => each!(a.as_primitive::<Date64Type>(), |v: i64| Datum::Date((v / 86_400_000) as i32)),
         D::Dictionary(..) => {
@@ -287,6 +293,16 @@ fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {
         }
     }
     Ok(out)
+}
+
+/// A time of day, `us` microseconds after midnight, in PostgreSQL's text.
+fn time_text(us: i64) -> String {
+    let (secs, frac) = (us.div_euclid(1_000_000), us.rem_euclid(1_000_000));
+    let mut t = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    if frac > 0 {
+        t.push_str(format!(".{frac:06}").trim_end_matches('0'));
+    }
+    t
 }
 
 /// What turns a count of `unit` into microseconds: multiply by the first, divide by the second.

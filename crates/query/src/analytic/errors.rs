@@ -111,7 +111,7 @@ fn reworded(m: &str) -> Option<QueryError> {
             message: format!("column \"{column}\" must appear in the GROUP BY clause or be used in an aggregate function"),
         });
     }
-    if m.contains("does not support logical expression ScalarSubquery") || m.contains("does not support logical expression Exists") {
+    if ["ScalarSubquery", "Exists", "InSubquery"].iter().any(|e| m.contains(&format!("does not support logical expression {e}"))) {
         return Some(QueryError::NotSupported(
             "a subquery that names the outer query's columns where the analytic route cannot decorrelate it (in HAVING, or beside \
              aggregates)"

@@ -23,6 +23,7 @@ mod errors;
 mod extract;
 mod guarded;
 mod integers;
+mod letter_case;
 mod limits;
 mod literals;
 mod math;
@@ -49,9 +50,10 @@ mod zoned;
 pub use errors::map_err;
 
 /// DataFusion's functions that Tabula replaces by ones checked as PostgreSQL checks them: results over
-/// PostgreSQL's size limit (`limits`), math without a real result (`math`).
+/// PostgreSQL's size limit (`limits`), math without a real result (`math`), and case mappings that change
+/// a text's length (`letter_case`).
 fn checked_udfs() -> Vec<ScalarUDF> {
-    limits::checked_udfs().into_iter().chain(math::checked_udfs()).collect()
+    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).collect()
 }
 
 /// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the

@@ -59,8 +59,8 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
         SessionUser => Datum::Text(ctx.session_user.into()),
         Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.text_in(a.ty(), &ctx.zone)).collect()),
         _ if null_in => Datum::Null,
-        Lower => Datum::Text(text(0).unwrap_or_default().to_lowercase()),
-        Upper => Datum::Text(text(0).unwrap_or_default().to_uppercase()),
+        Lower => Datum::Text(crate::types::letter_case::lower(&text(0).unwrap_or_default())),
+        Upper => Datum::Text(crate::types::letter_case::upper(&text(0).unwrap_or_default())),
         // 32 hex digits, leading zeros included.
         Md5 => Datum::Text(format!("{:032x}", md5_digest(text(0).unwrap_or_default().as_bytes()))),
         Length => Datum::Int(match &vals[0] {

@@ -11,6 +11,7 @@ use crate::error::{QueryError, Result};
 
 mod binary;
 mod interval;
+pub mod letter_case;
 mod numeric;
 mod stored;
 mod text;
@@ -222,6 +223,8 @@ impl SqlType {
             "int" | "int4" | "integer" | "serial" => Int4,
             "int8" | "bigint" | "bigserial" => Int8,
             "float4" | "real" => Float4,
+            // `float(p)` is a real up to 24 bits of precision, as in PostgreSQL.
+            "float" if length().is_some_and(|p| p <= 24) => Float4,
             "float8" | "double precision" | "double" | "float" => Float8,
             "numeric" | "decimal" => Numeric,
             "text" | "string" => Text,

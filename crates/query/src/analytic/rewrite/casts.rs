@@ -17,6 +17,16 @@ pub(super) fn float_text_cast(e: &mut Expr) {
     *e = call("pg_text", vec![expr.as_ref().clone()], vec![]);
 }
 
+/// `x::float` is a `double precision` in PostgreSQL (and `float(p)` a `real` up to 24 bits of precision);
+/// DataFusion's `FLOAT` is a 32-bit float, which answered `10::float / 3` with `3.3333333`.
+pub(super) fn float_cast(e: &mut Expr) {
+    let Expr::Cast { data_type, .. } = e else { return };
+    if let DataType::Float(info) = data_type {
+        let real = matches!(info, sqlparser::ast::ExactNumberInfo::Precision(p) if *p <= 24);
+        *data_type = if real { DataType::Real } else { DataType::DoublePrecision };
+    }
+}
+
 /// `$1::T[]`, `('{a,b}')::T[]` (Django's `bulk_create` binds its arrays so): the parameter's or the
 /// literal's array text parsed into a list first (`analytic::array_in`), which the cast turns into the
 /// array type.

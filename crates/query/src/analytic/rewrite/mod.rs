@@ -67,7 +67,8 @@ mod unnest_map;
 mod using_columns;
 
 use casts::{
-    any_parameter, any_text_array, char_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists, RegclassOutput,
+    any_parameter, any_text_array, char_cast, float_cast, float_text_cast, parameter_array_cast, varchar_length_cast, RegclassExists,
+    RegclassOutput,
 };
 use from::FunctionsInFrom;
 use sqlparser::ast::helpers::attached_token::AttachedToken;
@@ -146,6 +147,7 @@ impl Rewriter {
             oid_literal_arguments(e);
             templates::to_timestamp_pattern(e);
             like_escape(e);
+            float_cast(e);
             float_text_cast(e);
             varchar_length_cast(e);
             parameter_array_cast(e);
@@ -396,15 +398,27 @@ fn unique_names(select: &mut Select) {
             }
             continue;
         }
-        // DataFusion names a cast after what it casts: `x::bigint, x::integer` would both be `x`.
-        let mut named: &Expr = e;
-        while let Expr::Cast { expr, .. } | Expr::Nested(expr) = named {
-            named = expr;
-        }
-        if !seen.insert(named.to_string()) {
+        if !seen.insert(datafusion_name(e)) {
             *item = SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(format!("?column?{}", i + 1)) };
         }
     }
+}
+
+/// An item's text as far as DataFusion's name of it goes: DataFusion names a cast after what it casts
+/// (`x::bigint, x::integer` would both be `x`, and so would `n / 3, n::float8 / 3`), and `position(a IN
+/// b)` as `strpos(b, a)`.
+fn datafusion_name(e: &Expr) -> String {
+    let mut e = e.clone();
+    let _ = visit_expressions_mut(&mut e, |x| {
+        while let Expr::Cast { expr, .. } | Expr::Nested(expr) = x {
+            *x = expr.as_ref().clone();
+        }
+        if let Expr::Position { expr, r#in } = x {
+            *x = call("strpos", vec![r#in.as_ref().clone(), expr.as_ref().clone()], vec![]);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    e.to_string()
 }
 
 fn oid_literal_arguments(e: &mut Expr) {
