@@ -70,6 +70,7 @@ pub mod subqueries;
 pub mod system;
 pub mod temp;
 pub mod types;
+pub mod view_writes;
 pub mod views;
 
 pub use database::Database;

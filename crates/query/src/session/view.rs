@@ -175,3 +175,38 @@ impl Session {
         Ok(Output::Command { tag: "DROP VIEW".into() })
     }
 }
+
+/// The session's relations as a write through a view needs them.
+struct Relations<'a>(&'a crate::database::Database);
+
+impl crate::view_writes::Relations for Relations<'_> {
+    fn view(&self, name: &str) -> Option<ViewDef> {
+        self.0.relation(name).ok().and_then(|t| t.view.clone())
+    }
+
+    fn columns(&self, table: &str) -> Option<Vec<String>> {
+        let t = self.0.relation(table).ok().filter(|t| t.view.is_none() && t.sequence.is_none())?;
+        Some(t.visible().iter().map(|c| c.name.clone()).collect())
+    }
+}
+
+impl Session {
+    /// An INSERT, UPDATE or DELETE of a view as one of the table under it (`crate::view_writes`).
+    pub(super) fn through_views(&self, stmt: crate::parse::ParsedStatement) -> Result<crate::parse::ParsedStatement> {
+        let writes = |s: &ast::Statement| matches!(s, ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_));
+        let relations = Relations(self.db.as_ref());
+        match stmt {
+            crate::parse::ParsedStatement::Ast(s) if writes(&s) => {
+                Ok(crate::parse::ParsedStatement::Ast(Box::new(crate::view_writes::through_views(*s, &relations)?)))
+            }
+            crate::parse::ParsedStatement::Ast(mut s) if matches!(&*s, ast::Statement::Explain { statement, .. } if writes(statement)) => {
+                if let ast::Statement::Explain { statement, .. } = s.as_mut() {
+                    let inner = std::mem::replace(statement.as_mut(), ast::Statement::Commit { chain: false, end: false, modifier: None });
+                    **statement = crate::view_writes::through_views(inner, &relations)?;
+                }
+                Ok(crate::parse::ParsedStatement::Ast(s))
+            }
+            other => Ok(other),
+        }
+    }
+}

@@ -59,6 +59,8 @@ impl Relation for Columns {
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
         for r in s.rels.iter().filter(|r| r.kind != "S" && s.sees(r, false)) {
+            let writable = super::views::Writable(s.db.as_ref());
+            let updatable = r.view.as_ref().and_then(|v| crate::view_writes::updatable_columns(&r.name, v, &writable));
             for (i, (name, ty, not_null)) in r.columns.iter().enumerate() {
                 let col = r.tabula.as_ref().map(|(t, _)| &t.columns[i]);
                 let identity = col.is_some_and(|c| c.identity);
@@ -112,7 +114,8 @@ impl Relation for Columns {
                 row.push(if identity { Some("NO") } else { None }.into());
                 row.push("NEVER".into());
                 row.push(Cell::Null);
-                row.push(if r.tabula.is_some() { "YES" } else { "NO" }.into());
+                let writable = r.tabula.is_some() || updatable.as_ref().is_some_and(|u| u.get(i).copied().unwrap_or(false));
+                row.push(if writable { "YES" } else { "NO" }.into());
                 out.push(row);
             }
         }

@@ -26,6 +26,11 @@ impl Relation for Tables {
 
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let mut out: Vec<Vec<Cell>> = Vec::new();
+        let writable = |r: &Rel| {
+            r.view
+                .as_ref()
+                .is_some_and(|v| crate::view_writes::updatable_columns(&r.name, v, &super::views::Writable(s.db.as_ref())).is_some())
+        };
         for r in s.rels.iter().filter(|r| r.kind != "S" && s.sees(r, false)) {
             let base = r.kind == "r";
             out.push(vec![
@@ -38,7 +43,7 @@ impl Relation for Tables {
                 Cell::Null,
                 Cell::Null,
                 Cell::Null,
-                if r.tabula.is_some() { "YES" } else { "NO" }.into(),
+                if r.tabula.is_some() || writable(r) { "YES" } else { "NO" }.into(),
                 "NO".into(),
                 Cell::Null,
             ]);

@@ -27,9 +27,26 @@ impl Relation for Views {
             let v = r.view.as_ref()?;
             let mut row: Vec<Cell> =
                 vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition(false).into(), "NONE".into()];
-            row.extend(["NO", "NO", "NO", "NO", "NO"].map(Cell::from));
+            // PostgreSQL's automatically updatable views (`crate::view_writes`); no triggers.
+            let yes = crate::view_writes::updatable_columns(&r.name, v, &Writable(s.db.as_ref())).is_some();
+            let yes = if yes { "YES" } else { "NO" };
+            row.extend([yes, yes, "NO", "NO", "NO"].map(Cell::from));
             Some(row)
         });
         Ok(rows.collect())
+    }
+}
+
+/// The catalog's relations as `view_writes` reads them.
+pub(in crate::analytic::catalog) struct Writable<'a>(pub &'a dyn crate::analytic::Source);
+
+impl crate::view_writes::Relations for Writable<'_> {
+    fn view(&self, name: &str) -> Option<crate::views::ViewDef> {
+        self.0.view(name).and_then(|t| t.view.clone())
+    }
+
+    fn columns(&self, table: &str) -> Option<Vec<String>> {
+        let t = self.0.table(table).ok()?;
+        Some(t.visible().iter().map(|c| c.name.clone()).collect())
     }
 }
