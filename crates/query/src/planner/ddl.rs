@@ -369,8 +369,8 @@ impl Planner<'_> {
 impl Planner<'_> {
     /// `ALTER COLUMN c TYPE t [USING expr]` that rewrites the rows. Without USING the old type must be
     /// assignable to the new one (42804 with PostgreSQL's HINT otherwise); USING may name only the column.
-    /// Not built (0A000): a key column's (the rows would move to new keys), one a foreign key holds, and a
-    /// USING that reads other columns.
+    /// A key column's rows move to their new keys. Not built (0A000): one a foreign key holds, an identity
+    /// key column's, and a USING that reads other columns.
     fn converted_column(
         &mut self,
         t: &Arc<TableSchema>,
@@ -384,8 +384,14 @@ impl Planner<'_> {
         // Named as PostgreSQL prints the type.
         let data_type = ColumnDef { max_chars, numeric, ..ColumnDef::plain("", ty) }.type_name();
         let refused = |why: &str| QueryError::NotSupported(format!("ALTER COLUMN TYPE of column \"{column}\": {why}"));
-        if t.is_pk(i) {
-            return Err(refused("a primary key column's values cannot change type in place"));
+        // A key column's rows move to their new keys (`Store::rebuild_converting`).
+        if t.is_pk(i) && ty.pk_type().is_none() {
+            return Err(QueryError::InvalidTableDefinition(format!(
+                "primary key column \"{column}\" cannot have type {data_type}: key columns must be text, varchar, bigint, integer, smallint or bytea"
+            )));
+        }
+        if t.is_pk(i) && t.columns[i].identity {
+            return Err(refused("an identity key column's values are drawn as integers"));
         }
         let referenced = self.catalog.referencing(&t.name)?.iter().any(|(c, f)| c.foreign_keys[*f].parent_columns.contains(&column));
         if referenced || t.foreign_keys.iter().any(|f| f.columns.contains(&column)) {

@@ -31,6 +31,10 @@ impl Session {
         altered.columns[i] = new.clone();
         let mut def = self.db.store().table(table)?;
         def.user_meta = altered.encode();
+        // A key column's values become keys of the new type.
+        for k in def.primary_key.iter_mut().filter(|k| k.name == column) {
+            k.ty = ty.pk_type().ok_or_else(|| QueryError::Internal(format!("key column \"{column}\" of type {ty}")))?;
+        }
         let now_us = self.db.store().clock().now_ms() * 1000;
         let width = schema.columns.len() + 1;
         // The context owns its strings, so the session stays free for the rebuild; a USING that draws from
@@ -69,7 +73,21 @@ impl Session {
                 Err(e) => Err(QueryError::Internal(e.to_string())),
             },
             Err(RebuildError::Store(e)) => Err(e.into()),
-            Err(e) => Err(QueryError::Internal(format!("rebuilding \"{table}\" with column \"{column}\" converted: {e}"))),
+            // A key column's values that collide, or went NULL, once converted: PostgreSQL's errors.
+            Err(RebuildError::Null(c)) => Err(QueryError::Engine {
+                sqlstate: "23502",
+                message: format!("column \"{c}\" of relation \"{table}\" contains null values"),
+            }),
+            Err(RebuildError::Duplicate(key)) => {
+                let names: Vec<&str> = schema.pk.iter().map(|&c| altered.columns[c].name.as_str()).collect();
+                let values: Vec<String> = key
+                    .iter()
+                    .zip(&schema.pk)
+                    .map(|(v, &c)| Datum::from_pk(v).to_pg_text(altered.columns[c].ty).unwrap_or_default())
+                    .collect();
+                Err(QueryError::Engine { sqlstate: "23505", message: format!("could not create unique index \"{table}_pkey\"") }
+                    .with_message(format!("Key ({})=({}) is duplicated.", names.join(", "), values.join(", "))))
+            }
         }
     }
 }

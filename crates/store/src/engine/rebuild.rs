@@ -38,7 +38,9 @@ pub enum RebuildError {
 }
 
 /// A column whose cells are converted as the rows move (ALTER COLUMN TYPE): each version's value becomes
-/// what `f` returns, or goes (`None`, a NULL). An error stops the rebuild, which then leaves nothing done.
+/// what `f` returns, or goes (`None`, a NULL). A key column's value becomes the row's new key (a NULL
+/// there is [`RebuildError::Null`]; rows whose keys now collide, [`RebuildError::Duplicate`]). An error
+/// stops the rebuild, which then leaves nothing done.
 pub struct Convert<'a> {
     pub column: &'a str,
     #[allow(clippy::type_complexity)]
@@ -197,7 +199,30 @@ impl Store {
                         }
                     }
                 }
-                let kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
+                let mut kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
+                // A key column converted: its value, as the new key's type holds it.
+                if let Some(c) = convert {
+                    if let Some(i) = old_key.iter().position(|n| n == c.column) {
+                        let value = match std::mem::replace(&mut kept.values[i], PkValue::Integer(0)) {
+                            PkValue::Integer(v) => Value::Integer(v),
+                            PkValue::String(v) => Value::String(v),
+                            PkValue::Binary(v) => Value::Binary(v),
+                        };
+                        let ty = def.primary_key.iter().find(|k| k.name == c.column).map(|k| k.ty);
+                        kept.values[i] = match ((c.f)(&value).map_err(RebuildError::Convert)?, ty) {
+                            (None, _) => return Err(RebuildError::Null(c.column.to_string())),
+                            (Some(Value::Integer(v)), Some(PkType::Integer)) => PkValue::Integer(v),
+                            (Some(Value::String(v)), Some(PkType::String)) => PkValue::String(v),
+                            (Some(Value::Binary(v)), Some(PkType::Binary)) => PkValue::Binary(v),
+                            (Some(v), ty) => {
+                                let expected = ty.map_or("none", |t| t.name());
+                                return Err(
+                                    StoreError::PrimaryKeyType { column: c.column.to_string(), expected, got: v.type_name() }.into()
+                                );
+                            }
+                        };
+                    }
+                }
                 if f(new_key(def, &kept, row)?)? {
                     return Ok(());
                 }
