@@ -393,8 +393,47 @@ impl Planner<'_> {
         if t.is_pk(i) && t.columns[i].identity {
             return Err(refused("an identity key column's values are drawn as integers"));
         }
-        let referenced = self.catalog.referencing(&t.name)?.iter().any(|(c, f)| c.foreign_keys[*f].parent_columns.contains(&column));
-        if referenced || t.foreign_keys.iter().any(|f| f.columns.contains(&column)) {
+        // A foreign key's columns: the other side's type must still compare with the new one, as in
+        // PostgreSQL (integers with integers, text with text), else 42804; a conversion within those is
+        // not built (the key would have to be checked again).
+        let mut pairs = Vec::new(); // (constraint, referencing column and type, referenced column and type)
+        for (child, f) in self.catalog.referencing(&t.name)? {
+            let fk = &child.foreign_keys[f];
+            for (c, p) in fk.columns.iter().zip(&fk.parent_columns).filter(|(_, p)| **p == column) {
+                let cty = child.column_index(c).map(|j| child.columns[j].type_name()).unwrap_or_default();
+                pairs.push((
+                    fk.name.clone(),
+                    (c.clone(), cty, child.column_index(c).map(|j| child.columns[j].ty)),
+                    (p.clone(), data_type.clone(), Some(ty)),
+                ));
+            }
+        }
+        for fk in &t.foreign_keys {
+            let parent = self.catalog.table(&fk.parent).ok();
+            for (c, p) in fk.columns.iter().zip(&fk.parent_columns).filter(|(c, _)| **c == column) {
+                let (pty, pname) = match parent.as_ref().and_then(|pt| pt.column_index(p).map(|j| &pt.columns[j])) {
+                    Some(pc) => (Some(pc.ty), pc.type_name()),
+                    None => (None, String::new()),
+                };
+                pairs.push((fk.name.clone(), (c.clone(), data_type.clone(), Some(ty)), (p.clone(), pname, pty)));
+            }
+        }
+        let family = |t: Option<SqlType>| {
+            t.map(|t| {
+                if t.is_integer() {
+                    1
+                } else if t.is_text() {
+                    2
+                } else {
+                    3 + t.oid() as i64
+                }
+            })
+        };
+        if let Some((name, (c, cty, _), (p, pty, _))) = pairs.iter().find(|(_, (_, _, ct), (_, _, pt))| family(*ct) != family(*pt)) {
+            return Err(QueryError::DatatypeMismatch(format!("foreign key constraint \"{name}\" cannot be implemented"))
+                .with_message(format!("Key columns \"{c}\" and \"{p}\" are of incompatible types: {cty} and {pty}.")));
+        }
+        if !pairs.is_empty() {
             return Err(refused("a column of a foreign key"));
         }
         let using = match using {
