@@ -57,6 +57,9 @@ pub struct ReadCtx {
     pub interrupt: Interrupt,
     /// The session's settings, for pg_settings.
     pub settings: crate::settings::Settings,
+    /// The session's number and its temporary tables' private names, which the catalog lists for it alone.
+    pub session: u64,
+    pub temp_tables: Vec<String>,
 }
 
 pub fn df_err(e: QueryError) -> DataFusionError {

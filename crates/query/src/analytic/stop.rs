@@ -227,6 +227,8 @@ mod tests {
             database: "tabula".into(),
             interrupt: interrupt.clone(),
             settings: Default::default(),
+            session: 0,
+            temp_tables: vec![],
         };
         let info = SessionInfo {
             settings: Default::default(),

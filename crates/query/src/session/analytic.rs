@@ -132,6 +132,8 @@ impl Session {
             database: self.database.clone(),
             interrupt: self.interrupt.clone(),
             settings: self.settings.clone(),
+            session: self.number,
+            temp_tables: self.temp.live(&|p| self.db.relation(p).is_ok()),
         }
     }
 

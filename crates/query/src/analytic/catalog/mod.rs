@@ -71,9 +71,14 @@ fn namespace_oid(schema: &str) -> Option<i32> {
         "public" => PUBLIC_NSP,
         "information_schema" => INFORMATION_SCHEMA_NSP,
         "tabula" => TABULA_NSP,
+        // A session sees its own temporary schema only: one OID serves every session's.
+        s if s.strip_prefix("pg_temp_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) => TEMP_NSP,
         _ => return None,
     })
 }
+
+/// The OID of the reading session's schema of temporary tables (`pg_temp_N`).
+pub const TEMP_NSP: i32 = 16385;
 
 /// Whether a schema of that name exists.
 pub fn namespace_exists(schema: &str) -> bool {
@@ -177,6 +182,8 @@ struct Snapshot {
     /// The reading role when it is no superuser: information_schema shows it only the tables it may use,
     /// as PostgreSQL's does (pg_class shows every table to everybody).
     viewer: Option<String>,
+    /// The reading session's schema of temporary tables (`pg_temp_3`), once it has made one.
+    temp_schema: Option<String>,
 }
 
 impl Snapshot {
@@ -187,10 +194,16 @@ impl Snapshot {
         relations: bool,
         settings: crate::settings::Settings,
         viewer: Option<String>,
+        session: Option<(u64, Vec<String>)>,
     ) -> DfResult<Snapshot> {
         let mut rels = Vec::new();
+        // The session's temporary tables, under their private names (`crate::temp`).
+        let (temp_schema, temps) = match session {
+            Some((n, temps)) if !temps.is_empty() => (Some(format!("pg_temp_{n}")), temps),
+            _ => (None, Vec::new()),
+        };
         let catalog = list.catalog(CATALOG).filter(|_| relations);
-        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings, viewer }) };
+        let Some(catalog) = catalog else { return Ok(Snapshot { rels, db: db.clone(), settings, viewer, temp_schema }) };
         let mut schemas = catalog.schema_names();
         schemas.sort();
         for s in schemas {
@@ -233,6 +246,17 @@ impl Snapshot {
                 rels.push(Rel { schema: s.clone(), name, oid, kind, columns, tabula: None, sequence: None, view: None });
             }
         }
+        // The session's temporary tables, in its own schema, by the names it gave them (the private part
+        // never shows).
+        for private in &temps {
+            let (Ok(t), Some(schema)) = (db.table(private), temp_schema.clone()) else { continue };
+            let id = db.store().table_id(private).map_err(|e| df_err(e.into()))?;
+            let mut shown = (*t).clone();
+            shown.name = tabula_store::value::public_part(private).to_string();
+            let columns = t.visible().iter().enumerate().map(|(i, c)| (c.name.clone(), c.ty, c.not_null || t.is_pk(i))).collect();
+            let (name, oid) = (shown.name.clone(), table_oid(id));
+            rels.push(Rel { schema, name, oid, kind: "r", columns, tabula: Some((Arc::new(shown), id)), sequence: None, view: None });
+        }
         // The sequences made by CREATE SEQUENCE, with the columns PostgreSQL shows for one.
         for t in db.sequences().relations().map_err(df_err)? {
             let Some(def) = t.sequence.clone() else { continue };
@@ -253,7 +277,7 @@ impl Snapshot {
             let (schema, name, oid) = ("public".to_string(), t.name.clone(), table_oid(id));
             rels.push(Rel { schema, name, oid, kind: "v", columns, tabula: None, sequence: None, view: Some(def) });
         }
-        Ok(Snapshot { rels, db: db.clone(), settings, viewer })
+        Ok(Snapshot { rels, db: db.clone(), settings, viewer, temp_schema })
     }
 
     /// Whether the reader may see a relation in information_schema: it holds some privilege on it (other

@@ -22,7 +22,12 @@ impl GeneratedTable {
         GeneratedTable { which, schema: which.schema(), db, list }
     }
 
-    async fn batch(&self, settings: crate::settings::Settings, viewer: Option<String>) -> DfResult<RecordBatch> {
+    async fn batch(
+        &self,
+        settings: crate::settings::Settings,
+        viewer: Option<String>,
+        session: Option<(u64, Vec<String>)>,
+    ) -> DfResult<RecordBatch> {
         let db = self.db.upgrade().ok_or_else(|| DataFusionError::Execution("the database is shut down".into()))?;
         let relation = match self.which {
             Generated::Relation(r) => r,
@@ -34,7 +39,7 @@ impl GeneratedTable {
             }
         };
         let list = self.list.upgrade().ok_or_else(|| DataFusionError::Execution("the catalog is gone".into()))?;
-        let snapshot = Snapshot::take(&db, &list, relation.reads_relations(), settings, viewer).await?;
+        let snapshot = Snapshot::take(&db, &list, relation.reads_relations(), settings, viewer, session).await?;
         build_batch(&self.schema, &relation.rows(&snapshot)?)
     }
 }
@@ -58,8 +63,9 @@ impl TableProvider for GeneratedTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let read = state.config().get_extension::<crate::analytic::provider::ReadCtx>();
         let settings = read.as_ref().map(|r| r.settings.clone()).unwrap_or_default();
+        let session = read.as_ref().map(|r| (r.session, r.temp_tables.clone()));
         let viewer = read.map(|r| r.user.clone()).filter(|u| self.db.upgrade().is_some_and(|db| db.roles().is_superuser(u) == Some(false)));
-        let batch = self.batch(settings, viewer).await?;
+        let batch = self.batch(settings, viewer, session).await?;
         Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
     }
 }

@@ -37,7 +37,14 @@ impl Relation for Tables {
                 CATALOG.into(),
                 r.schema.clone().into(),
                 r.name.clone().into(),
-                if base { "BASE TABLE" } else { "VIEW" }.into(),
+                if r.schema.starts_with("pg_temp_") {
+                    "LOCAL TEMPORARY"
+                } else if base {
+                    "BASE TABLE"
+                } else {
+                    "VIEW"
+                }
+                .into(),
                 Cell::Null,
                 Cell::Null,
                 Cell::Null,

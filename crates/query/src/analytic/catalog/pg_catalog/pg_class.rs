@@ -69,6 +69,10 @@ impl Relation for PgClass {
                 None => (OWNER, Cell::Null),
             };
             let mut row = pg_class_row(r.oid, &r.name, nsp, HEAP_AM, rows, has_index, r.kind, r.columns.len() as i64, options, owned());
+            // relpersistence: a temporary table's is `t`.
+            if r.schema.starts_with("pg_temp_") {
+                row[15] = "t".into();
+            }
             // relchecks: psql's `\d` looks for CHECK constraints only when it is not 0.
             row[18] = r.tabula.as_ref().map_or(0, |(t, _)| t.checks.len() as i64).into();
             // relhastriggers: PostgreSQL's foreign keys are triggers on both tables, and psql's `\d` lists

@@ -69,6 +69,10 @@ impl Relation for PgNamespace {
             }
             out.push(vec![oid.into(), name.into(), OWNER.into(), Cell::Texts(acl)]);
         }
+        // The session's schema of temporary tables, once it has one (PostgreSQL makes it at the first).
+        if let Some(temp) = &s.temp_schema {
+            out.push(vec![TEMP_NSP.into(), temp.clone().into(), OWNER.into(), Cell::Null]);
+        }
         Ok(out)
     }
 }
