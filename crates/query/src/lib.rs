@@ -56,6 +56,7 @@ pub mod joined;
 pub mod json;
 pub mod maintenance;
 pub mod memory;
+pub mod names;
 pub mod options;
 pub mod output;
 pub mod parse;

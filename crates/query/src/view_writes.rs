@@ -16,7 +16,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     self, Assignment, AssignmentTarget, Expr, FromTable, GroupByExpr, Ident, ObjectName, Query, SelectItem, SetExpr, Statement,
-    TableFactor, TableObject, VisitMut, VisitorMut,
+    TableFactor, TableObject,
 };
 
 use crate::error::{QueryError, Result};
@@ -226,9 +226,19 @@ impl ViewMap {
         }
     }
 
-    /// Each name of a view's column in `e` (bare, or qualified by `names`) as its expression.
+    /// Each name of a view's column in `e` as its expression: bare ones outside subqueries (inside one a
+    /// bare name may be the subquery's own), qualified ones (`v.c`, by one of `names`) anywhere.
     fn map(&self, e: &mut Expr, names: &[String]) {
-        let _ = e.visit(&mut Columns { map: self, names, depth: 0 });
+        crate::names::replace(e, &mut |x, own| {
+            let name = match x {
+                Expr::Identifier(i) if own => crate::schema::ident_name(i),
+                Expr::CompoundIdentifier(parts) if parts.len() == 2 && names.contains(&crate::schema::ident_name(&parts[0])) => {
+                    crate::schema::ident_name(&parts[1])
+                }
+                _ => return None,
+            };
+            self.column(&name).map(|(_, expr, _)| Expr::Nested(Box::new(expr.clone())))
+        });
     }
 
     fn map_items(&self, items: Option<Vec<SelectItem>>, names: &[String]) -> Option<Vec<SelectItem>> {
@@ -338,42 +348,5 @@ impl ViewMap {
             }
             other => other,
         })
-    }
-}
-
-/// Replaces a view's columns by their expressions: bare names outside subqueries (inside one a bare name
-/// may be the subquery's own), qualified ones (`v.c`) anywhere.
-struct Columns<'a> {
-    map: &'a ViewMap,
-    names: &'a [String],
-    depth: usize,
-}
-
-impl VisitorMut for Columns<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth += 1;
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth -= 1;
-        ControlFlow::Continue(())
-    }
-
-    // After the children: what replaces a name is not visited again (a column `id` is often `id` below).
-    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        let name = match e {
-            Expr::Identifier(i) if self.depth == 0 => Some(crate::schema::ident_name(i)),
-            Expr::CompoundIdentifier(parts) if parts.len() == 2 && self.names.contains(&crate::schema::ident_name(&parts[0])) => {
-                Some(crate::schema::ident_name(&parts[1]))
-            }
-            _ => None,
-        };
-        if let Some((_, expr, _)) = name.and_then(|n| self.map.column(&n)) {
-            *e = Expr::Nested(Box::new(expr.clone()));
-        }
-        ControlFlow::Continue(())
     }
 }

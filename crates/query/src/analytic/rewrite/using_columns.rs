@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, TableFactor, VisitMut, VisitorMut, WildcardAdditionalOptions,
+    SelectItemQualifiedWildcardKind, TableFactor, VisitorMut, WildcardAdditionalOptions,
 };
 
 pub(super) struct UsingColumns;
@@ -129,19 +129,18 @@ fn qualify(select: &mut Select) {
         return;
     }
     if let Some(e) = select.selection.as_mut() {
-        let _ = e.visit(&mut Bare { merged: &merged, depth: 0 });
+        bare(e, &merged);
     }
     // Elsewhere DataFusion reads an inner or left join's merged column right.
     if !merged.iter().any(|m| m.outer) {
         return;
     }
-    let mut bare = Bare { merged: &merged, depth: 0 };
     if let Some(e) = select.having.as_mut() {
-        let _ = e.visit(&mut bare);
+        bare(e, &merged);
     }
     if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
         for e in exprs {
-            let _ = e.visit(&mut bare);
+            bare(e, &merged);
         }
     }
     let mut items = Vec::with_capacity(select.projection.len());
@@ -152,11 +151,11 @@ fn qualify(select: &mut Select) {
                 items.push(SelectItem::ExprWithAlias { expr: m.expr.clone(), alias: id });
             }
             SelectItem::UnnamedExpr(mut e) => {
-                let _ = e.visit(&mut bare);
+                bare(&mut e, &merged);
                 items.push(SelectItem::UnnamedExpr(e));
             }
             SelectItem::ExprWithAlias { mut expr, alias } => {
-                let _ = expr.visit(&mut bare);
+                bare(&mut expr, &merged);
                 items.push(SelectItem::ExprWithAlias { expr, alias });
             }
             SelectItem::Wildcard(options) if relations.is_some() && options == WildcardAdditionalOptions::default() => {
@@ -178,34 +177,11 @@ fn qualify(select: &mut Select) {
     select.projection = items;
 }
 
-/// Replaces the bare merged names outside subqueries (inside one, a bare name may be the subquery's own).
-struct Bare<'a> {
-    merged: &'a [Merged],
-    depth: usize,
-}
-
-impl VisitorMut for Bare<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth += 1;
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.depth -= 1;
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        if self.depth > 0 {
-            return ControlFlow::Continue(());
-        }
-        if let Expr::Identifier(id) = e {
-            if let Some(m) = self.merged.iter().find(|m| m.key == key(id)) {
-                *e = m.expr.clone();
-            }
-        }
-        ControlFlow::Continue(())
-    }
+/// Each bare merged name of `e` outside its subqueries (inside one, a bare name may be the subquery's own)
+/// as what it reads.
+fn bare(e: &mut Expr, merged: &[Merged]) {
+    crate::names::replace(e, &mut |x, own| match x {
+        Expr::Identifier(id) if own => merged.iter().find(|m| m.key == key(id)).map(|m| m.expr.clone()),
+        _ => None,
+    });
 }
