@@ -188,6 +188,8 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
+        // `every(b)` is PostgreSQL's name for `bool_and(b)`.
+        ctx.register_udaf((*datafusion::functions_aggregate::bool_and_or::bool_and_udaf()).clone().with_aliases(["every"]));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in checked_udfs() {
             ctx.register_udf(udf);
