@@ -131,9 +131,7 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Trans
         }
         // PostgreSQL rounds to decimal places only a numeric.
         Expr::ScalarFunction(f) if f.func.name() == "round" && f.args.len() == 2 && is_float(&f.args[0]) => {
-            return Err(DataFusionError::External(Box::new(QueryError::UndefinedFunction(
-                "round(double precision, integer) does not exist; cast the value to numeric to round it to decimal places".into(),
-            ))))
+            return Err(DataFusionError::External(Box::new(QueryError::UndefinedFunction("round(double precision, integer)".into()))))
         }
         other => Transformed::no(other),
     })

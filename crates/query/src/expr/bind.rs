@@ -205,6 +205,18 @@ impl Binder<'_, '_> {
                     return Ok(Expr::Literal(Datum::parse(ty, &n)?, ty));
                 }
                 let inner = self.bind(expr)?;
+                // `x::numeric(p, s)`: the numeric, fitted to the precision and scale.
+                if let Some((p, s)) = crate::types::numeric_spec(data_type)? {
+                    let value = match inner {
+                        Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
+                        Expr::Literal(d, from) => Expr::Literal(d.cast_explicit_in(from, ty, &self.zone)?, ty),
+                        e => Expr::Cast { expr: Box::new(e), ty },
+                    };
+                    return Ok(match value {
+                        Expr::Literal(Datum::Numeric(d), ty) => Expr::Literal(Datum::Numeric(crate::types::fit_numeric(d, (p, s))?), ty),
+                        e => Expr::Func { func: Func::NumericFit(p, s), args: vec![e] },
+                    });
+                }
                 match inner {
                     Expr::Param { index, ty: SqlType::Unknown } => self.coerce(Expr::Param { index, ty: SqlType::Unknown }, ty)?,
                     // A real spells itself as a real (`'3.4e38'::real::text` is 3.4e+38), as `eval` does.

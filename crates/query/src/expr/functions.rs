@@ -10,6 +10,10 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
         MoreThanOneRow => {
             return Err(QueryError::CardinalityViolation("more than one row returned by a subquery used as an expression".into()))
         }
+        NumericFit(p, scale) => match &vals[0] {
+            Datum::Numeric(d) => Datum::Numeric(crate::types::fit_numeric(*d, (p, scale))?),
+            other => other.clone(),
+        },
         Coalesce => vals.into_iter().find(|v| !v.is_null()).unwrap_or(Datum::Null),
         NullIf => {
             if vals[0].sql_cmp(&vals[1]) == Some(std::cmp::Ordering::Equal) {
@@ -92,10 +96,7 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
                 Datum::Int(i) => Datum::Int(*i),
                 Datum::Float(f) => {
                     if func == Round && vals.len() > 1 {
-                        return Err(QueryError::UndefinedFunction(
-                            "round(double precision, integer) does not exist; cast the value to numeric to round it to decimal places"
-                                .into(),
-                        ));
+                        return Err(QueryError::UndefinedFunction("round(double precision, integer)".into()));
                     }
                     Datum::Float(match func {
                         // PostgreSQL's round(double precision) is rint: ties to even, round(0.5) is 0.

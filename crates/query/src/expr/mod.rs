@@ -120,6 +120,9 @@ pub enum Func {
     /// Where a scalar subquery of an UPDATE or DELETE found more than one row (`crate::subqueries`): 21000
     /// once evaluated, as PostgreSQL raises it only when a row needs the value. Its argument types it.
     MoreThanOneRow,
+    /// A cast to `numeric(p, s)`: its argument, a numeric, rounded to `s` places and checked against `p`
+    /// digits (`types::fit_numeric`). Not callable by name.
+    NumericFit(u32, u32),
 }
 
 /// [`Func::MoreThanOneRow`]'s name.
@@ -189,6 +192,7 @@ impl Func {
             GenRandomUuid => "gen_random_uuid",
             Sequence(c) => c.name(),
             MoreThanOneRow => MORE_THAN_ONE_ROW,
+            NumericFit(..) => "numeric",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and jsonb operators.
 
 use super::*;
+use crate::types::NumericOp;
 
 pub(super) fn numeric_result(l: SqlType, r: SqlType) -> SqlType {
     use SqlType::*;
@@ -162,17 +163,15 @@ pub(super) fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Resul
         }
         SqlType::Numeric => {
             let (a, b) = (to_decimal(&l).ok_or_else(mismatch)?, to_decimal(&r).ok_or_else(mismatch)?);
-            let v = match op {
-                Add => a.checked_add(b),
-                Sub => a.checked_sub(b),
-                Mul => a.checked_mul(b),
-                Div if b.is_zero() => return Err(QueryError::DivisionByZero),
-                Div => a.checked_div(b),
-                Mod if b.is_zero() => return Err(QueryError::DivisionByZero),
-                Mod => a.checked_rem(b),
+            let op = match op {
+                Add => NumericOp::Add,
+                Sub => NumericOp::Sub,
+                Mul => NumericOp::Mul,
+                Div => NumericOp::Div,
+                Mod => NumericOp::Mod,
                 _ => unreachable!(),
             };
-            Ok(Datum::Numeric(v.ok_or_else(|| out_of_range(SqlType::Numeric))?.normalize()))
+            Ok(Datum::Numeric(crate::types::numeric_arithmetic(op, a, b)?))
         }
         SqlType::Float4 | SqlType::Float8 => {
             let (a, b) = (to_f64(&l).ok_or_else(mismatch)?, to_f64(&r).ok_or_else(mismatch)?);

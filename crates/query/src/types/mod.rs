@@ -19,7 +19,7 @@ mod zone;
 
 pub use binary::{decode_binary, encode_binary};
 pub use interval::{duration_text, interval_text};
-pub use numeric::{fit_numeric, numeric_spec};
+pub use numeric::{arithmetic as numeric_arithmetic, fit_numeric, numeric_spec, quotient as numeric_quotient, NumericOp};
 use text::*;
 pub use text::{format_float, parse_text_array};
 pub use zone::{Setting as ZoneSetting, Zone};

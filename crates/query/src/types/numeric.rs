@@ -52,6 +52,97 @@ pub fn fit_numeric(d: Decimal, (p, s): (u32, u32)) -> Result<Decimal> {
     Ok(r)
 }
 
+/// The arithmetic operators of `numeric`, each with the display scale PostgreSQL gives its result:
+/// the larger operand scale for `+`, `-` and `%`, their sum for `*`, and for `/` at least 16
+/// significant digits ([`quotient`]). A result this type cannot hold with that scale (more than 28
+/// significant digits) is 22003, where rust_decimal would round it silently.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NumericOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+pub fn arithmetic(op: NumericOp, a: Decimal, b: Decimal) -> Result<Decimal> {
+    let too_wide = || QueryError::NumericOutOfRange("value overflows numeric format".into());
+    // Exact integer arithmetic on the mantissas brought to one scale.
+    let aligned = |d: Decimal, scale: u32| 10i128.checked_pow(scale - d.scale()).and_then(|p| d.mantissa().checked_mul(p));
+    let common = a.scale().max(b.scale());
+    let (scale, mantissa) = match op {
+        NumericOp::Div => return quotient(a, b),
+        NumericOp::Mul => (a.scale() + b.scale(), a.mantissa().checked_mul(b.mantissa())),
+        NumericOp::Mod if b.is_zero() => return Err(QueryError::DivisionByZero),
+        _ => {
+            let (x, y) = (aligned(a, common).ok_or_else(too_wide)?, aligned(b, common).ok_or_else(too_wide)?);
+            // `%` truncates toward zero and takes the dividend's sign, as PostgreSQL's `mod` does.
+            (
+                common,
+                if op == NumericOp::Add {
+                    x.checked_add(y)
+                } else if op == NumericOp::Sub {
+                    x.checked_sub(y)
+                } else {
+                    x.checked_rem(y)
+                },
+            )
+        }
+    };
+    Decimal::try_from_i128_with_scale(mantissa.ok_or_else(too_wide)?, scale).map_err(|_| too_wide())
+}
+
+/// `a / b` as PostgreSQL's `numeric_div` gives it: rounded half away from zero to `select_div_scale`'s
+/// scale, which keeps at least 16 significant digits (NUMERIC_MIN_SIG_DIGITS) and no fewer decimals than
+/// either operand shows. The quotient's weight is estimated, as PostgreSQL does, from the operands'
+/// weights and first digits in base 10,000 (its NBASE), so `1 / 3` has 20 decimals and `10 / 7` 16.
+pub fn quotient(a: Decimal, b: Decimal) -> Result<Decimal> {
+    if b.is_zero() {
+        return Err(QueryError::DivisionByZero);
+    }
+    let ((w1, d1), (w2, d2)) = (base_10000_lead(a), base_10000_lead(b));
+    let qweight = w1 - w2 - i64::from(d1 <= d2);
+    let rscale = (16 - qweight * 4).max(i64::from(a.scale())).max(i64::from(b.scale())).clamp(0, 1000);
+    if rscale > i64::from(MAX_SCALE) {
+        return Err(QueryError::NumericOutOfRange(format!(
+            "the quotient needs {rscale} decimal places; Tabula's numeric holds {MAX_SCALE}"
+        )));
+    }
+    // |a| / |b| * 10^rscale = ma * 10^k / mb, by long division one decimal digit at a time (each
+    // remainder is below mb < 2^96, so ten times it fits in u128).
+    let (ma, mb) = (a.mantissa().unsigned_abs(), b.mantissa().unsigned_abs());
+    let k = rscale as u32 + b.scale() - a.scale();
+    let (mut q, mut r) = (ma / mb, ma % mb);
+    let overflow = || QueryError::NumericOutOfRange("value overflows numeric format".into());
+    for _ in 0..k {
+        r *= 10;
+        q = q.checked_mul(10).and_then(|q| q.checked_add(r / mb)).ok_or_else(overflow)?;
+        r %= mb;
+    }
+    if r * 2 >= mb {
+        q += 1;
+    }
+    let negative = a.is_sign_negative() != b.is_sign_negative() && q != 0;
+    let q = i128::try_from(q).map_err(|_| overflow())?;
+    Decimal::try_from_i128_with_scale(if negative { -q } else { q }, rscale as u32).map_err(|_| overflow())
+}
+
+/// The weight of `v`'s first nonzero base-10,000 digit and that digit ((0, 0) for zero), as PostgreSQL's
+/// `select_div_scale` reads them from its NumericVar.
+fn base_10000_lead(v: Decimal) -> (i64, u128) {
+    let m = v.mantissa().unsigned_abs();
+    if m == 0 {
+        return (0, 0);
+    }
+    // The power of ten of the leading decimal digit, and the base-10,000 group holding it.
+    let exponent = m.ilog10() as i64 - i64::from(v.scale());
+    let weight = exponent.div_euclid(4);
+    // That group's digit: |v| / 10^(4 * weight) = m / 10^(scale + 4 * weight), truncated.
+    let shift = i64::from(v.scale()) + weight * 4;
+    let lead = if shift >= 0 { m / 10u128.pow(shift as u32) } else { m * 10u128.pow((-shift) as u32) };
+    (weight, lead)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +150,38 @@ mod tests {
 
     fn fit(v: &str, spec: (u32, u32)) -> Result<String> {
         fit_numeric(Decimal::from_str(v).unwrap(), spec).map(|d| d.to_string())
+    }
+
+    fn op(op: NumericOp, a: &str, b: &str) -> String {
+        arithmetic(op, Decimal::from_str(a).unwrap(), Decimal::from_str(b).unwrap())
+            .map(|d| d.to_string())
+            .unwrap_or_else(|e| e.to_string())
+    }
+
+    #[test]
+    fn results_have_postgresql_display_scale() {
+        // Each expected value is PostgreSQL 15's answer.
+        assert_eq!(op(NumericOp::Add, "1.50", "1"), "2.50");
+        assert_eq!(op(NumericOp::Sub, "1.50", "1.50"), "0.00");
+        assert_eq!(op(NumericOp::Mul, "2.000", "3"), "6.000");
+        assert_eq!(op(NumericOp::Mul, "1.50", "0.125"), "0.18750");
+        assert_eq!(op(NumericOp::Mod, "10.5", "3"), "1.5");
+        assert_eq!(op(NumericOp::Mod, "-7", "2.00"), "-1.00");
+        assert_eq!(op(NumericOp::Div, "1", "3"), "0.33333333333333333333");
+        assert_eq!(op(NumericOp::Div, "10", "7"), "1.4285714285714286");
+        assert_eq!(op(NumericOp::Div, "100000000000", "7"), "14285714285.71428571");
+        assert_eq!(op(NumericOp::Div, "2.000", "1"), "2.0000000000000000");
+        assert_eq!(op(NumericOp::Div, "3", "3"), "1.00000000000000000000");
+        assert_eq!(op(NumericOp::Div, "15000", "10000"), "1.50000000000000000000");
+        assert_eq!(op(NumericOp::Div, "3", "2"), "1.5000000000000000");
+        assert_eq!(op(NumericOp::Div, "-2", "3"), "-0.66666666666666666667");
+        assert_eq!(op(NumericOp::Div, "1.5", "0.125"), "12.0000000000000000");
+        assert_eq!(op(NumericOp::Div, "0", "7"), "0.00000000000000000000");
+        assert_eq!(op(NumericOp::Div, "1", "30000"), "0.000033333333333333333333");
+        assert_eq!(op(NumericOp::Div, "1", "0"), "division by zero");
+        assert_eq!(op(NumericOp::Div, "1", "300000000000"), "0.0000000000033333333333333333");
+        assert!(op(NumericOp::Div, "1", "3000000000000000").contains("decimal places"));
+        assert!(op(NumericOp::Mul, "0.00000000000001", "0.000000000000001").contains("overflows"));
     }
 
     #[test]

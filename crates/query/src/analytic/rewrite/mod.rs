@@ -46,6 +46,7 @@
 //!   rows, as PostgreSQL's set-returning functions do (`select_srf`).
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
+//! - `ORDER BY 1` of a grouping query is written as the select item it names (`ordinals`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
 //!   they stand for (`system_columns`).
 
@@ -58,6 +59,7 @@ mod casts;
 mod chains;
 mod derived_names;
 mod from;
+mod ordinals;
 mod select_srf;
 mod similar;
 mod subqueries;
@@ -191,6 +193,8 @@ impl Rewriter {
             }
             ControlFlow::<()>::Continue(())
         });
+        // Last, so that the expression written for an ordinal is the select item as rewritten.
+        let _ = s.visit(&mut ordinals::GroupedOrdinals);
         s
     }
 }
