@@ -200,13 +200,33 @@ pub fn batch_to_rows(batch: &RecordBatch, types: &[SqlType], out: &mut Vec<Vec<D
     let n = batch.num_rows();
     let start = out.len();
     out.extend((0..n).map(|_| Vec::with_capacity(types.len())));
-    for (c, ty) in batch.columns().iter().zip(types) {
-        let cells = column_datums(c, *ty)?;
+    let schema = batch.schema();
+    for ((c, ty), field) in batch.columns().iter().zip(types).zip(schema.fields()) {
+        let mut cells = column_datums(c, *ty)?;
+        if let Some(floor) = field.metadata().get(super::quotient::QUOTIENT_KEY).and_then(|f| f.parse().ok()) {
+            quotient_scales(&mut cells, floor, field.metadata().contains_key(super::quotient::PLAIN_ZERO_KEY));
+        }
         for (row, d) in out[start..].iter_mut().zip(cells) {
             row.push(d);
         }
     }
     Ok(())
+}
+
+/// Each quotient with the places PostgreSQL prints it with (`quotient::display_scale`).
+fn quotient_scales(cells: &mut [Datum], floor: u32, plain_zero: bool) {
+    for cell in cells {
+        if let Datum::Numeric(d) = cell {
+            if plain_zero && d.is_zero() {
+                continue;
+            }
+            let q = crate::types::numeric::Fixed { mantissa: d.mantissa(), scale: d.scale() };
+            let scale = super::quotient::display_scale(q, floor);
+            if scale > d.scale() {
+                d.rescale(scale);
+            }
+        }
+    }
 }
 
 fn column_datums(a: &ArrayRef, ty: SqlType) -> Result<Vec<Datum>> {

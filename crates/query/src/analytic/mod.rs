@@ -31,10 +31,12 @@ mod numbers;
 mod pg_typeof;
 mod plan_rewrite;
 pub mod provider;
+mod quotient;
 mod rewrite;
 pub(crate) mod search_path;
 mod sequences;
 mod session_udfs;
+mod variance;
 pub use session_udfs::SessionInfo;
 mod at_time_zone;
 pub(crate) mod single_row;
@@ -111,8 +113,9 @@ pub trait Source: Catalog + Send + Sync {
 /// DataFusion, set up once per database.
 pub struct Analytics {
     ctx: SessionContext,
-    /// Rounding to even, which the plan puts where PostgreSQL rounds a float (`numbers`).
-    rint: Arc<ScalarUDF>,
+    /// PostgreSQL's rounding, quotients and averages, which the plan calls where DataFusion's differ
+    /// (`numbers`).
+    numbers: numbers::NumberFunctions,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
     rewriter: rewrite::Rewriter,
@@ -190,6 +193,7 @@ impl Analytics {
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         // `every(b)` is PostgreSQL's name for `bool_and(b)`.
         ctx.register_udaf((*datafusion::functions_aggregate::bool_and_or::bool_and_udaf()).clone().with_aliases(["every"]));
+        ctx.register_udaf((*datafusion::functions_aggregate::variance::var_samp_udaf()).clone().with_aliases(["variance"]));
         ctx.register_udf(ScalarUDF::new_from_impl(single_row::Check::new()));
         for udf in checked_udfs() {
             ctx.register_udf(udf);
@@ -205,8 +209,8 @@ impl Analytics {
             .enable_all()
             .build()
             .map_err(|e| QueryError::Internal(format!("cannot start the analytic runtime: {e}")))?;
-        let rint = Arc::new(ScalarUDF::new_from_impl(numbers::Rint::new()));
-        Ok(Analytics { ctx, rint, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory, db })
+        let numbers = numbers::NumberFunctions::new();
+        Ok(Analytics { ctx, numbers, runtime: Some(runtime), rewriter: rewrite::Rewriter::new(), memory, db })
     }
 
     /// DataFusion's session state for one statement: the shared catalog plus this statement's reads
@@ -315,7 +319,7 @@ impl Analytics {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(stmt))).await.map_err(map_err)
         })?;
         let plan = integers::as_postgres(plan).map_err(map_err)?;
-        let plan = numbers::as_postgres(plan, &self.rint).map_err(map_err)?;
+        let plan = numbers::as_postgres(plan, &self.numbers).map_err(map_err)?;
         let plan = bpchar::as_postgres(plan).map_err(map_err)?;
         let plan = zoned::local_casts(plan, zone).map_err(map_err)?;
         let columns =

@@ -10,15 +10,13 @@
 //! A `numeric` cast to an integer type rounds too, ties away from zero (`2.5::numeric::int` is 3), where
 //! DataFusion's cast of its decimals truncates (2).
 //!
-//! A quotient of numerics, and `avg` of one, are computed from a dividend of at least [`NUMERIC_SCALE`]
-//! decimals. DataFusion gives a quotient four more decimals than its dividend; a `numeric(10,2)` column's
-//! values are Decimal128 of scale 2 (so that sums and products print PostgreSQL's scale), which would
-//! leave `10.00 / 3` at 3.333333 where PostgreSQL keeps at least 16 significant digits
-//! (3.3333333333333333). From a dividend of scale 10 the quotient has 14 decimals, printed without their
-//! trailing zeros (`arrow::decimal_datum`): 3.33333333333333.
+//! A quotient of numerics, and `avg` of integers and numerics, are PostgreSQL's (`quotient`), and so are
+//! their variances and standard deviations (`variance`).
+//! `trunc`, `ceil`, `floor` and `round` of a numeric to a whole number have no decimals (`trunc(1.50)` is
+//! 1, where DataFusion keeps the argument's scale: 1.00), and `trunc(x, n)` has `n`.
 //!
 //! The plan is rewritten once it is built, before DataFusion types it: each such cast or call gets
-//! [`Rint`] around its argument, each such dividend a cast. Names are kept, so a column is still called
+//! [`Rint`] around its argument, each such quotient and `avg` a call of `quotient`'s functions. Names are kept, so a column is still called
 //! what PostgreSQL calls it.
 
 use std::sync::Arc;
@@ -28,14 +26,16 @@ use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float32Type, Float64Type};
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::DFSchemaRef;
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr::{ScalarFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::{
-    BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    TryCast, Volatility,
+    AggregateUDF, BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, TryCast, Volatility,
 };
 
-use super::arrow::NUMERIC_SCALE;
+use super::quotient::{places, NumericDiv, PgAvg};
+use super::variance::{Kind, PgVariance};
 
 /// Rounds to the nearest integer, keeping the type: a float's ties to even, a decimal's away from zero.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -82,12 +82,48 @@ impl ScalarUDFImpl for Rint {
     }
 }
 
-/// The plan with PostgreSQL's numbers where DataFusion's differ (the module's doc).
-pub fn as_postgres(plan: LogicalPlan, rint: &Arc<ScalarUDF>) -> Result<LogicalPlan> {
-    super::plan_rewrite::rewrite_expressions(plan, |e, schema| rewrite(e, schema, rint))
+/// The functions the plan calls where PostgreSQL's numbers differ from DataFusion's, made once.
+pub struct NumberFunctions {
+    rint: Arc<ScalarUDF>,
+    div: Arc<ScalarUDF>,
+    avg: Arc<AggregateUDF>,
+    /// `variance::Kind`'s four statistics, in its order.
+    statistics: Vec<(Kind, Arc<AggregateUDF>)>,
 }
 
-fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Transformed<Expr>> {
+impl NumberFunctions {
+    pub fn new() -> Self {
+        NumberFunctions {
+            rint: Arc::new(ScalarUDF::new_from_impl(Rint::new())),
+            div: Arc::new(ScalarUDF::new_from_impl(NumericDiv::new())),
+            avg: Arc::new(AggregateUDF::new_from_impl(PgAvg::new())),
+            statistics: [Kind::VarPop, Kind::VarSamp, Kind::StddevPop, Kind::StddevSamp]
+                .into_iter()
+                .map(|k| (k, Arc::new(AggregateUDF::new_from_impl(PgVariance::new(k)))))
+                .collect(),
+        }
+    }
+}
+
+impl NumberFunctions {
+    /// PostgreSQL's aggregate for DataFusion's aggregate `name` of an integer or a numeric, where they
+    /// differ: `avg`, and the variances and standard deviations.
+    fn aggregate(&self, name: &str) -> Option<Arc<AggregateUDF>> {
+        if name == "avg" {
+            return Some(Arc::clone(&self.avg));
+        }
+        let kind = Kind::of(name)?;
+        self.statistics.iter().find(|(k, _)| *k == kind).map(|(_, u)| Arc::clone(u))
+    }
+}
+
+/// The plan with PostgreSQL's numbers where DataFusion's differ (the module's doc).
+pub fn as_postgres(plan: LogicalPlan, functions: &NumberFunctions) -> Result<LogicalPlan> {
+    super::plan_rewrite::rewrite_expressions(plan, |e, schema| rewrite(e, schema, functions))
+}
+
+fn rewrite(e: Expr, schema: &DFSchemaRef, functions: &NumberFunctions) -> Result<Transformed<Expr>> {
+    let rint = &functions.rint;
     // A type that cannot be told here (an outer column, an untyped parameter) is not a float's.
     let is_float = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Float64 | DataType::Float32));
     let is_fraction = |x: &Expr| match x.get_type(schema.as_ref()) {
@@ -102,23 +138,52 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, rint: &Arc<ScalarUDF>) -> Result<Trans
         _ => None,
     };
     let is_decimal = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Decimal128(..)));
-    let widened = |x: Expr| Expr::Cast(Cast::new(Box::new(x), DataType::Decimal128(38, NUMERIC_SCALE)));
+    let exact = |x: &Expr| x.get_type(schema.as_ref()).is_ok_and(|t| places(&t).is_some());
+    let whole = |x: Expr, places: i8| Expr::Cast(Cast::new(Box::new(x), DataType::Decimal128(38, places)));
     Ok(match e {
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })
-            if (is_decimal(&left) || is_decimal(&right)) && scale(&left).is_some_and(|s| s < NUMERIC_SCALE) && scale(&right).is_some() =>
+            if (is_decimal(&left) || is_decimal(&right)) && exact(&left) && exact(&right) =>
         {
-            Transformed::yes(Expr::BinaryExpr(BinaryExpr { left: Box::new(widened(*left)), op: Operator::Divide, right }))
+            Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(&functions.div), vec![*left, *right])))
         }
-        Expr::AggregateFunction(mut f)
-            if f.func.name() == "avg"
-                && f.params.args.len() == 1
-                && is_decimal(&f.params.args[0])
-                && scale(&f.params.args[0]) < Some(NUMERIC_SCALE) =>
+        Expr::AggregateFunction(mut f) if f.params.args.len() == 1 && !f.params.distinct && exact(&f.params.args[0]) => {
+            match functions.aggregate(f.func.name()) {
+                Some(udaf) => {
+                    f.func = udaf;
+                    Transformed::yes(Expr::AggregateFunction(f))
+                }
+                None => Transformed::no(Expr::AggregateFunction(f)),
+            }
+        }
+        Expr::WindowFunction(mut w) if w.params.args.len() == 1 && !w.params.distinct && exact(&w.params.args[0]) => {
+            let replacement = match &w.fun {
+                WindowFunctionDefinition::AggregateUDF(u) => functions.aggregate(u.name()),
+                _ => None,
+            };
+            match replacement {
+                Some(udaf) => {
+                    w.fun = WindowFunctionDefinition::AggregateUDF(udaf);
+                    Transformed::yes(Expr::WindowFunction(w))
+                }
+                None => Transformed::no(Expr::WindowFunction(w)),
+            }
+        }
+        // A numeric made whole has no decimals; `trunc(x, n)` has n.
+        Expr::ScalarFunction(f)
+            if matches!(f.func.name(), "trunc" | "ceil" | "floor" | "round")
+                && f.args.len() == 1
+                && scale(&f.args[0]).is_some_and(|s| s > 0)
+                && is_decimal(&f.args[0]) =>
         {
-            let arg = f.params.args.remove(0);
-            f.params.args.push(widened(arg));
-            Transformed::yes(Expr::AggregateFunction(f))
+            Transformed::yes(whole(Expr::ScalarFunction(f), 0))
         }
+        Expr::ScalarFunction(f) if f.func.name() == "trunc" && f.args.len() == 2 && is_decimal(&f.args[0]) => match &f.args[1] {
+            Expr::Literal(v, _) if v.cast_to(&DataType::Int8).is_ok_and(|n| matches!(n, ScalarValue::Int8(Some(n)) if n >= 0)) => {
+                let ScalarValue::Int8(Some(n)) = v.cast_to(&DataType::Int8)? else { unreachable!() };
+                Transformed::yes(whole(Expr::ScalarFunction(f), n))
+            }
+            _ => Transformed::no(Expr::ScalarFunction(f)),
+        },
         Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() && is_fraction(&expr) => {
             Transformed::yes(Expr::Cast(Cast { expr: Box::new(rounded(*expr)), field }))
         }

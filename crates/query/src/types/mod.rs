@@ -12,14 +12,14 @@ use crate::error::{QueryError, Result};
 mod binary;
 mod interval;
 pub mod letter_case;
-mod numeric;
+pub mod numeric;
 mod stored;
 mod text;
 mod zone;
 
 pub use binary::{decode_binary, encode_binary};
 pub use interval::{duration_text, interval_text};
-pub use numeric::{arithmetic as numeric_arithmetic, fit_numeric, numeric_spec, quotient as numeric_quotient, NumericOp};
+pub use numeric::{arithmetic as numeric_arithmetic, fit_numeric, numeric_spec, NumericOp};
 use text::*;
 pub use text::{format_float, parse_text_array};
 pub use zone::{Setting as ZoneSetting, Zone};

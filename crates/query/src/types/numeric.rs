@@ -92,53 +92,78 @@ pub fn arithmetic(op: NumericOp, a: Decimal, b: Decimal) -> Result<Decimal> {
     Decimal::try_from_i128_with_scale(mantissa.ok_or_else(too_wide)?, scale).map_err(|_| too_wide())
 }
 
-/// `a / b` as PostgreSQL's `numeric_div` gives it: rounded half away from zero to `select_div_scale`'s
-/// scale, which keeps at least 16 significant digits (NUMERIC_MIN_SIG_DIGITS) and no fewer decimals than
-/// either operand shows. The quotient's weight is estimated, as PostgreSQL does, from the operands'
-/// weights and first digits in base 10,000 (its NBASE), so `1 / 3` has 20 decimals and `10 / 7` 16.
+/// `a / b` as PostgreSQL's `numeric_div` gives it: rounded half away from zero to [`div_scale`]'s scale.
 pub fn quotient(a: Decimal, b: Decimal) -> Result<Decimal> {
     if b.is_zero() {
         return Err(QueryError::DivisionByZero);
     }
-    let ((w1, d1), (w2, d2)) = (base_10000_lead(a), base_10000_lead(b));
-    let qweight = w1 - w2 - i64::from(d1 <= d2);
-    let rscale = (16 - qweight * 4).max(i64::from(a.scale())).max(i64::from(b.scale())).clamp(0, 1000);
-    if rscale > i64::from(MAX_SCALE) {
+    let (a, b) = (Fixed { mantissa: a.mantissa(), scale: a.scale() }, Fixed { mantissa: b.mantissa(), scale: b.scale() });
+    let rscale = div_scale(a, b);
+    if rscale > MAX_SCALE {
         return Err(QueryError::NumericOutOfRange(format!(
             "the quotient needs {rscale} decimal places; Tabula's numeric holds {MAX_SCALE}"
         )));
     }
-    // |a| / |b| * 10^rscale = ma * 10^k / mb, by long division one decimal digit at a time (each
-    // remainder is below mb < 2^96, so ten times it fits in u128).
-    let (ma, mb) = (a.mantissa().unsigned_abs(), b.mantissa().unsigned_abs());
-    let k = rscale as u32 + b.scale() - a.scale();
-    let (mut q, mut r) = (ma / mb, ma % mb);
     let overflow = || QueryError::NumericOutOfRange("value overflows numeric format".into());
-    for _ in 0..k {
-        r *= 10;
-        q = q.checked_mul(10).and_then(|q| q.checked_add(r / mb)).ok_or_else(overflow)?;
+    let q = divide(a, b, rscale).ok_or_else(overflow)?;
+    Decimal::try_from_i128_with_scale(q, rscale).map_err(|_| overflow())
+}
+
+/// A decimal number as a mantissa and the count of its decimal places (`1.50` is 150 and 2): the form
+/// both rust_decimal's values and Arrow's Decimal128 arrays give.
+#[derive(Clone, Copy, Debug)]
+pub struct Fixed {
+    pub mantissa: i128,
+    pub scale: u32,
+}
+
+/// PostgreSQL's `select_div_scale`: the scale of `a / b`, which keeps at least 16 significant digits
+/// (NUMERIC_MIN_SIG_DIGITS) and no fewer decimals than either operand shows. The quotient's weight is
+/// estimated, as PostgreSQL does, from the operands' weights and first digits in base 10,000 (its
+/// NBASE), so `1 / 3` has 20 decimals and `10 / 7` 16.
+pub fn div_scale(a: Fixed, b: Fixed) -> u32 {
+    let ((w1, d1), (w2, d2)) = (base_10000_lead(a), base_10000_lead(b));
+    let qweight = w1 - w2 - i64::from(d1 <= d2);
+    (16 - qweight * 4).max(i64::from(a.scale)).max(i64::from(b.scale)).clamp(0, 1000) as u32
+}
+
+/// `a / b` (`b` not zero) rounded half away from zero to `rscale` decimals, as the mantissa of that
+/// scale; `None` when it does not fit an i128.
+pub fn divide(a: Fixed, b: Fixed, rscale: u32) -> Option<i128> {
+    // |a| / |b| * 10^rscale = ma * 10^k / mb (k >= 0 when rscale >= a's scale; else the dividend's
+    // extra places are rounded away first), by long division one decimal digit at a time.
+    let (ma, mb) = (a.mantissa.unsigned_abs(), b.mantissa.unsigned_abs());
+    let k = i64::from(rscale) + i64::from(b.scale) - i64::from(a.scale);
+    let (mut q, mut r, mb) = if k >= 0 {
+        (ma / mb, ma % mb, mb)
+    } else {
+        let mb = mb.checked_mul(10u128.checked_pow((-k) as u32)?)?;
+        (ma / mb, ma % mb, mb)
+    };
+    for _ in 0..k.max(0) {
+        r = r.checked_mul(10)?;
+        q = q.checked_mul(10)?.checked_add(r / mb)?;
         r %= mb;
     }
-    if r * 2 >= mb {
+    if r >= mb - r {
         q += 1;
     }
-    let negative = a.is_sign_negative() != b.is_sign_negative() && q != 0;
-    let q = i128::try_from(q).map_err(|_| overflow())?;
-    Decimal::try_from_i128_with_scale(if negative { -q } else { q }, rscale as u32).map_err(|_| overflow())
+    let q = i128::try_from(q).ok()?;
+    Some(if (a.mantissa < 0) != (b.mantissa < 0) { -q } else { q })
 }
 
 /// The weight of `v`'s first nonzero base-10,000 digit and that digit ((0, 0) for zero), as PostgreSQL's
 /// `select_div_scale` reads them from its NumericVar.
-fn base_10000_lead(v: Decimal) -> (i64, u128) {
-    let m = v.mantissa().unsigned_abs();
+pub fn base_10000_lead(v: Fixed) -> (i64, u128) {
+    let m = v.mantissa.unsigned_abs();
     if m == 0 {
         return (0, 0);
     }
     // The power of ten of the leading decimal digit, and the base-10,000 group holding it.
-    let exponent = m.ilog10() as i64 - i64::from(v.scale());
+    let exponent = m.ilog10() as i64 - i64::from(v.scale);
     let weight = exponent.div_euclid(4);
     // That group's digit: |v| / 10^(4 * weight) = m / 10^(scale + 4 * weight), truncated.
-    let shift = i64::from(v.scale()) + weight * 4;
+    let shift = i64::from(v.scale) + weight * 4;
     let lead = if shift >= 0 { m / 10u128.pow(shift as u32) } else { m * 10u128.pow((-shift) as u32) };
     (weight, lead)
 }
