@@ -343,6 +343,13 @@ fn dictionary_value_type(dt: &DataType) -> DataType {
 }
 
 fn decimal_datum(v: i128, scale: i8) -> Datum {
+    if scale < 0 {
+        // A negative scale counts zeros before the point (`1e3` may be 1 of scale -3).
+        return match 10i128.checked_pow(scale.unsigned_abs().into()).and_then(|f| v.checked_mul(f)) {
+            Some(v) => decimal_datum(v, 0),
+            None => Datum::Text(format!("{v}{}", "0".repeat(scale.unsigned_abs().into()))),
+        };
+    }
     if (0..=28).contains(&scale) {
         if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale as u32) {
             // Trailing zeros of the fixed scale, or of a scale arithmetic widened, are not the value's:

@@ -168,6 +168,15 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, functions: &NumberFunctions) -> Result
                 None => Transformed::no(Expr::WindowFunction(w)),
             }
         }
+        // `1e3` is parsed as 1 with scale -3, which nothing downstream expects: 1000 with scale 0.
+        Expr::Literal(ScalarValue::Decimal128(Some(v), _, s), m) if s < 0 => {
+            let whole =
+                10i128.checked_pow(s.unsigned_abs().into()).and_then(|f| v.checked_mul(f)).filter(|v| v.unsigned_abs() < 10u128.pow(38));
+            let whole = whole.ok_or_else(|| {
+                DataFusionError::External(Box::new(QueryError::NumericOutOfRange("value overflows numeric format".into())))
+            })?;
+            Transformed::yes(Expr::Literal(ScalarValue::Decimal128(Some(whole), 38, 0), m))
+        }
         // A numeric made whole has no decimals; `trunc(x, n)` has n.
         Expr::ScalarFunction(f)
             if matches!(f.func.name(), "trunc" | "ceil" | "floor" | "round")
