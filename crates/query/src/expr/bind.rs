@@ -398,6 +398,13 @@ impl Binder<'_, '_> {
             };
             return Ok(Expr::Literal(Datum::Text(arg.ty().pg_name().into()), SqlType::Text));
         }
+        // `mod(a, b)` is `a % b`: the operator keeps a numeric's scale, where a call through DataFusion's
+        // decimals would not.
+        if name == "mod" {
+            let [a, b] = <[Expr; 2]>::try_from(self.function_args(f)?)
+                .map_err(|a| QueryError::UndefinedFunction(format!("mod with {} arguments", a.len())))?;
+            return self.binary(BinOp::Mod, a, b);
+        }
         let Some(func) = Func::lookup(&name) else {
             let udf = super::udf::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
             let args = self.function_args(f)?;
@@ -422,7 +429,7 @@ impl Binder<'_, '_> {
             | Func::SessionUser
             | Func::GenRandomUuid => args.is_empty(),
             Func::Substr => (2..=3).contains(&args.len()),
-            Func::Round => (1..=2).contains(&args.len()),
+            Func::Round | Func::Trunc => (1..=2).contains(&args.len()),
             _ => args.len() == 1,
         };
         if !arity_ok {

@@ -54,7 +54,9 @@ impl Expr {
                 Func::GenRandomUuid => Uuid,
                 Func::Sequence(_) => Int8,
                 Func::NumericFit(..) => Numeric,
-                Func::Abs | Func::Floor | Func::Ceil | Func::Round => args.first().map(|a| a.ty()).unwrap_or(Float8),
+                Func::Abs | Func::Sign | Func::Floor | Func::Ceil | Func::Round | Func::Trunc => {
+                    args.first().map(|a| a.ty()).unwrap_or(Float8)
+                }
                 Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least | Func::MoreThanOneRow => {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
                 }

@@ -83,13 +83,20 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
             };
             Datum::Text(if from < to { s[from..to].iter().collect() } else { String::new() })
         }
+        // -1, 0 or 1 in the argument's type (a numeric's without places, as PostgreSQL's numeric_sign).
+        Sign => match &vals[0] {
+            Datum::Int(i) => Datum::Int(i.signum()),
+            Datum::Float(f) => Datum::Float(if *f == 0.0 || f.is_nan() { *f } else { f.signum() }),
+            Datum::Numeric(d) => Datum::Numeric(rust_decimal::Decimal::from(d.cmp(&rust_decimal::Decimal::ZERO) as i8)),
+            d => return Err(QueryError::UndefinedFunction(format!("sign({})", d.natural_type()))),
+        },
         Abs => match &vals[0] {
             Datum::Int(i) => Datum::Int(i.checked_abs().ok_or_else(|| out_of_range(args[0].ty()))?),
             Datum::Float(f) => Datum::Float(f.abs()),
             Datum::Numeric(d) => Datum::Numeric(d.abs()),
             d => return Err(QueryError::UndefinedFunction(format!("abs({})", d.natural_type()))),
         },
-        Round | Floor | Ceil => {
+        Round | Trunc | Floor | Ceil => {
             // The digits argument may come typed as the value is (numeric): read it as an integer.
             let digits = vals.get(1).map(|v| v.clone().cast(SqlType::Int8)).transpose()?.and_then(|v| v.as_int()).unwrap_or(0);
             match &vals[0] {
@@ -101,6 +108,7 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
                     Datum::Float(match func {
                         // PostgreSQL's round(double precision) is rint: ties to even, round(0.5) is 0.
                         Round => f.round_ties_even(),
+                        Trunc => f.trunc(),
                         Floor => f.floor(),
                         _ => f.ceil(),
                     })
@@ -116,6 +124,20 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
                     Round => {
                         let mut r = d.round_dp_with_strategy(digits as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
                         r.rescale(digits as u32);
+                        r
+                    }
+                    // Toward zero, to `digits` places (left of the point when negative), as PostgreSQL's trunc.
+                    Trunc => {
+                        let places = digits.clamp(0, 28) as u32;
+                        let mut r = if digits < 0 {
+                            let m = rust_decimal::Decimal::from(
+                                10i64.checked_pow((-digits) as u32).ok_or_else(|| out_of_range(SqlType::Numeric))?,
+                            );
+                            (d / m).trunc() * m
+                        } else {
+                            d.trunc_with_scale(places)
+                        };
+                        r.rescale(places);
                         r
                     }
                     Floor => d.floor(),

@@ -425,6 +425,8 @@ impl Datum {
             Datum::Int(i) => i.to_string(),
             Datum::Float(f) => format_float(*f, ty == SqlType::Float4),
             Datum::Text(s) => ty.pad(s).unwrap_or_else(|| s.clone()),
+            // A negated zero is zero (rust_decimal keeps the sign: `-0`).
+            Datum::Numeric(d) if d.is_zero() => d.abs().to_string(),
             Datum::Numeric(d) => d.to_string(),
             Datum::Bytes(b) => {
                 let mut s = String::with_capacity(2 + b.len() * 2);
