@@ -19,7 +19,6 @@ import sys
 import psycopg
 
 DIFFERENCES = {
-    "avg of integers": "Tabula's avg of integers is double precision, PostgreSQL's numeric: avg is taken of doubles only",
     "identity counters": "generated keys count per partition-key value and move past given values: no identity columns",
     "ADD COLUMN DEFAULT": "refused by Tabula (existing rows would not get it): not generated",
     "evaluation order": "PostgreSQL does not define which condition of an AND it evaluates first, so an error in "
@@ -28,10 +27,11 @@ DIFFERENCES = {
     "constant folding": "PostgreSQL evaluates constant subexpressions while planning, so 1 / 0 fails even where no "
                         "row reaches it; Tabula evaluates them per row: follows from the rule above",
     "min and max of boolean": "PostgreSQL has none (42883); Tabula's analytic engine has: not generated",
-    "numeric display scale": "a numeric computed by the analytic engine prints fewer trailing zeros (0.5000 for "
-                             "PostgreSQL's 0.50000000000000000000): values are compared as numbers",
-    "decimal constants": "4.0 and 1e3 are numeric in PostgreSQL, double precision on Tabula's analytic route (its "
-                         "decimals divide to 4 places): constants with a fraction are cast to say which",
+    "numeric display scale": "a numeric computed by the analytic engine from an unconstrained numeric prints "
+                             "without the trailing zeros PostgreSQL keeps; the tables have no numeric column, "
+                             "and numerics are compared with their scale",
+    "numeric math functions": "sqrt and power of a numeric are double precision on the analytic route: they are "
+                              "taken of doubles only",
     "stricter types": "PostgreSQL has no date + bigint (42883), Tabula adds them: day counts are cast to integer",
 }
 
@@ -223,6 +223,7 @@ class Gen:
                                   f"min({self.r.choice(ordered_cols)})", f"max({self.r.choice(ordered_cols)})"], 2)
             if "c" in cols:
                 aggs.append("avg(c)")
+            aggs.append(f"avg({self.r.choice(ints)})")
             sql = f"SELECT {(group + ', ') if group else ''}{', '.join(aggs)} FROM {table}"
             if self.r.random() < 0.6:
                 sql += f" WHERE {self.predicate(table)}"
@@ -290,14 +291,15 @@ class Gen:
 
     def functions(self):
         """Numeric, text, date and conditional functions both engines have, over columns and constants."""
-        # A constant like 4.0 is numeric in PostgreSQL and double precision on Tabula's analytic route
-        # (DIFFERENCES): the generator says which it means.
-        c = self.r.choice(["c", "c * 3", "(c - 0.5)", "(a / 4.0::double precision)", "(a / 4.0::numeric)"])
+        # Doubles and numerics, the quotients of integers by a constant with a fraction among them.
+        c = self.r.choice(["c", "c * 3", "(c - 0.5)", "(a / 4.0::double precision)", "(a / 4.0::numeric)", "(a / 3.0)",
+                           "(a * 1.25)"])
         n = self.r.choice(["a", "e", "k"])
         t = self.r.choice(["b", "upper(b)", "'x,y,z'"])
         items = self.r.sample([
             f"round({c})", f"floor({c})", f"ceil({c})", f"trunc({c})", f"sign({c})", f"abs({c})",
-            f"round(({c})::numeric, 1)", f"({c})::bigint", f"({c})::integer", f"sqrt(abs({c}))", f"power({c}, 2)",
+            f"round(({c})::numeric, 1)", f"({c})::bigint", f"({c})::integer", f"sqrt(abs(({c})::double precision))",
+            f"power(({c})::double precision, 2)",
             f"mod({n}, 3)", f"{n} / 2", f"({n} + 0.5)::numeric", f"({n})::double precision / 4",
             f"lpad({t}, 4, '*')", f"rpad({t}, 3)", f"left({t}, 2)", f"right({t}, 2)", f"reverse({t})",
             f"strpos({t}, 'b')", f"split_part({t}, ',', 2)", f"initcap({t})", f"repeat({t}, 2)", f"btrim({t}, 'a')",
@@ -346,7 +348,8 @@ def normalise(v):
             return "NaN"
         return float(f"{v:.9g}")
     if isinstance(v, decimal.Decimal):
-        return float(f"{float(v):.9g}")
+        # A numeric's text, its scale included: 0.50 and 0.5 differ.
+        return ("numeric", str(v))
     return v
 
 

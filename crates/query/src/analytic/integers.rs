@@ -177,6 +177,21 @@ fn pg_type(e: &Expr, schema: &DFSchemaRef) -> Option<DataType> {
     }
 }
 
+/// The integer type PostgreSQL gives values that must share one (a CASE's branches, coalesce's
+/// arguments): the widest of theirs, a constant that fits 32 bits being an `integer`. `None` when they
+/// are not all integers (a NULL takes any type) or already have it.
+fn common_integer<'a>(values: impl Iterator<Item = &'a Expr> + Clone, schema: &DFSchemaRef) -> Option<DataType> {
+    let pg_width = |e: &Expr| pg_type(e, schema).map(|t| width(&t));
+    let is_null = |e: &Expr| matches!(e, Expr::Literal(v, _) if v.is_null());
+    let mut widths = values.clone().filter(|e| !is_null(e)).map(pg_width);
+    let widest = widths.clone().max()??;
+    if widths.any(|w| w.is_none_or(|w| w == 0)) {
+        return None;
+    }
+    let t = of_width(widest);
+    values.filter(|e| !is_null(e)).any(|e| e.get_type(schema.as_ref()).ok().as_ref() != Some(&t)).then_some(t)
+}
+
 /// `e` as a value of type `t`: a constant converted, anything else cast.
 fn as_type(e: Expr, schema: &DFSchemaRef, t: &DataType) -> Expr {
     if let Expr::Literal(v, _) = &e {
@@ -212,6 +227,26 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, ops: &[Arc<ScalarUDF>]) -> Result<Tran
             let args = vec![as_type(*left, schema, &t), as_type(*right, schema, &t)];
             let udf = Arc::clone(&ops[index(op).unwrap_or_default()]);
             Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
+        }
+        // The branches of a CASE, and the arguments of coalesce and its kin, were typed alike when the plan
+        // was built; an integer narrowed below (`4 % 2` is an `integer` now) would make the CASE take the
+        // first branch's type where PostgreSQL's is the widest (`CASE WHEN c THEN 4 % 2 ELSE k END` of a
+        // bigint `k` is a bigint), and `sum` over it a `bigint` instead of a `numeric`.
+        Expr::Case(mut c) => {
+            let branches = || c.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(c.else_expr.as_deref());
+            let Some(t) = common_integer(branches(), schema) else { return Ok(Transformed::no(Expr::Case(c))) };
+            for (_, then) in &mut c.when_then_expr {
+                **then = as_type(then.as_ref().clone(), schema, &t);
+            }
+            if let Some(e) = c.else_expr.as_mut() {
+                **e = as_type(e.as_ref().clone(), schema, &t);
+            }
+            Transformed::yes(Expr::Case(c))
+        }
+        Expr::ScalarFunction(mut f) if matches!(f.func.name(), "coalesce" | "nullif" | "greatest" | "least") && f.args.len() > 1 => {
+            let Some(t) = common_integer(f.args.iter(), schema) else { return Ok(Transformed::no(Expr::ScalarFunction(f))) };
+            f.args = f.args.into_iter().map(|a| as_type(a, schema, &t)).collect();
+            Transformed::yes(Expr::ScalarFunction(f))
         }
         // `pg_typeof(1)` is `integer`.
         Expr::ScalarFunction(mut f)

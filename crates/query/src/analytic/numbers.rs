@@ -177,11 +177,12 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, functions: &NumberFunctions) -> Result
             })?;
             Transformed::yes(Expr::Literal(ScalarValue::Decimal128(Some(whole), 38, 0), m))
         }
-        // A numeric made whole has no decimals; `trunc(x, n)` has n.
+        // A numeric made whole has no decimals, and its sign is a numeric (DataFusion's signum is a
+        // double); `trunc(x, n)` has n.
         Expr::ScalarFunction(f)
-            if matches!(f.func.name(), "trunc" | "ceil" | "floor" | "round")
+            if (matches!(f.func.name(), "trunc" | "ceil" | "floor" | "round") && scale(&f.args[0]).is_some_and(|s| s > 0)
+                || f.func.name() == "signum")
                 && f.args.len() == 1
-                && scale(&f.args[0]).is_some_and(|s| s > 0)
                 && is_decimal(&f.args[0]) =>
         {
             Transformed::yes(whole(Expr::ScalarFunction(f), 0))
