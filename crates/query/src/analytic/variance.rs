@@ -17,6 +17,7 @@ use num_traits::{Signed, ToPrimitive, Zero};
 
 use super::quotient::{fixed_at, places, quotient_field, PLAIN_ZERO_KEY, QUOTIENT_SCALE};
 use crate::error::QueryError;
+use crate::types::numeric::scale_of_quotient;
 
 /// Which of the four statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,20 +213,17 @@ fn statistic(kind: Kind, n: i64, sum: &BigInt, squares: &BigInt, scale: u32) -> 
 
 /// `types::numeric::div_scale` of two positive big integers, the first of `scale` places.
 fn div_scale(a: &BigInt, scale: u32, b: &BigInt) -> u32 {
-    let lead = |m: &BigInt, scale: u32| -> (i64, u32) {
+    // The weight and digit of the base-10,000 group holding the leading decimal digit, read from the
+    // decimal digits (a big integer has no ilog10).
+    let lead = |m: &BigInt, scale: u32| -> (i64, u128) {
         let digits = m.magnitude().to_string();
-        let exponent = digits.len() as i64 - 1 - i64::from(scale);
-        let weight = exponent.div_euclid(4);
+        let weight = (digits.len() as i64 - 1 - i64::from(scale)).div_euclid(4);
         let shift = i64::from(scale) + weight * 4;
-        // The base-10,000 digit holding the leading decimal digit: the digits above 10^shift.
         let keep = (digits.len() as i64 - shift).clamp(0, digits.len() as i64) as usize;
-        let head: u32 = digits[..keep].parse().unwrap_or(0);
-        let lead = if shift < 0 { head * 10u32.pow((-shift) as u32) } else { head };
-        (weight, lead)
+        let head: u128 = digits[..keep].parse().unwrap_or(0);
+        (weight, if shift < 0 { head * 10u128.pow((-shift) as u32) } else { head })
     };
-    let ((w1, d1), (w2, d2)) = (lead(a, scale), lead(b, 0));
-    let qweight = w1 - w2 - i64::from(d1 <= d2);
-    (16 - qweight * 4).max(i64::from(scale)).clamp(0, 1000) as u32
+    scale_of_quotient((lead(a, scale), scale), (lead(b, 0), 0))
 }
 
 #[cfg(test)]

@@ -122,9 +122,13 @@ pub struct Fixed {
 /// estimated, as PostgreSQL does, from the operands' weights and first digits in base 10,000 (its
 /// NBASE), so `1 / 3` has 20 decimals and `10 / 7` 16.
 pub fn div_scale(a: Fixed, b: Fixed) -> u32 {
-    let ((w1, d1), (w2, d2)) = (base_10000_lead(a), base_10000_lead(b));
+    scale_of_quotient((base_10000_lead(a), a.scale), (base_10000_lead(b), b.scale))
+}
+
+/// `select_div_scale` from each operand's base-10,000 lead ([`base_10000_lead`]) and scale.
+pub fn scale_of_quotient(((w1, d1), s1): ((i64, u128), u32), ((w2, d2), s2): ((i64, u128), u32)) -> u32 {
     let qweight = w1 - w2 - i64::from(d1 <= d2);
-    (16 - qweight * 4).max(i64::from(a.scale)).max(i64::from(b.scale)).clamp(0, 1000) as u32
+    (16 - qweight * 4).max(i64::from(s1)).max(i64::from(s2)).clamp(0, 1000) as u32
 }
 
 /// `a / b` (`b` not zero) rounded half away from zero to `rscale` decimals, as the mantissa of that
