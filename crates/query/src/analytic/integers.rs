@@ -148,6 +148,25 @@ fn projected_constants(plan: LogicalPlan) -> Result<LogicalPlan> {
     .map(|t| t.data)
 }
 
+/// `left << count` or `left >> count` as PostgreSQL's `int4shl`, `int8shr`, ...: of the left operand's
+/// type, the count taken modulo its width in bits as the processor's shift does (`3 << 40` is 768 in an
+/// `integer`). Arrow's shift wraps the count the same way in the operands' type, which the count is cast
+/// to. A `smallint` is shifted as an `integer` and keeps its low 16 bits (`1::int2 << 16` is 0), as C's
+/// conversion back does: the low bits are masked and their sign bit extended, `(v & 65535 # 32768) - 32768`.
+fn shift(left: Expr, op: Operator, count: Expr, schema: &DFSchemaRef) -> Expr {
+    let t = pg_type(&left, schema).unwrap_or(DataType::Int64);
+    let of = |e: Expr, t: &DataType| Box::new(as_type(e, schema, t));
+    if t != DataType::Int16 {
+        return Expr::BinaryExpr(BinaryExpr::new(of(left, &t), op, of(count, &t)));
+    }
+    let int = |v: i32| Box::new(Expr::Literal(ScalarValue::Int32(Some(v)), None));
+    let shifted = Expr::BinaryExpr(BinaryExpr::new(of(left, &DataType::Int32), op, of(count, &DataType::Int32)));
+    let low = Expr::BinaryExpr(BinaryExpr::new(Box::new(shifted), Operator::BitwiseAnd, int(65535)));
+    let flipped = Expr::BinaryExpr(BinaryExpr::new(Box::new(low), Operator::BitwiseXor, int(32768)));
+    let signed = Expr::BinaryExpr(BinaryExpr::new(Box::new(flipped), Operator::Minus, int(32768)));
+    Expr::Cast(Cast::new(Box::new(signed), DataType::Int16))
+}
+
 /// The width of an integer type, 0 for another type.
 fn width(t: &DataType) -> u8 {
     match t {
@@ -227,6 +246,26 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, ops: &[Arc<ScalarUDF>]) -> Result<Tran
             let args = vec![as_type(*left, schema, &t), as_type(*right, schema, &t)];
             let udf = Arc::clone(&ops[index(op).unwrap_or_default()]);
             Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
+        }
+        // `&`, `|` and `#` of two integers have the wider operand's type, a constant that fits 32 bits
+        // being an `integer` (DataFusion's constant is a `bigint`, so `int4_col & 3` was a `bigint`).
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor)
+                && common_integer([left.as_ref(), right.as_ref()].into_iter(), schema).is_some() =>
+        {
+            let t = common_integer([left.as_ref(), right.as_ref()].into_iter(), schema).unwrap_or(DataType::Int64);
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(as_type(*left, schema, &t)),
+                op,
+                Box::new(as_type(*right, schema, &t)),
+            )))
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::BitwiseShiftLeft | Operator::BitwiseShiftRight)
+                && width(&pg_type(&left, schema).unwrap_or(DataType::Null)) > 0
+                && width(&pg_type(&right, schema).unwrap_or(DataType::Null)) > 0 =>
+        {
+            Transformed::yes(shift(*left, op, *right, schema))
         }
         // The branches of a CASE, and the arguments of coalesce and its kin, were typed alike when the plan
         // was built; an integer narrowed below (`4 % 2` is an `integer` now) would make the CASE take the

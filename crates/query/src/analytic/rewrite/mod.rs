@@ -136,6 +136,7 @@ impl Rewriter {
         let _ = visit_expressions_mut(&mut s, |e| {
             user_keyword(e);
             math_functions(e);
+            bitwise_not(e);
             ControlFlow::<()>::Continue(())
         });
         let _ = s.visit(&mut OverEmptyRelations);
@@ -233,6 +234,20 @@ fn math_functions(e: &mut Expr) {
         }
         _ => {}
     }
+}
+
+/// `~x` (not in DataFusion) is `x # (-1)::smallint`: every bit flipped, in `x`'s integer type, as the
+/// `smallint` all-ones widens to any of them.
+fn bitwise_not(e: &mut Expr) {
+    let Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::BitwiseNot, expr } = e else { return };
+    let ones = Expr::Cast {
+        kind: sqlparser::ast::CastKind::DoubleColon,
+        expr: Box::new(Expr::Nested(Box::new(Expr::value(Value::Number("-1".into(), false))))),
+        data_type: sqlparser::ast::DataType::SmallInt(None),
+        array: false,
+        format: None,
+    };
+    *e = Expr::Nested(Box::new(Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::PGBitwiseXor, right: Box::new(ones) }));
 }
 
 /// What the analytic route would answer differently from PostgreSQL or from the key-value route, to be
