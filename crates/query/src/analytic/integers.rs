@@ -287,9 +287,11 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, ops: &[Arc<ScalarUDF>]) -> Result<Tran
             f.args = f.args.into_iter().map(|a| as_type(a, schema, &t)).collect();
             Transformed::yes(Expr::ScalarFunction(f))
         }
-        // `pg_typeof(1)` is `integer`.
+        // `pg_typeof(1)` is `integer`, and so is `abs(1)` (DataFusion's of a `bigint` constant is a `bigint`).
         Expr::ScalarFunction(mut f)
-            if f.func.name() == "pg_typeof" && f.args.len() == 1 && pg_type(&f.args[0], schema) == Some(DataType::Int32) =>
+            if matches!(f.func.name(), "pg_typeof" | "abs")
+                && f.args.len() == 1
+                && pg_type(&f.args[0], schema) == Some(DataType::Int32) =>
         {
             let arg = f.args.remove(0);
             f.args.push(as_type(arg, schema, &DataType::Int32));
