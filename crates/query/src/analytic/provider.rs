@@ -194,6 +194,7 @@ impl TableProvider for TabulaTable {
             limit: limit.map(|l| Expr::literal(Datum::Int(l as i64))),
             versions: Versions::Latest,
             columns: needed,
+            ranks: vec![],
         };
         let columns = cols.iter().map(|&i| OutputColumn { name: t.columns[i].name.clone(), ty: t.columns[i].ty, source: None }).collect();
         let stream = streams(Some(&scan), &[]);

@@ -70,7 +70,15 @@ impl Executor<'_> {
         }
         let (access, residual) = crate::planner::choose_access(t, conjuncts);
         let limit = limit.map(|l| Expr::Literal(Datum::Int(l as i64), SqlType::Int8));
-        let scan = Scan { table: t.clone(), access, filter: Expr::and_all(residual), limit, versions: Versions::Latest, columns: None };
+        let scan = Scan {
+            table: t.clone(),
+            access,
+            filter: Expr::and_all(residual),
+            limit,
+            versions: Versions::Latest,
+            columns: None,
+            ranks: vec![],
+        };
         let mut rows = Vec::new();
         self.scan(&scan, |r| {
             rows.push(r);

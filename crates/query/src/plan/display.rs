@@ -131,7 +131,12 @@ impl Scan {
                 write!(f, "{})", parts.join(", "))?;
             }
         }
-        writeln!(f)
+        writeln!(f)?;
+        if !self.ranks.is_empty() {
+            let ranks: Vec<String> = self.ranks.iter().map(|r| format!("{} {}", r.index.as_deref().unwrap_or("key"), r.rank)).collect();
+            writeln!(f, "{pad}  Path ranks: {} (2 per equality column, 1 for a range after them; the key wins ties)", ranks.join(", "))?;
+        }
+        Ok(())
     }
 }
 

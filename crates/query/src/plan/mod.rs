@@ -61,6 +61,16 @@ pub struct Scan {
     pub versions: Versions,
     /// Attribute columns the statement reads (`None`: all).
     pub columns: Option<Vec<usize>>,
+    /// The paths the planner weighed, best (the one taken) first; empty when it had no choice.
+    pub ranks: Vec<PathRank>,
+}
+
+/// A way to read a table the planner weighed, and its rank under the rule of `planner::access_path`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathRank {
+    /// The index read; `None`: a range of the primary key.
+    pub index: Option<String>,
+    pub rank: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,25 @@
-//! The access path of a table read, from the WHERE clause's conjuncts: point get, batch get, range scan or
-//! full scan ([`choose_access`]), the scan's direction for an ORDER BY on the key, and the columns a
-//! read needs.
+//! The access path of a table read, from the WHERE clause's conjuncts: point get, batch get, range scan,
+//! index scan or full scan ([`choose_access`]), the scan's direction for an ORDER BY on the key, and the
+//! columns a read needs.
+//!
+//! With no statistics kept, the choice follows one rule, which EXPLAIN shows whenever more than one path
+//! was weighed (`Path ranks: by_card 2, key 1`):
+//! 1. A whole primary key (PointGet), or a batch of whole keys (BatchGet, from IN lists or ORs of keys),
+//!    is taken at once: one lookup per key, nothing read in vain.
+//! 2. Otherwise each path that narrows the read ranks [`rank`]: 2 for each leading column it fixes by
+//!    equality (or IN lists), and 1 for a range on the column after them. An equality narrows a read to
+//!    one value where a range keeps an interval, so a column fixed counts twice a range, and a longer
+//!    prefix narrows more than a shorter one. The primary key's range scan ranks so too.
+//! 3. The highest rank is taken; on a tie the key's path beats an index's, since each row an index names
+//!    costs a second lookup, of the row itself; between indexes, the one defined first.
+//! 4. A full scan when no path ranks above 0.
 
 use super::*;
+
+/// A path's rank under the rule above: 2 per leading column fixed by equality, 1 for a range after them.
+pub(super) fn rank(fixed: usize, range: bool) -> usize {
+    2 * fixed + range as usize
+}
 
 /// At most this many keys in one batch get built from IN lists.
 pub(super) const MAX_BATCH_KEYS: usize = 1000;
@@ -160,6 +177,13 @@ pub(super) fn or_of_keys(t: &TableSchema, e: &Expr) -> Option<Vec<Vec<Expr>>> {
 
 /// Chooses the access path for a conjunctive WHERE clause; returns it and what it does not capture.
 pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<Expr>) {
+    let (access, residual, _) = choose_ranked(t, conjuncts);
+    (access, residual)
+}
+
+/// [`choose_access`], and the paths it weighed with their ranks, best (the one taken) first; empty when
+/// there was no choice.
+pub fn choose_ranked(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<Expr>, Vec<PathRank>) {
     let n = t.pk.len();
     // Equalities per key column.
     let mut used = vec![false; conjuncts.len()];
@@ -177,7 +201,7 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
     }
     let residual = |used: &[bool]| conjuncts.iter().zip(used).filter(|(_, u)| !**u).map(|(c, _)| c.clone()).collect::<Vec<_>>();
     if eqs.iter().all(|e| e.is_some()) {
-        return (AccessPath::PointGet { key: eqs.into_iter().map(|e| e.unwrap()).collect() }, residual(&used));
+        return (AccessPath::PointGet { key: eqs.into_iter().map(|e| e.unwrap()).collect() }, residual(&used), vec![]);
     }
     // IN lists (with equalities) on every key column: the cross product of keys.
     {
@@ -215,7 +239,7 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
                     })
                     .collect();
             }
-            return (AccessPath::BatchGet { keys }, residual(&used_in));
+            return (AccessPath::BatchGet { keys }, residual(&used_in), vec![]);
         }
     }
     // ORs of full keys.
@@ -224,7 +248,7 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
             if keys.len() <= MAX_BATCH_KEYS {
                 let mut u = vec![false; conjuncts.len()];
                 u[i] = true;
-                return (AccessPath::BatchGet { keys }, residual(&u));
+                return (AccessPath::BatchGet { keys }, residual(&u), vec![]);
             }
         }
     }
@@ -266,12 +290,23 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
             }
         }
     }
-    if k == 0 && lower.is_none() && upper.is_none() {
-        if let Some(access) = index_access(t, &conjuncts) {
-            // Every conjunct stays: the rows an index names are checked again.
-            return (access, conjuncts);
-        }
-        return (AccessPath::FullScan { direction: Direction::Forward }, conjuncts);
+    let key_rank = rank(k, lower.is_some() || upper.is_some());
+    let mut indexes = index_paths(t, &conjuncts);
+    let mut ranks: Vec<PathRank> = indexes.iter().map(|(r, a)| PathRank { index: Some(index_name(a)), rank: *r }).collect();
+    if key_rank > 0 {
+        // Before the indexes of its rank: the key wins ties.
+        let at = ranks.iter().position(|p| p.rank <= key_rank).unwrap_or(ranks.len());
+        ranks.insert(at, PathRank { index: None, rank: key_rank });
+    }
+    if ranks.len() < 2 {
+        ranks.clear();
+    }
+    if indexes.first().is_some_and(|(r, _)| *r > key_rank) {
+        // Every conjunct stays: the rows an index names are checked again.
+        return (indexes.swap_remove(0).1, conjuncts, ranks);
+    }
+    if key_rank == 0 {
+        return (AccessPath::FullScan { direction: Direction::Forward }, conjuncts, ranks);
     }
     let mut start = prefix.clone();
     match lower {
@@ -289,7 +324,14 @@ pub fn choose_access(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
         }
         None => end.push(KeyBound::InfMax),
     }
-    (AccessPath::RangeScan { start, end, direction: Direction::Forward }, residual(&used_r))
+    (AccessPath::RangeScan { start, end, direction: Direction::Forward }, residual(&used_r), ranks)
+}
+
+fn index_name(a: &AccessPath) -> String {
+    match a {
+        AccessPath::IndexScan { index, .. } => index.clone(),
+        _ => String::new(),
+    }
 }
 
 /// The scan direction that yields ORDER BY's order without sorting, if any.

@@ -334,8 +334,16 @@ impl Planner<'_> {
     }
 
     pub(super) fn dml_scan(&mut self, table: &Arc<TableSchema>, filter: Option<Expr>) -> Scan {
-        let (access, residual) = choose_access(table, filter.map(|f| f.conjuncts()).unwrap_or_default());
-        Scan { table: table.clone(), access, filter: Expr::and_all(residual), limit: None, versions: Versions::Latest, columns: None }
+        let (access, residual, ranks) = choose_ranked(table, filter.map(|f| f.conjuncts()).unwrap_or_default());
+        Scan {
+            table: table.clone(),
+            access,
+            filter: Expr::and_all(residual),
+            limit: None,
+            versions: Versions::Latest,
+            columns: None,
+            ranks,
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Reads through secondary indexes: which index answers a WHERE clause ([`index_access`]: equalities, IN
-//! lists and ORs of them on its leading columns, then a range on the next column), and when an index's
+//! Reads through secondary indexes: which indexes answer a WHERE clause ([`index_paths`]: equalities, IN
+//! lists and ORs of them on their leading columns, then a range on the next column), and when an index's
 //! order serves an ORDER BY ([`index_order`]).
 
 use super::*;
@@ -128,31 +128,39 @@ fn or_lookups(t: &TableSchema, ix: &Index, conjuncts: &[Expr], i: usize) -> Opti
     Some((all, fewest))
 }
 
-/// The ready index that fixes the most leading columns (by equalities, IN lists or ORs of them, then a
-/// range on the next), if any: an IndexScan with one lookup per combination of the values.
-pub(super) fn index_access(t: &TableSchema, conjuncts: &[Expr]) -> Option<AccessPath> {
-    let mut best: Option<(usize, AccessPath)> = None;
-    let mut consider = |score: usize, access: AccessPath| {
-        if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
-            best = Some((score, access));
-        }
-    };
+/// Each ready index that fixes at least one leading column (by equalities, IN lists or ORs of them, then a
+/// range on the next), as an IndexScan with one lookup per combination of the values, and its rank under
+/// [`rank`]; best first, the index defined first on a tie.
+pub(super) fn index_paths(t: &TableSchema, conjuncts: &[Expr]) -> Vec<(usize, AccessPath)> {
+    let mut paths: Vec<(usize, AccessPath)> = Vec::new();
     for ix in t.indexes.iter().filter(|i| i.ready) {
+        let mut best: Option<(usize, AccessPath)> = None;
+        let mut consider = |score: usize, access: AccessPath| {
+            if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, access));
+            }
+        };
         let (lookups, fixed) = index_lookups(t, ix, conjuncts);
         let (lower, upper) = match ix.columns.get(fixed) {
             Some(&col) => index_bounds(t, conjuncts, col),
             None => (None, None),
         };
-        // Columns fixed count twice a range, so that a range never wins over an equality.
-        let score = 2 * fixed + (lower.is_some() || upper.is_some()) as usize;
-        consider(score, AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper, order: None });
+        consider(
+            rank(fixed, lower.is_some() || upper.is_some()),
+            AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper, order: None },
+        );
         for i in 0..conjuncts.len() {
             if let Some((lookups, fixed)) = or_lookups(t, ix, conjuncts, i) {
-                consider(2 * fixed, AccessPath::IndexScan { index: ix.name.clone(), lookups, lower: None, upper: None, order: None });
+                consider(
+                    rank(fixed, false),
+                    AccessPath::IndexScan { index: ix.name.clone(), lookups, lower: None, upper: None, order: None },
+                );
             }
         }
+        paths.extend(best);
     }
-    best.map(|(_, access)| access)
+    paths.sort_by(|a, b| b.0.cmp(&a.0));
+    paths
 }
 
 /// When ORDER BY's order can come from reading an index forward or backward, that read: for an index scan

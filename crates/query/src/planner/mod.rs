@@ -29,9 +29,9 @@ mod routes;
 mod select;
 mod utility;
 
-pub use access_path::choose_access;
 pub(crate) use access_path::needed_columns;
 use access_path::*;
+pub use access_path::{choose_access, choose_ranked};
 use ddl::created_name;
 pub(crate) use ddl::key_columns;
 pub(crate) use dml::{assignable, default_name};

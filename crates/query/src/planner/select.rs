@@ -194,13 +194,14 @@ impl Planner<'_> {
             }
         }
         let conjuncts = filter.map(|f| f.conjuncts()).unwrap_or_default();
-        let (mut access, residual) = match system {
-            Some(view) => (AccessPath::System(view), conjuncts),
-            None => choose_access(&table, conjuncts),
+        let (mut access, residual, mut ranks) = match system {
+            Some(view) => (AccessPath::System(view), conjuncts, vec![]),
+            None => choose_ranked(&table, conjuncts),
         };
         // An index holds each row's newest values: a read of older versions finds its rows by key.
         if !matches!(versions, Versions::Latest) && matches!(access, AccessPath::IndexScan { .. }) {
             access = AccessPath::FullScan { direction: Direction::Forward };
+            ranks.clear();
         }
         // ORDER BY the key (after the equality prefix) is the scan direction; anything else sorts.
         let mut sort = order.clone();
@@ -209,6 +210,9 @@ impl Planner<'_> {
             sort.clear();
         } else if let Some(ordered) = index_order(&table, &access, &order, limit.is_some()).filter(|_| versions == Versions::Latest) {
             // Or an index's order (of the rows the WHERE chose it for, or of the whole table under a LIMIT).
+            if !matches!(access, AccessPath::IndexScan { .. }) {
+                ranks.clear();
+            }
             access = ordered;
             sort.clear();
         }
@@ -222,7 +226,7 @@ impl Planner<'_> {
             _ => None,
         };
         let needed = needed_columns(&table, &projection, filter.as_ref(), &sort);
-        let scan = Scan { table, access, filter, limit: scan_limit, versions, columns: needed };
+        let scan = Scan { table, access, filter, limit: scan_limit, versions, columns: needed, ranks };
         let stream = streams(Some(&scan), &sort);
         Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit, lock: false, stream })
     }

@@ -164,6 +164,7 @@ impl Planner<'_> {
                     limit: None,
                     versions: Versions::Latest,
                     columns: None,
+                    ranks: vec![],
                 };
                 Ok(Plan::CopyTo {
                     select: SelectPlan {
