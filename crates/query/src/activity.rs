@@ -37,6 +37,20 @@ pub struct Backend {
     pub query: String,
     /// The COPY FROM STDIN under way (`pg_stat_progress_copy`).
     pub copy: Option<CopyProgress>,
+    /// The CREATE INDEX under way (`pg_stat_progress_create_index`).
+    pub index_build: Option<IndexBuildProgress>,
+}
+
+/// How far a CREATE INDEX (or ADD UNIQUE) has come.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexBuildProgress {
+    pub table: String,
+    pub index: String,
+    /// PostgreSQL's name of the step (`building index: scanning table`).
+    pub phase: &'static str,
+    /// Rows whose entries are written, of about `total` (the table's statistics when the build began).
+    pub done: u64,
+    pub total: u64,
 }
 
 /// How far a COPY FROM STDIN has come.
@@ -125,6 +139,7 @@ mod tests {
             state: "idle",
             query: String::new(),
             copy: None,
+            index_build: None,
         };
         let first = a.register(b.clone());
         let second = a.register(Backend { user: "v".into(), ..b });

@@ -47,7 +47,9 @@ pub mod value;
 
 pub use catalog::{IndexDef, PkColumn, TableDef, TableOptions};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Access, BulkError, BulkLoad, Convert, Ddl, Durability, ReadView, RebuildError, Store, StoreConfig, Txn};
+pub use engine::{
+    Access, BuildPhase, BuildWatch, BulkError, BulkLoad, Convert, Ddl, Durability, ReadView, RebuildError, Store, StoreConfig, Txn,
+};
 pub use error::{Result, StoreError};
 pub use ops::*;
 pub use partition::PartitionInfo;

@@ -318,6 +318,39 @@ fn a_build_racing_a_writer_leaves_no_stale_entry() {
     assert_eq!(store.index_entries("t", "by_card").unwrap(), 2_500, "one entry per row, none stale");
 }
 
+/// A build tells its watch where it is: scanning the rows (every 1,000, of about as many as the table's
+/// statistics count), then, as a row was written meanwhile, validating its entries.
+#[test]
+fn a_build_reports_its_progress() {
+    struct Watch<'a> {
+        store: &'a Store,
+        asked: std::cell::Cell<usize>,
+        seen: std::cell::RefCell<Vec<(BuildPhase, u64, u64)>>,
+    }
+    impl BuildWatch for Watch<'_> {
+        fn stop(&self) -> bool {
+            self.asked.set(self.asked.get() + 1);
+            if self.asked.get() == 2 {
+                put(self.store, 2_400, Some(7));
+            }
+            false
+        }
+        fn progress(&self, phase: BuildPhase, done: u64, total: u64) {
+            self.seen.borrow_mut().push((phase, done, total));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = carded(dir.path());
+    let watch = Watch { store: &store, asked: Default::default(), seen: Default::default() };
+    store.create_index_until("t", IndexDef::new("by_card", &["card".into()], false, false), &watch).unwrap();
+    use BuildPhase::*;
+    assert_eq!(
+        watch.seen.into_inner(),
+        vec![(Scanning, 0, 2_500), (Scanning, 1_000, 2_500), (Scanning, 2_000, 2_500), (Validating, 2_500, 2_500)]
+    );
+    assert_eq!(Scanning.name(), "building index: scanning table");
+}
+
 /// A migration tool runs several migrations, and writes its version table, in one transaction: an index
 /// made after those writes is built (from the committed rows), the transaction commits, and until then it
 /// reads the table without the index, whose entries its snapshot does not hold. Not after rows of the

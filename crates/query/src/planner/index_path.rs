@@ -159,7 +159,7 @@ pub(super) fn index_paths(t: &TableSchema, conjuncts: &[Expr]) -> Vec<(usize, Ac
         }
         paths.extend(best);
     }
-    paths.sort_by(|a, b| b.0.cmp(&a.0));
+    paths.sort_by_key(|p| std::cmp::Reverse(p.0));
     paths
 }
 

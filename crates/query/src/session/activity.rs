@@ -26,6 +26,7 @@ pub(super) fn register(db: &Database, user: &str, database: &str) -> Entry {
         state: "idle",
         query: String::new(),
         copy: None,
+        index_build: None,
     })
 }
 

@@ -1,12 +1,45 @@
 //! CREATE INDEX, DROP INDEX and ALTER INDEX ... RENAME. An index's name is a relation's name, as in
 //! PostgreSQL: no table, index or primary key (`<table>_pkey`) may share it.
 
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
 use super::Session;
-use tabula_store::{IndexDef, StoreError};
+use tabula_store::{BuildPhase, IndexDef, StoreError};
+
+use crate::activity::IndexBuildProgress;
 
 use crate::error::{QueryError, Result};
 use crate::output::Output;
 use crate::planner::Catalog;
+
+/// A build's progress goes to the session's `pg_stat_progress_create_index` row, and to the log every
+/// [`LOG_EVERY`]; cancel and statement_timeout stop it.
+struct BuildWatch {
+    interrupt: crate::exec::Interrupt,
+    activity: crate::activity::Handle,
+    table: String,
+    index: String,
+    logged: Cell<Instant>,
+}
+
+/// How often a long build logs how far it has come.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+impl tabula_store::BuildWatch for BuildWatch {
+    fn stop(&self) -> bool {
+        self.interrupt.check().is_err()
+    }
+
+    fn progress(&self, phase: BuildPhase, done: u64, total: u64) {
+        let (table, index) = (self.table.clone(), self.index.clone());
+        self.activity.update(|b| b.index_build = Some(IndexBuildProgress { table, index, phase: phase.name(), done, total }));
+        if self.logged.get().elapsed() >= LOG_EVERY {
+            self.logged.set(Instant::now());
+            tracing::info!(table = %self.table, index = %self.index, "CREATE INDEX: {}, {done} of about {total} rows", phase.name());
+        }
+    }
+}
 
 /// What an index is: unique or not, and whether it is a UNIQUE constraint's.
 pub(super) struct IndexKind {
@@ -81,15 +114,26 @@ impl Session {
         };
         tabula_store::value::validate_name(&name)?;
         // cancel and statement_timeout stop the build; it then leaves nothing.
-        let interrupt = self.interrupt.clone();
-        let stop = move || interrupt.check().is_err();
+        let watch = BuildWatch {
+            interrupt: self.interrupt.clone(),
+            activity: self.activity.handle(),
+            table: table.to_string(),
+            index: name.clone(),
+            logged: Cell::new(Instant::now()),
+        };
+        tracing::info!(table, index = %name, "CREATE INDEX: building");
         let r = self.ddl().create_index(
             table,
             IndexDef::new(&name, columns, kind.unique, kind.constraint)
                 .with_descending(kind.descending)
                 .with_nulls_not_distinct(kind.nulls_not_distinct),
-            &stop,
+            &watch,
         );
+        self.activity.update(|b| b.index_build = None);
+        match &r {
+            Ok(()) => tracing::info!(table, index = %name, "CREATE INDEX: built"),
+            Err(e) => tracing::info!(table, index = %name, "CREATE INDEX: failed, nothing left behind: {e}"),
+        }
         self.db.invalidate();
         match r {
             Err(StoreError::Interrupted) => Err(self.interrupt.check().err().unwrap_or(QueryError::Cancelled)),

@@ -241,3 +241,44 @@ async fn pg_stat_progress_copy_follows_a_copy_from_stdin() {
     assert!(watcher.query(progress, &[]).await.unwrap().is_empty(), "the COPY is over");
     server.stop().await;
 }
+
+/// pg_stat_progress_create_index shows a CREATE INDEX while it builds: the table, the index, PostgreSQL's
+/// name of the phase and the rows done of about how many; once it ends, nothing. A build too quick to be
+/// seen is made again on a table four times the size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_stat_progress_create_index_follows_a_build() {
+    let server = TestServer::start().await;
+    let builder = server.connect().await;
+    let watcher = server.connect().await;
+    builder.batch_execute("CREATE TABLE indexed (k bigint PRIMARY KEY, card bigint)").await.unwrap();
+    let progress = "SELECT pid, relid = 'indexed'::regclass::oid, index_relid IS NOT NULL, command, phase, tuples_done, \
+                    tuples_total FROM pg_stat_progress_create_index";
+    let mut rows = 0i64;
+    let mut seen = None;
+    for _ in 0..5 {
+        let more = if rows == 0 { 50_000 } else { rows * 3 };
+        let fill = format!("INSERT INTO indexed SELECT g, g % 97 FROM generate_series({}, {}) g", rows + 1, rows + more);
+        builder.batch_execute(&fill).await.unwrap();
+        rows += more;
+        let building = server.connect().await;
+        let pid: i32 = building.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        let build = tokio::spawn(async move { building.batch_execute("CREATE INDEX indexed_card ON indexed (card)").await });
+        while !build.is_finished() {
+            let found = watcher.query(progress, &[]).await.unwrap();
+            if let Some(r) = found.first().filter(|r| r.get::<_, i64>(5) > 0) {
+                let row = (r.get::<_, bool>(1), r.get::<_, bool>(2), r.get::<_, String>(3), r.get::<_, String>(4));
+                seen = Some((row, r.get::<_, i32>(0) == pid, r.get::<_, i64>(5) <= r.get::<_, i64>(6)));
+                break;
+            }
+        }
+        build.await.unwrap().unwrap();
+        if seen.is_some() {
+            break;
+        }
+        builder.batch_execute("DROP INDEX indexed_card").await.unwrap();
+    }
+    let scanning = (true, true, "CREATE INDEX".to_string(), "building index: scanning table".to_string());
+    assert_eq!(seen, Some((scanning, true, true)), "a build of up to {rows} rows was never seen");
+    assert!(watcher.query(progress, &[]).await.unwrap().is_empty(), "the build is over");
+    server.stop().await;
+}

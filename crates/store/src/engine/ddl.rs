@@ -197,9 +197,9 @@ impl Ddl<'_> {
     /// that ran an earlier migration, or updated its version table, in the same transaction), its snapshot
     /// stays, older than the entries: it reads the table without the index. Not after rows of the table
     /// itself were written in it: their entries would be missing.
-    pub fn create_index(&mut self, table: &str, spec: IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
+    pub fn create_index(&mut self, table: &str, spec: IndexDef, watch: &dyn super::index::BuildWatch) -> Result<()> {
         self.check(&[table])?;
-        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index_until(table, spec, stop) };
+        let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index_until(table, spec, watch) };
         if t.wrote.get() {
             let target = self.store.inner.table(table)?;
             if t.deltas.borrow().iter().any(|d| Arc::ptr_eq(&d.retired, &target.retired)) {
@@ -208,7 +208,7 @@ impl Ddl<'_> {
             t.before_change(table, &[])?;
             let name = spec.name.clone();
             let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
-            self.store.create_index_until(table, spec, stop)?;
+            self.store.create_index_until(table, spec, watch)?;
             let id = index_id(self.store, table, &name)?;
             t.index_entries(table, id, true)?;
             // The build moved the bulk epoch, which fails the commit of a transaction that wrote before it;
@@ -221,7 +221,7 @@ impl Ddl<'_> {
         }
         t.before_change(table, &[])?;
         let name = spec.name.clone();
-        self.store.create_index_until(table, spec, stop)?;
+        self.store.create_index_until(table, spec, watch)?;
         let id = index_id(self.store, table, &name)?;
         t.index_entries(table, id, true)?;
         t.renew_snapshot(self.store);

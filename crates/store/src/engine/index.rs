@@ -350,6 +350,41 @@ impl Inner {
     }
 }
 
+/// What an index build asks of its caller, and tells it, as it goes.
+pub trait BuildWatch {
+    /// Whether to stop now (cancel, statement_timeout): asked before the first row and every
+    /// `STOP_EVERY` rows.
+    fn stop(&self) -> bool;
+    /// The build is at `phase`, with `done` of about `total` rows (`total`: the table's partition
+    /// statistics when the build began) behind it.
+    fn progress(&self, _phase: BuildPhase, _done: u64, _total: u64) {}
+}
+
+/// Any `Fn() -> bool` is a watch that only says when to stop.
+impl<F: Fn() -> bool> BuildWatch for F {
+    fn stop(&self) -> bool {
+        self()
+    }
+}
+
+/// The steps of an index build, named as PostgreSQL's `pg_stat_progress_create_index` names its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildPhase {
+    /// Writing the entries of the rows stored when the build began.
+    Scanning,
+    /// Removing entries left stale by rows written during the build.
+    Validating,
+}
+
+impl BuildPhase {
+    pub fn name(self) -> &'static str {
+        match self {
+            BuildPhase::Scanning => "building index: scanning table",
+            BuildPhase::Validating => "index validation: scanning index",
+        }
+    }
+}
+
 /// Entries are written in batches of this many while an index is built.
 const BUILD_BATCH: usize = 10_000;
 
@@ -374,9 +409,9 @@ impl Store {
         self.create_index_until(table, spec, &|| false)
     }
 
-    /// `create_index`, stopped (`Interrupted`, nothing left behind) as soon as `stop` answers true: it is
-    /// asked before the first row and every `STOP_EVERY` rows.
-    pub fn create_index_until(&self, table: &str, spec: IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
+    /// `create_index`, stopped (`Interrupted`, nothing left behind) as soon as `watch` says so, and telling
+    /// it how far the build has come.
+    pub fn create_index_until(&self, table: &str, spec: IndexDef, watch: &dyn BuildWatch) -> Result<()> {
         let t = self.inner.table(table)?;
         let name = spec.name.clone();
         if t.def.read().indexes.iter().any(|i| i.name == name) {
@@ -393,8 +428,9 @@ impl Store {
             self.inner.bulk_epoch.fetch_add(1, Ordering::SeqCst);
         }
         let writes_before = t.building_writes.load(Ordering::SeqCst);
-        let filled = self.fill_index(&t, &ix, stop).and_then(|()| {
+        let filled = self.fill_index(&t, &ix, watch).and_then(|rows| {
             if t.building_writes.load(Ordering::SeqCst) != writes_before {
+                watch.progress(BuildPhase::Validating, rows, rows);
                 self.inner.sweep_index(&t, &ix)?;
             }
             Ok(())
@@ -415,8 +451,10 @@ impl Store {
     /// Writes the entries of the rows stored now. For a unique index each entry is checked first against
     /// the entries written (by this build, in its batch, or by writers meanwhile) whose row still holds it:
     /// a second row with the same values fails the build (`UniqueViolation`).
-    fn fill_index(&self, t: &Table, ix: &IndexDef, stop: &dyn Fn() -> bool) -> Result<()> {
+    fn fill_index(&self, t: &Table, ix: &IndexDef, watch: &dyn BuildWatch) -> Result<u64> {
         let def = t.def.read().clone();
+        let total = t.partitions.read().iter().map(|p| p.info().approx_rows.max(0) as u64).sum::<u64>();
+        watch.progress(BuildPhase::Scanning, 0, total);
         let reader = self.inner.reader();
         let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
         cursor.seek_to_first();
@@ -424,8 +462,13 @@ impl Store {
         let mut in_batch: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         let mut rows = 0usize;
         while cursor.valid() {
-            if rows.is_multiple_of(STOP_EVERY) && stop() {
-                return Err(StoreError::Interrupted);
+            if rows.is_multiple_of(STOP_EVERY) {
+                if watch.stop() {
+                    return Err(StoreError::Interrupted);
+                }
+                if rows > 0 {
+                    watch.progress(BuildPhase::Scanning, rows as u64, total.max(rows as u64));
+                }
             }
             rows += 1;
             let row = StoredRow::decode(cursor.value())?;
@@ -460,7 +503,7 @@ impl Store {
         if !batch.puts.is_empty() {
             self.inner.kv.write(batch)?;
         }
-        Ok(())
+        Ok(rows as u64)
     }
 
     /// Drops index `name` of `table` and its entries.

@@ -530,6 +530,7 @@ pub use bulk::{BulkError, BulkLoad};
 use compaction::VersionFilter;
 pub use config::{Durability, StoreConfig};
 pub use ddl::Ddl;
+pub use index::{BuildPhase, BuildWatch};
 pub use rebuild::{Convert, RebuildError};
 use table::{add_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};

@@ -94,6 +94,7 @@ fn pg_catalog_generated(name: &str) -> Option<Generated> {
         "pg_stat_user_tables" | "pg_stat_all_tables" => &PgStatUserTables,
         "pg_stat_activity" => &PgStatActivity,
         "pg_stat_progress_copy" => &PgStatProgressCopy,
+        "pg_stat_progress_create_index" => &PgStatProgressCreateIndex,
         "pg_extension" => &PgExtension,
         "pg_depend" => &PgDepend,
         "pg_sequence" => &PgSequence,

@@ -17,6 +17,7 @@ mod pg_sequence;
 mod pg_settings;
 mod pg_stat_activity;
 mod pg_stat_progress_copy;
+mod pg_stat_progress_create_index;
 mod pg_stat_user_tables;
 mod pg_views;
 
@@ -36,5 +37,6 @@ pub use pg_sequence::{PgSequence, PgSequences};
 pub use pg_settings::PgSettings;
 pub use pg_stat_activity::PgStatActivity;
 pub use pg_stat_progress_copy::PgStatProgressCopy;
+pub use pg_stat_progress_create_index::PgStatProgressCreateIndex;
 pub use pg_stat_user_tables::PgStatUserTables;
 pub use pg_views::PgViews;
