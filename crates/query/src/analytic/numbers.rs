@@ -146,7 +146,10 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, functions: &NumberFunctions) -> Result
         {
             Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(&functions.div), vec![*left, *right])))
         }
-        Expr::AggregateFunction(mut f) if f.params.args.len() == 1 && !f.params.distinct && exact(&f.params.args[0]) => {
+        // `avg(DISTINCT x)` too (`PgAvg` keeps the distinct values); the variances of distinct values stay DataFusion's.
+        Expr::AggregateFunction(mut f)
+            if f.params.args.len() == 1 && (!f.params.distinct || f.func.name() == "avg") && exact(&f.params.args[0]) =>
+        {
             match functions.aggregate(f.func.name()) {
                 Some(udaf) => {
                     f.func = udaf;

@@ -5,7 +5,7 @@
 //! the count: `avg` of 1, 2 and 4 is 2.3333333333333333, of 1 and 2 1.5000000000000000. DataFusion gives
 //! a decimal quotient four more places than its dividend, and `avg` of integers a double
 //! (2.3333333333333335). Here [`NumericDiv`] and [`PgAvg`] compute PostgreSQL's digits, rounded half away
-//! from zero at its scale for each row.
+//! from zero at its scale for each row. `avg(DISTINCT x)` averages the distinct values alike.
 //!
 //! A column of Arrow decimals has one scale, where each PostgreSQL numeric has its own, so the values
 //! travel at [`QUOTIENT_SCALE`] places and the field says, in [`QUOTIENT_KEY`], the least scale the
@@ -13,7 +13,7 @@
 //! it from its own digits. Past [`QUOTIENT_SCALE`] places (a quotient below 10^-4 with its 16 digits) the
 //! value is rounded there; one of 10^18 or more is 22003.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Int64Array};
@@ -177,11 +177,18 @@ impl AggregateUDFImpl for PgAvg {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let scale = args.expr_fields.first().and_then(|f| places(f.data_type())).unwrap_or(0);
+        if args.is_distinct {
+            return Ok(Box::new(DistinctAvgAccumulator { values: HashSet::new(), scale }));
+        }
         Ok(Box::new(AvgAccumulator { sum: 0, count: 0, scale }))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         let scale = args.input_fields.first().and_then(|f| places(f.data_type())).unwrap_or(0);
+        if args.is_distinct {
+            let item = Field::new_list_field(DataType::Decimal128(38, scale as i8), true);
+            return Ok(vec![Arc::new(Field::new(format!("{}[distinct]", args.name), DataType::List(Arc::new(item)), true))]);
+        }
         Ok(vec![
             Arc::new(Field::new(format!("{}[sum]", args.name), DataType::Decimal128(38, scale as i8), true)),
             Arc::new(Field::new(format!("{}[count]", args.name), DataType::Int64, true)),
@@ -256,6 +263,55 @@ impl Accumulator for AvgAccumulator {
 
     fn size(&self) -> usize {
         size_of::<Self>()
+    }
+}
+
+/// `avg(DISTINCT x)`: the distinct values (mantissas of `scale` places: equal numerics of one column
+/// have equal mantissas), averaged as PostgreSQL averages them once all are in.
+#[derive(Debug)]
+struct DistinctAvgAccumulator {
+    values: HashSet<i128>,
+    scale: u32,
+}
+
+impl Accumulator for DistinctAvgAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        for i in 0..values[0].len() {
+            if let Some(v) = fixed_at(&values[0], i)? {
+                self.values.insert(v.mantissa);
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let lists = states[0].as_list::<i32>();
+        for i in 0..lists.len() {
+            if !lists.is_null(i) {
+                self.update_batch(&[lists.value(i)])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let ty = DataType::Decimal128(38, self.scale as i8);
+        let values: Vec<ScalarValue> = self.values.iter().map(|v| ScalarValue::Decimal128(Some(*v), 38, self.scale as i8)).collect();
+        Ok(vec![ScalarValue::List(ScalarValue::new_list_nullable(&values, &ty))])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let overflow = || failed(QueryError::NumericOutOfRange("value overflows numeric format".into()));
+        let sum = self.values.iter().try_fold(0i128, |s, v| s.checked_add(*v)).ok_or_else(overflow)?;
+        let q = match self.values.len() {
+            0 => None,
+            n => Some(quotient(Fixed { mantissa: sum, scale: self.scale }, Fixed { mantissa: n as i128, scale: 0 })?),
+        };
+        Ok(ScalarValue::Decimal128(q, 38, QUOTIENT_SCALE as i8))
+    }
+
+    fn size(&self) -> usize {
+        size_of::<Self>() + self.values.capacity() * size_of::<i128>()
     }
 }
 
