@@ -111,6 +111,10 @@ pub struct TabulaTable {
     db: Weak<dyn Source>,
     table: Arc<TableSchema>,
     schema: SchemaRef,
+    /// The primary key, so that a query grouped by it may select the table's other columns, as
+    /// PostgreSQL allows of columns that depend on a grouped key (`SELECT k, v ... GROUP BY k`). None for
+    /// a table keyed by its hidden row id.
+    constraints: Option<datafusion::common::Constraints>,
 }
 
 impl fmt::Debug for TabulaTable {
@@ -138,7 +142,10 @@ impl TabulaTable {
                 }
             })
             .collect();
-        TabulaTable { db, schema: Arc::new(Schema::new(fields)), table }
+        let visible = table.visible().len();
+        let constraints = (!table.pk.is_empty() && table.pk.iter().all(|&i| i < visible))
+            .then(|| datafusion::common::Constraints::new_unverified(vec![datafusion::common::Constraint::PrimaryKey(table.pk.clone())]));
+        TabulaTable { db, schema: Arc::new(Schema::new(fields)), table, constraints }
     }
 
     pub fn name(&self) -> &str {
@@ -154,6 +161,10 @@ impl TableProvider for TabulaTable {
 
     fn table_type(&self) -> TableType {
         TableType::Base
+    }
+
+    fn constraints(&self) -> Option<&datafusion::common::Constraints> {
+        self.constraints.as_ref()
     }
 
     fn supports_filters_pushdown(&self, filters: &[&DfExpr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
