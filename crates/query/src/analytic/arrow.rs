@@ -203,7 +203,10 @@ pub fn batch_to_rows(batch: &RecordBatch, types: &[SqlType], out: &mut Vec<Vec<D
     let schema = batch.schema();
     for ((c, ty), field) in batch.columns().iter().zip(types).zip(schema.fields()) {
         let mut cells = column_datums(c, *ty)?;
-        if let Some(floor) = field.metadata().get(super::quotient::QUOTIENT_KEY).and_then(|f| f.parse().ok()) {
+        // Only while the column holds the quotients themselves: a cast to `numeric(p, s)` keeps the metadata
+        // and gives its own scale.
+        let quotients = matches!(field.data_type(), DataType::Decimal128(_, s) if *s == super::quotient::QUOTIENT_SCALE as i8);
+        if let Some(floor) = field.metadata().get(super::quotient::QUOTIENT_KEY).and_then(|f| f.parse().ok()).filter(|_| quotients) {
             quotient_scales(&mut cells, floor, field.metadata().contains_key(super::quotient::PLAIN_ZERO_KEY));
         }
         for (row, d) in out[start..].iter_mut().zip(cells) {

@@ -34,7 +34,7 @@ use datafusion::logical_expr::{
     ScalarUDFImpl, Signature, TryCast, Volatility,
 };
 
-use super::quotient::{places, NumericDiv, PgAvg};
+use super::quotient::{places, NumericDiv, PgAvg, QUOTIENT_SCALE};
 use super::variance::{Kind, PgVariance};
 
 /// Rounds to the nearest integer, keeping the type: a float's ties to even, a decimal's away from zero.
@@ -140,7 +140,13 @@ fn rewrite(e: Expr, schema: &DFSchemaRef, functions: &NumberFunctions) -> Result
     let is_decimal = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Decimal128(..)));
     let exact = |x: &Expr| x.get_type(schema.as_ref()).is_ok_and(|t| places(&t).is_some());
     let whole = |x: Expr, places: i8| Expr::Cast(Cast::new(Box::new(x), DataType::Decimal128(38, places)));
+    let quotient = |x: &Expr| matches!(x.get_type(schema.as_ref()), Ok(DataType::Decimal128(38, s)) if s == QUOTIENT_SCALE as i8);
     Ok(match e {
+        // A quotient cast to `numeric` keeps its digits, as PostgreSQL's cast to an unconstrained numeric
+        // changes nothing; the cast would cut them to the 10 places such values carry here.
+        Expr::Cast(c) if *c.field.data_type() == DataType::Decimal128(38, super::arrow::NUMERIC_SCALE) && quotient(&c.expr) => {
+            Transformed::yes(*c.expr)
+        }
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right })
             if (is_decimal(&left) || is_decimal(&right)) && exact(&left) && exact(&right) =>
         {
