@@ -15,6 +15,7 @@
 //!    (its own writes included), lent to DataFusion for the statement.
 //! 6. Result batches become rows of PostgreSQL-typed values ([`arrow`]).
 
+mod age;
 mod array_in;
 pub mod arrow;
 mod bpchar;
@@ -256,6 +257,7 @@ impl Analytics {
         // `'...'::timestamptz`, `now()` and the session's zone in DataFusion's own functions.
         let zone: Arc<str> = read.zone.arrow_name().into();
         options.execution.time_zone = Some(zone.to_string());
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(age::Age::new(zone.clone())))).map_err(map_err)?;
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(at_time_zone::AtTimeZone::new(zone)))).map_err(map_err)?;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
