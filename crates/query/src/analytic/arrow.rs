@@ -374,6 +374,23 @@ fn format_decimal(v: i128, scale: i8) -> String {
     format!("{}{}{}{}", if neg { "-" } else { "" }, int, if s > 0 { "." } else { "" }, frac)
 }
 
+/// PostgreSQL's text of cell `i` of `a` (None: NULL), as its type's output function writes it; a
+/// timestamp with a zone in that zone (the session's).
+pub(super) fn cell_text(a: &ArrayRef, i: usize) -> Result<Option<String>> {
+    if a.is_null(i) {
+        return Ok(None);
+    }
+    let ty = sql_type_of(a.data_type());
+    let zone = match a.data_type() {
+        DataType::Timestamp(_, Some(tz)) => crate::types::Zone::of_arrow(tz),
+        _ => crate::types::Zone::UTC,
+    };
+    Ok(match column_datums(&a.slice(i, 1), ty)?.pop().unwrap_or(Datum::Null) {
+        Datum::Text(s) => Some(s),
+        d => d.text_in(ty, &zone),
+    })
+}
+
 /// PostgreSQL's text form of a cell with no direct SQL type here (arrays, intervals, ...).
 pub(super) fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
     use DataType as D;

@@ -22,6 +22,7 @@ mod bpchar;
 pub mod catalog;
 mod errors;
 mod extract;
+mod format;
 mod guarded;
 mod integers;
 mod letter_case;
@@ -54,9 +55,10 @@ pub use errors::map_err;
 
 /// DataFusion's functions that Tabula replaces by ones checked as PostgreSQL checks them: results over
 /// PostgreSQL's size limit (`limits`), math without a real result (`math`), and case mappings that change
-/// a text's length (`letter_case`).
+/// a text's length (`letter_case`); and `format`, which DataFusion does not have.
 fn checked_udfs() -> Vec<ScalarUDF> {
-    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).collect()
+    let format = ScalarUDF::new_from_impl(format::Format::new());
+    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).chain([format]).collect()
 }
 
 /// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the

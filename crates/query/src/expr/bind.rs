@@ -492,21 +492,6 @@ impl Binder<'_, '_> {
         }
         Ok(args)
     }
-
-    /// A call of one of the analytic engine's functions (`udf`): untyped arguments take the types its
-    /// signature gives them.
-    fn udf_call(&mut self, udf: std::sync::Arc<datafusion::logical_expr::ScalarUDF>, mut args: Vec<Expr>) -> Result<Expr> {
-        // `octet_length` counts a bpchar's padding, as PostgreSQL's own function for bpchar does.
-        if let (Some(SqlType::Bpchar(n @ 1..)), "octet_length") = (args.first().map(Expr::ty), udf.name()) {
-            let rpad = super::udf::lookup("rpad").ok_or_else(|| QueryError::Internal("rpad is not registered".into()))?;
-            let padded = self.udf_call(rpad, vec![args.remove(0), Expr::literal(Datum::Int(n as i64))])?;
-            args.insert(0, padded);
-        }
-        let types: Vec<SqlType> = args.iter().map(|a| a.ty()).collect();
-        let call = super::udf::bind(udf, &types)?;
-        let args = args.into_iter().zip(call.arg_types()).map(|(a, ty)| self.coerce(a, ty)).collect::<Result<Vec<_>>>()?;
-        Ok(Expr::Udf { call: Box::new(call), args })
-    }
 }
 
 pub(super) fn strip(e: &ast::Expr) -> &ast::Expr {

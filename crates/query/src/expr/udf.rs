@@ -15,6 +15,7 @@ use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF};
 
+use super::Expr;
 use crate::analytic::arrow::{arrow_type, datum_of, scalar, sql_type_of};
 use crate::error::{QueryError, Result};
 use crate::types::{Datum, SqlType};
@@ -62,6 +63,7 @@ const FUNCTIONS: &[&str] = &[
     "pi",
     "gcd",
     "lcm",
+    "format",
 ];
 
 fn registry() -> &'static HashMap<String, Arc<ScalarUDF>> {
@@ -164,5 +166,31 @@ impl Udf {
             Some((d, _)) => d.cast(self.ty),
             None => Err(QueryError::Internal(format!("{} gave a value of type {}", self.func.name(), value.data_type()))),
         }
+    }
+}
+
+impl super::bind::Binder<'_, '_> {
+    /// A call of one of the analytic engine's functions (`udf`): untyped arguments take the types its
+    /// signature gives them.
+    pub(super) fn udf_call(&mut self, udf: Arc<ScalarUDF>, mut args: Vec<Expr>) -> Result<Expr> {
+        // `octet_length` counts a bpchar's padding, as PostgreSQL's own function for bpchar does.
+        if let (Some(SqlType::Bpchar(n @ 1..)), "octet_length") = (args.first().map(Expr::ty), udf.name()) {
+            let rpad = lookup("rpad").ok_or_else(|| QueryError::Internal("rpad is not registered".into()))?;
+            let padded = self.udf_call(rpad, vec![args.remove(0), Expr::literal(Datum::Int(n as i64))])?;
+            args.insert(0, padded);
+        }
+        // `format` prints a numeric with its scale and a timestamptz in the session's zone: it is given
+        // their text (not a boolean's, whose cast to text is `true`, or a bpchar's, which drops its padding).
+        if udf.name() == "format" {
+            let text = |a: Expr| match a.ty() {
+                SqlType::Numeric | SqlType::Timestamptz => Expr::Cast { expr: Box::new(a), ty: SqlType::Text },
+                _ => a,
+            };
+            args = args.into_iter().map(text).collect();
+        }
+        let types: Vec<SqlType> = args.iter().map(|a| a.ty()).collect();
+        let call = bind(udf, &types)?;
+        let args = args.into_iter().zip(call.arg_types()).map(|(a, ty)| self.coerce(a, ty)).collect::<Result<Vec<_>>>()?;
+        Ok(Expr::Udf { call: Box::new(call), args })
     }
 }

@@ -74,7 +74,7 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
     format!("CREATE {unique}INDEX {} ON public.{} USING btree ({}){nulls}", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
 }
 
-pub(super) fn quote_ident(s: &str) -> String {
+pub(crate) fn quote_ident(s: &str) -> String {
     let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if plain {
@@ -209,7 +209,7 @@ fn oid_to_name(name: &str, db: Weak<dyn Source>) -> ScalarUDF {
 
 /// PostgreSQL's quote_literal: single quotes doubled; with a backslash, an escape string (`E'...'`)
 /// with backslashes doubled.
-fn quote_literal(s: &str) -> String {
+pub(crate) fn quote_literal(s: &str) -> String {
     let quoted = s.replace('\'', "''");
     if s.contains('\\') {
         format!("E'{}'", quoted.replace('\\', "\\\\"))

@@ -47,6 +47,7 @@ mod sizes;
 use cells::{build_batch, data_type, schema_of, Cell, K};
 use defaults::shown_default;
 pub use functions::{catalog_udfs, qualified_definitions};
+pub(crate) use functions::{quote_ident, quote_literal};
 pub use oids::{pg_catalog_name, pg_catalog_oid};
 pub use pg_catalog::empty_relation;
 pub use schemas::{GeneratedSchema, GeneratedTable, PgCatalogSchema};
