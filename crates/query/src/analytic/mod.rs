@@ -29,6 +29,7 @@ mod letter_case;
 mod limits;
 mod literals;
 mod math;
+mod mode;
 mod numbers;
 mod pg_typeof;
 mod plan_rewrite;
@@ -197,6 +198,7 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
+        ctx.register_udaf(AggregateUDF::new_from_impl(mode::Mode::new()));
         // `every(b)` is PostgreSQL's name for `bool_and(b)`.
         ctx.register_udaf((*datafusion::functions_aggregate::bool_and_or::bool_and_udaf()).clone().with_aliases(["every"]));
         ctx.register_udaf((*datafusion::functions_aggregate::variance::var_samp_udaf()).clone().with_aliases(["variance"]));
