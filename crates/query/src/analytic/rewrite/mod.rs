@@ -47,6 +47,7 @@
 //! - Long chains of `AND` or `OR` become balanced trees (`chains`).
 //! - `ARRAY(SELECT f(x) FROM unnest(arr) x)` maps the array's elements (`array_transform`, `unnest_map`).
 //! - `ORDER BY 1` of a grouping query is written as the select item it names (`ordinals`).
+//! - `^`, `|/`, `||/`, `@` and `~` are the functions they stand for, and `-2 ^ 2` is `(-2) ^ 2` (`operators`).
 //! - The system column `tableoid` of pg_catalog's tables, and `'pg_class'::regclass`, are the OIDs
 //!   they stand for (`system_columns`).
 
@@ -59,6 +60,7 @@ mod casts;
 mod chains;
 mod derived_names;
 mod from;
+mod operators;
 mod ordinals;
 mod select_srf;
 mod similar;
@@ -134,13 +136,13 @@ impl Rewriter {
         // Before the projection names are made unique: `current_user, current_role` print alike once called,
         // and so do `ceil(x), ceiling(x)`.
         let _ = visit_expressions_mut(&mut s, |e| {
-            exponent_sign(e);
+            operators::exponent_sign(e);
             ControlFlow::<()>::Continue(())
         });
         let _ = visit_expressions_mut(&mut s, |e| {
             user_keyword(e);
             math_functions(e);
-            operators(e);
+            operators::operators(e);
             ControlFlow::<()>::Continue(())
         });
         let _ = s.visit(&mut OverEmptyRelations);
@@ -238,54 +240,6 @@ fn math_functions(e: &mut Expr) {
         }
         _ => {}
     }
-}
-
-/// `-2 ^ 2` is `(-2) ^ 2` in PostgreSQL, whose unary minus binds tighter than `^`; the parser makes it
-/// `-(2 ^ 2)`. The sign goes back to the first operand (`^` groups from the left: `-2 ^ 3 ^ 2` is
-/// `((-2) ^ 3) ^ 2`). A minus written before parentheses, `-(2 ^ 2)`, is kept: the parentheses are a
-/// node of their own.
-fn exponent_sign(e: &mut Expr) {
-    let Expr::UnaryOp { op: op @ (sqlparser::ast::UnaryOperator::Minus | sqlparser::ast::UnaryOperator::Plus), expr } = e else { return };
-    if !matches!(expr.as_ref(), Expr::BinaryOp { op: BinaryOperator::PGExp, .. }) {
-        return;
-    }
-    let (op, mut power) = (*op, expr.as_ref().clone());
-    let mut first = &mut power;
-    while let Expr::BinaryOp { left, op: BinaryOperator::PGExp, .. } = first {
-        first = left.as_mut();
-    }
-    *first = Expr::UnaryOp { op, expr: Box::new(first.clone()) };
-    *e = power;
-}
-
-/// Operators DataFusion does not have: `a ^ b` is `power(a, b)`, `|/ x` `sqrt(x)`, `||/ x` `cbrt(x)`, `@ x`
-/// `abs(x)`, and `~x` is `x # (-1)::smallint`: every bit
-/// flipped, in `x`'s integer type, as the `smallint` all-ones widens to any of them.
-fn operators(e: &mut Expr) {
-    use sqlparser::ast::UnaryOperator as U;
-    if let Expr::BinaryOp { left, op: BinaryOperator::PGExp, right } = e {
-        *e = call("power", vec![left.as_ref().clone(), right.as_ref().clone()], vec![]);
-        return;
-    }
-    // `|/ x`, `||/ x`, `@ x`: sqrt, cbrt and abs.
-    if let Expr::UnaryOp { op: op @ (U::PGSquareRoot | U::PGCubeRoot | U::PGAbs), expr } = e {
-        let name = match op {
-            U::PGSquareRoot => "sqrt",
-            U::PGCubeRoot => "cbrt",
-            _ => "abs",
-        };
-        *e = call(name, vec![expr.as_ref().clone()], vec![]);
-        return;
-    }
-    let Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::BitwiseNot, expr } = e else { return };
-    let ones = Expr::Cast {
-        kind: sqlparser::ast::CastKind::DoubleColon,
-        expr: Box::new(Expr::Nested(Box::new(Expr::value(Value::Number("-1".into(), false))))),
-        data_type: sqlparser::ast::DataType::SmallInt(None),
-        array: false,
-        format: None,
-    };
-    *e = Expr::Nested(Box::new(Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::PGBitwiseXor, right: Box::new(ones) }));
 }
 
 /// What the analytic route would answer differently from PostgreSQL or from the key-value route, to be
