@@ -9,7 +9,7 @@ use chrono::{Datelike, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{Array, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit, TimestampMicrosecondType};
-use datafusion::common::{exec_err, plan_err, ScalarValue};
+use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
@@ -160,12 +160,7 @@ impl ScalarUDFImpl for Age {
             };
             out.push(Some(age(start, local(to.value(i))?)));
         }
-        let array = IntervalMonthDayNanoArray::from(out);
-        Ok(if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
-        } else {
-            ColumnarValue::Array(Arc::new(array))
-        })
+        super::columnar(&args.args, Arc::new(IntervalMonthDayNanoArray::from(out)))
     }
 }
 

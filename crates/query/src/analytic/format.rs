@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, StringArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
@@ -179,12 +178,7 @@ impl ScalarUDFImpl for Format {
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
             out.push(Some(format_row(fmt.value(i), &texts)?));
         }
-        let array = StringArray::from(out);
-        Ok(if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
-        } else {
-            ColumnarValue::Array(Arc::new(array))
-        })
+        super::columnar(&args.args, Arc::new(StringArray::from(out)))
     }
 }
 

@@ -68,7 +68,7 @@ impl ScalarUDFImpl for CheckedArith {
             DataType::Int64 => Arc::new(apply::<Int64Type>(self.op, &left, &right, "bigint")?),
             other => return Err(DataFusionError::Internal(format!("{} of {other}", self.name))),
         };
-        Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?) } else { ColumnarValue::Array(out) })
+        super::columnar(&args.args, out)
     }
 }
 

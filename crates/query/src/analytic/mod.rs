@@ -62,6 +62,20 @@ fn checked_udfs() -> Vec<ScalarUDF> {
     limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).chain([format]).collect()
 }
 
+/// A scalar function's answer as DataFusion takes it: a scalar when every argument was one (`out` then
+/// holds it first), else the array.
+pub(super) fn columnar(
+    args: &[datafusion::logical_expr::ColumnarValue],
+    out: datafusion::arrow::array::ArrayRef,
+) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
+    use datafusion::logical_expr::ColumnarValue;
+    Ok(if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+        ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+    } else {
+        ColumnarValue::Array(out)
+    })
+}
+
 /// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the
 /// key-value route's evaluator takes its functions beyond its own from, `expr::udf`).
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {

@@ -142,7 +142,7 @@ impl ScalarUDFImpl for NumericDiv {
             .collect::<Result<Decimal128Array>>()?
             .with_precision_and_scale(38, QUOTIENT_SCALE as i8)?;
         let out: ArrayRef = Arc::new(out);
-        Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?) } else { ColumnarValue::Array(out) })
+        super::columnar(&args.args, out)
     }
 }
 
