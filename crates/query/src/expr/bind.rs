@@ -131,6 +131,11 @@ impl Binder<'_, '_> {
                     ast::BinaryOperator::LongArrow => BinOp::JsonGetText,
                     ast::BinaryOperator::AtArrow => BinOp::JsonContains,
                     ast::BinaryOperator::ArrowAt => BinOp::JsonContainedBy,
+                    ast::BinaryOperator::BitwiseAnd => BinOp::BitAnd,
+                    ast::BinaryOperator::BitwiseOr => BinOp::BitOr,
+                    ast::BinaryOperator::PGBitwiseXor => BinOp::BitXor,
+                    ast::BinaryOperator::PGBitwiseShiftLeft => BinOp::ShiftLeft,
+                    ast::BinaryOperator::PGBitwiseShiftRight => BinOp::ShiftRight,
                     other => return Err(QueryError::NotSupported(format!("operator {other} is not supported"))),
                 };
                 // Row comparisons `(a, b) > (x, y)` expand to their lexicographic meaning.
@@ -152,6 +157,8 @@ impl Binder<'_, '_> {
                         e => Expr::Neg(Box::new(e)),
                     },
                     ast::UnaryOperator::Plus => inner,
+                    // `~x` flips every bit: `x # -1`, the smallint all-ones widening to x's type.
+                    ast::UnaryOperator::BitwiseNot => self.binary(BinOp::BitXor, inner, Expr::Literal(Datum::Int(-1), SqlType::Int2))?,
                     other => return Err(QueryError::NotSupported(format!("operator {other} is not supported"))),
                 }
             }
@@ -322,49 +329,15 @@ impl Binder<'_, '_> {
                 return Ok(Expr::Binary { op, left: instant(l), right: Box::new(r) });
             }
         }
+        if op.is_bitwise() && !(l.ty().is_integer() && r.ty().is_integer()) {
+            return Err(QueryError::UndefinedOperator(format!("{lt} {} {rt}", op.symbol())));
+        }
         // The difference of two timestamps is an interval, a type the key-value executor does not have.
         let instant = |t: SqlType| matches!(t, SqlType::Timestamp | SqlType::Timestamptz);
         if op == BinOp::Sub && instant(l.ty()) && instant(r.ty()) {
             return Err(QueryError::Analytic("a difference of timestamps (an interval)".into()));
         }
         Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r) })
-    }
-
-    fn bind_tuple_cmp(&mut self, op: BinOp, ls: &[ast::Expr], rs: &[ast::Expr]) -> Result<Expr> {
-        if ls.len() != rs.len() || ls.is_empty() {
-            return Err(QueryError::Syntax("unequal number of entries in row expressions".into()));
-        }
-        let l: Vec<Expr> = ls.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
-        let r: Vec<Expr> = rs.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
-        let pairs: Vec<(Expr, Expr)> = l.into_iter().zip(r).collect();
-        match op {
-            BinOp::Eq | BinOp::NotEq => {
-                let eqs = pairs.into_iter().map(|(a, b)| self.binary(BinOp::Eq, a, b)).collect::<Result<Vec<_>>>()?;
-                let all = Expr::and_all(eqs).unwrap();
-                Ok(if op == BinOp::Eq { all } else { Expr::Not(Box::new(all)) })
-            }
-            _ => {
-                // (a, b) > (x, y)  ≡  a > x OR (a = x AND b > y), built from the last column up.
-                let strict = match op {
-                    BinOp::LtEq => BinOp::Lt,
-                    BinOp::GtEq => BinOp::Gt,
-                    o => o,
-                };
-                let mut it = pairs.into_iter().rev();
-                let (la, lb) = it.next().unwrap();
-                let mut acc = self.binary(op, la, lb)?;
-                for (a, b) in it {
-                    let gt = self.binary(strict, a.clone(), b.clone())?;
-                    let eq = self.binary(BinOp::Eq, a, b)?;
-                    acc = Expr::Binary {
-                        op: BinOp::Or,
-                        left: Box::new(gt),
-                        right: Box::new(Expr::Binary { op: BinOp::And, left: Box::new(eq), right: Box::new(acc) }),
-                    };
-                }
-                Ok(acc)
-            }
-        }
     }
 
     fn value(&mut self, v: &ast::Value) -> Result<Expr> {

@@ -28,6 +28,16 @@ impl Expr {
                     Bool
                 } else if *op == BinOp::Sub && left.ty() == Date && right.ty() == Date {
                     Int4
+                } else if matches!(op, BinOp::ShiftLeft | BinOp::ShiftRight) {
+                    left.ty()
+                } else if op.is_bitwise() {
+                    // The wider integer (`smallint & smallint` stays a smallint).
+                    let width = |t: SqlType| [Int2, Int4, Int8].iter().position(|w| *w == t).unwrap_or(2);
+                    if width(left.ty()) >= width(right.ty()) {
+                        left.ty()
+                    } else {
+                        right.ty()
+                    }
                 } else {
                     numeric_result(left.ty(), right.ty())
                 }

@@ -14,6 +14,7 @@ mod engine;
 mod eval;
 mod functions;
 mod ops;
+mod tuple_cmp;
 pub mod udf;
 
 pub use bind::{column_type, sql_type, varchar_length, Binder, Scope};
@@ -44,6 +45,12 @@ pub enum BinOp {
     JsonGetText,
     JsonContains,
     JsonContainedBy,
+    /// `&`, `|`, `#` of integers, and the shifts `<<`, `>>`.
+    BitAnd,
+    BitOr,
+    BitXor,
+    ShiftLeft,
+    ShiftRight,
 }
 
 impl BinOp {
@@ -68,7 +75,17 @@ impl BinOp {
             JsonGetText => "->>",
             JsonContains => "@>",
             JsonContainedBy => "<@",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "#",
+            ShiftLeft => "<<",
+            ShiftRight => ">>",
         }
+    }
+
+    /// `&`, `|`, `#`, `<<`, `>>`: of integers only.
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight)
     }
 
     pub fn is_comparison(self) -> bool {

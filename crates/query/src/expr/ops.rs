@@ -87,6 +87,29 @@ pub(super) fn to_f64(d: &Datum) -> Option<f64> {
     }
 }
 
+/// `a << count` or `a >> count` in integer type `t`, as PostgreSQL's `int4shl` ... compute it: the count
+/// modulo the width in bits (the processor's shift), a smallint shifted as an integer and cut to 16 bits.
+fn shift(left: bool, a: i64, count: i64, t: SqlType) -> i64 {
+    let count = count as u32;
+    match t {
+        SqlType::Int8 => {
+            if left {
+                a.wrapping_shl(count)
+            } else {
+                a.wrapping_shr(count)
+            }
+        }
+        _ => {
+            let v = if left { (a as i32).wrapping_shl(count) } else { (a as i32).wrapping_shr(count) };
+            if t == SqlType::Int2 {
+                i64::from(v as i16)
+            } else {
+                i64::from(v)
+            }
+        }
+    }
+}
+
 pub(super) fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Result<Datum> {
     use BinOp::*;
     if l.is_null() || r.is_null() {
@@ -156,6 +179,10 @@ pub(super) fn binary(op: BinOp, l: Datum, r: Datum, result_ty: SqlType) -> Resul
                 Div => a.checked_div(b),
                 Mod if b == 0 => return Err(QueryError::DivisionByZero),
                 Mod => a.checked_rem(b),
+                BitAnd => Some(a & b),
+                BitOr => Some(a | b),
+                BitXor => Some(a ^ b),
+                ShiftLeft | ShiftRight => Some(shift(op == ShiftLeft, a, b, t)),
                 _ => unreachable!(),
             };
             let v = v.ok_or_else(|| out_of_range(t))?;
