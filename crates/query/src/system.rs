@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tabula_store::{PartitionInfo, PkValue, Store, TableDef, TableOptions};
+use tabula_store::{PartitionInfo, PkValue, Store, TableDef, TableOptions, Value};
 
 use crate::error::Result;
 use crate::schema::{ColumnDef, TableSchema};
@@ -39,6 +39,7 @@ impl SystemView {
                 "tabula.partitions",
                 vec![
                     col("table_name", SqlType::Text),
+                    col("index_name", SqlType::Text),
                     col("partition_id", SqlType::Int8),
                     col("start_key", SqlType::Text),
                     col("end_key", SqlType::Text),
@@ -81,36 +82,78 @@ impl SystemView {
                     out.push(names.into_iter().chain(options).chain([Datum::Int(parts.len() as i64), Datum::Null]).collect());
                 }
                 SystemView::Partitions => {
-                    for (i, p) in parts.iter().enumerate() {
-                        let bound = |key: &[u8], first: bool, last: bool| -> Result<Datum> {
-                            if (first && i == 0) || (last && i + 1 == parts.len()) {
-                                return Ok(Datum::Text(if first { "-inf" } else { "+inf" }.into()));
-                            }
-                            Ok(Datum::Text(match store.partition_bound(&name, key)? {
-                                Some(vals) => format!("({})", vals.iter().map(show).collect::<Vec<_>>().join(", ")),
-                                None => format!("hash bucket {}", key.get(4).copied().unwrap_or(0)),
-                            }))
+                    let table_bound = |key: &[u8]| -> Result<String> {
+                        Ok(match store.partition_bound(&name, key)? {
+                            Some(vals) => format!("({})", vals.iter().map(show).collect::<Vec<_>>().join(", ")),
+                            None => format!("hash bucket {}", key.get(4).copied().unwrap_or(0)),
+                        })
+                    };
+                    push_partitions(&mut out, &name, None, &parts, &table_bound, &|p| advice(&def, p))?;
+                    let schema = TableSchema::from_def(&def)?;
+                    for (index, parts) in store.index_partitions(&name)? {
+                        let index_bound = |key: &[u8]| -> Result<String> {
+                            let (values, row) = store.index_partition_bound(&name, &index, key)?;
+                            let ix = def.indexes.iter().find(|i| i.name == index);
+                            let shown = values.iter().enumerate().map(|(i, v)| {
+                                let ty = ix.and_then(|ix| schema.column_index(&ix.columns[i])).map(|c| schema.column_type(c));
+                                show_value(v.as_ref(), ty)
+                            });
+                            Ok(format!("({})", shown.chain(row.iter().map(show)).collect::<Vec<_>>().join(", ")))
                         };
-                        out.push(vec![
-                            Datum::Text(name.clone()),
-                            Datum::Int(p.id as i64),
-                            bound(&p.start, true, false)?,
-                            bound(&p.end, false, true)?,
-                            Datum::Int(p.approx_bytes),
-                            Datum::Int(p.approx_rows),
-                            p.stored_bytes.map_or(Datum::Null, Datum::Int),
-                            Datum::Int(p.reads as i64),
-                            Datum::Int(p.writes as i64),
-                            Datum::Float(p.read_rate),
-                            Datum::Float(p.write_rate),
-                            advice(&def, p),
-                            Datum::Null,
-                        ]);
+                        push_partitions(&mut out, &name, Some(&index), &parts, &index_bound, &|_| Datum::Null)?;
                     }
                 }
             }
         }
         Ok(out)
+    }
+}
+
+/// The rows of one key space's partitions: the table's (`index` None) or a global index's. A bound between
+/// two partitions is shown by `bound`; the first starts at `-inf`, the last ends at `+inf`.
+fn push_partitions(
+    out: &mut Vec<Vec<Datum>>,
+    table: &str,
+    index: Option<&str>,
+    parts: &[PartitionInfo],
+    bound: &dyn Fn(&[u8]) -> Result<String>,
+    advice: &dyn Fn(&PartitionInfo) -> Datum,
+) -> Result<()> {
+    for (i, p) in parts.iter().enumerate() {
+        let start = if i == 0 { "-inf".to_string() } else { bound(&p.start)? };
+        let end = if i + 1 == parts.len() { "+inf".to_string() } else { bound(&p.end)? };
+        out.push(vec![
+            Datum::Text(table.to_string()),
+            index.map_or(Datum::Null, |n| Datum::Text(n.to_string())),
+            Datum::Int(p.id as i64),
+            Datum::Text(start),
+            Datum::Text(end),
+            Datum::Int(p.approx_bytes),
+            Datum::Int(p.approx_rows),
+            p.stored_bytes.map_or(Datum::Null, Datum::Int),
+            Datum::Int(p.reads as i64),
+            Datum::Int(p.writes as i64),
+            Datum::Float(p.read_rate),
+            Datum::Float(p.write_rate),
+            advice(p),
+            Datum::Null,
+        ]);
+    }
+    Ok(())
+}
+
+/// An index column's value in a partition bound: as a literal of the column's type (`NULL` for none).
+fn show_value(v: Option<&Value>, ty: Option<SqlType>) -> String {
+    let Some(v) = v else { return "NULL".into() };
+    let text = ty.and_then(|ty| Datum::from_value(v, ty).ok().and_then(|d| d.to_pg_text(ty).map(|t| (t, ty))));
+    match text {
+        Some((t, ty))
+            if matches!(ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) =>
+        {
+            t
+        }
+        Some((t, _)) => format!("'{}'", t.replace('\'', "''")),
+        None => format!("{v:?}"),
     }
 }
 

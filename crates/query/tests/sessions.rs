@@ -196,3 +196,33 @@ fn a_temporary_table_goes_with_its_session() {
     assert!(store.table(&private).is_err(), "the session's end drops its temporary tables");
     assert_eq!(count(&mut second), 1);
 }
+
+/// `tabula.partitions` lists a global index's partitions under its name, bounded by entries shown as the
+/// indexed values (as literals of the column's type) and the row's key after them.
+#[test]
+fn an_index_split_shows_its_bounds_by_value() {
+    let (db, mut s) = split_table();
+    for r in s.execute_sql("CREATE INDEX p_by_pad ON p (pad DESC, i)") {
+        r.unwrap();
+    }
+    for _ in 0..5 {
+        db.store().run_maintenance().unwrap();
+    }
+    let parts = rows(
+        s.execute_sql("SELECT start_key, end_key, approx_rows FROM tabula.partitions WHERE index_name = 'p_by_pad' ORDER BY partition_id"),
+    );
+    assert!(parts.len() > 2, "the index split: {parts:?}");
+    let total: i64 = parts.iter().map(|r| if let Datum::Int(n) = r[2] { n } else { 0 }).sum();
+    assert_eq!(total, 3000, "one entry per row");
+    // A bound between two partitions: ('xxx…', i, g, i) — the padding, then i, then the row's key (g, i).
+    let bound = match &parts[1][0] {
+        Datum::Text(t) => t.clone(),
+        other => panic!("{other:?}"),
+    };
+    let fields: Vec<&str> = bound.trim_matches(|c| c == '(' || c == ')').split(", ").collect();
+    assert_eq!(fields.len(), 4, "{bound}");
+    assert!(fields[0].starts_with("'xxxxxxxxxxxxxxxxxxxx") && fields[0].ends_with('\''), "{bound}");
+    assert_eq!(fields[1], fields[3], "{bound}: the index's i is the row's i");
+    assert!(matches!(&parts[0][0], Datum::Text(t) if t == "-inf"));
+    assert!(matches!(&parts.last().unwrap()[1], Datum::Text(t) if t == "+inf"));
+}

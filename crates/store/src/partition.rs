@@ -1,12 +1,15 @@
-//! Partitions: contiguous key ranges of one table, with the statistics that drive splits and merges.
+//! Partitions: contiguous key ranges of one key space (a table's rows, or a global index's entries), with
+//! the statistics that drive splits and merges.
 //!
-//! All of a table's rows live in one key space of the engine, so a split or a merge only rewrites this
-//! metadata: no row moves, and reads and writes carry on through it. Statistics are approximate: writes
-//! add their byte and row deltas to the partition that held the key when they committed.
+//! All of a table's rows live in one key space of the engine, and each global index's entries in one of
+//! their own, so a split or a merge only rewrites this metadata: no row moves, and reads and writes carry on
+//! through it. Statistics are approximate: writes add their byte and row deltas to the partition that held
+//! the key when they committed.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::codec::{Reader, Writer};
 use crate::error::Result;
@@ -120,6 +123,56 @@ impl Partition {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.rows.fetch_add(rows, Ordering::Relaxed);
         self.writes.fetch_add(writes, Ordering::Relaxed);
+    }
+}
+
+/// The partitions of one key space, in key order and without gaps, and the record of them maintenance
+/// last wrote to the catalog (written again only when it changed: an idle server writes nothing).
+pub(crate) struct Partitions {
+    pub list: RwLock<Vec<Arc<Partition>>>,
+    pub next_id: AtomicU64,
+    pub persisted: Mutex<Vec<u8>>,
+}
+
+impl Partitions {
+    pub fn new(next_id: u64, parts: Vec<Partition>) -> Self {
+        Partitions {
+            list: RwLock::new(parts.into_iter().map(Arc::new).collect()),
+            next_id: AtomicU64::new(next_id),
+            persisted: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// One empty partition over the whole key space `[start, end)`.
+    pub fn whole(start: Vec<u8>, end: Vec<u8>) -> Self {
+        Partitions::new(2, vec![Partition::new(1, start, end, 0, 0)])
+    }
+
+    /// The partitions a catalog record holds.
+    pub fn decode(record: &[u8]) -> Result<Self> {
+        let (next_id, parts) = decode_all(record)?;
+        Ok(Partitions::new(next_id, parts))
+    }
+
+    /// The catalog record of the partitions now.
+    pub fn record(&self) -> Vec<u8> {
+        encode_all(self.next_id.load(Ordering::SeqCst), &self.list.read())
+    }
+
+    /// The partition holding `key`.
+    pub fn locate(&self, key: &[u8]) -> Arc<Partition> {
+        locate(&self.list.read(), key).clone()
+    }
+
+    pub fn infos(&self) -> Vec<PartitionInfo> {
+        self.list.read().iter().map(|p| p.info()).collect()
+    }
+
+    /// Starts again with one empty partition (a new id) over `[start, end)`, and returns its record.
+    pub fn reset(&self, start: Vec<u8>, end: Vec<u8>) -> Vec<u8> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        *self.list.write() = vec![Arc::new(Partition::new(id, start, end, 0, 0))];
+        self.record()
     }
 }
 

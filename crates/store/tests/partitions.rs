@@ -251,3 +251,90 @@ fn partitions_show_the_bytes_the_engine_stores() {
     let stored = parts[0].stored_bytes.expect("both engines tell their sizes");
     assert!((180_000..400_000).contains(&stored), "200 kB of rows stored as {stored} bytes");
 }
+
+/// The rows of `t` whose `v` is `value`, read through index `by_v` a page at a time.
+fn through_index(store: &Store, value: &str) -> usize {
+    let (mut n, mut after) = (0, None);
+    loop {
+        let range = IndexRange { eq: vec![Some(Value::String(value.into()))], ..IndexRange::default() };
+        let (pks, next) = store.index_pks("t", "by_v", &range, after.as_deref(), 7).unwrap();
+        n += pks.len();
+        match next {
+            Some(k) => after = Some(k),
+            None => return n,
+        }
+    }
+}
+
+#[test]
+fn a_global_index_splits_and_merges_in_partitions_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || StoreConfig {
+        clock: Arc::new(ManualClock::new(NOW)),
+        split_bytes: 8 * 1024,
+        merge_bytes: 4 * 1024,
+        idle_rate: f64::MAX,
+        split_write_rate: f64::MAX,
+        maintenance_interval: None,
+        ..StoreConfig::default()
+    };
+    let mut store = open_with(dir.path(), config());
+    store.create_table(table("t", &[("k", PkType::Integer)], TableOptions::default())).unwrap();
+    for k in 0..200 {
+        store
+            .put_row("t", &[Some(int(k))], &[CellWrite::new("v", Value::String(format!("v{:03}", k % 50)))], &Condition::ignore())
+            .unwrap();
+    }
+    // Built on rows already there, then written with its rows.
+    store.create_index("t", IndexDef::new("by_v", &["v".into()], false, false)).unwrap();
+    for k in 200..600 {
+        store
+            .put_row("t", &[Some(int(k))], &[CellWrite::new("v", Value::String(format!("v{:03}", k % 50)))], &Condition::ignore())
+            .unwrap();
+    }
+    assert_eq!(store.partitions("t").unwrap().len(), 1);
+    let index_parts = |store: &Store| {
+        let mut all = store.index_partitions("t").unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].0, "by_v");
+        all.remove(0).1
+    };
+    let before = index_parts(&store);
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].approx_rows, 600, "the build's entries and the writers' count");
+    store.run_maintenance().unwrap();
+    let parts = index_parts(&store);
+    assert!(parts.len() > 1, "the index split: {} partitions", parts.len());
+    assert_eq!(parts.iter().map(|p| p.approx_rows).sum::<i64>(), 600);
+    for pair in parts.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "no gap, no overlap");
+        // A bound is an entry: the indexed value, then the row's key.
+        let (values, row) = store.index_partition_bound("t", "by_v", &pair[1].start).unwrap();
+        match (&values[..], &row[..]) {
+            ([Some(Value::String(v))], [PkValue::Integer(k)]) => assert_eq!(*v, format!("v{:03}", k % 50)),
+            other => panic!("bound {other:?}"),
+        }
+    }
+    assert_eq!(through_index(&store, "v007"), 12, "reads go on across the split");
+
+    if on_disk() {
+        drop(store);
+        store = open_with(dir.path(), config());
+        let shape = |ps: &[PartitionInfo]| ps.iter().map(|p| (p.id, p.start.clone(), p.end.clone(), p.approx_rows)).collect::<Vec<_>>();
+        assert_eq!(shape(&index_parts(&store)), shape(&parts), "the partitions are kept across a restart");
+    }
+
+    // Deletes take their entries out of the counts; small idle neighbours merge back.
+    for k in 0..560 {
+        store.delete_row("t", &[int(k)], &Condition::ignore()).unwrap();
+    }
+    store.run_maintenance().unwrap();
+    let parts = index_parts(&store);
+    assert_eq!(parts.len(), 1, "merged back");
+    assert_eq!(parts[0].approx_rows, 40);
+
+    store.truncate_table("t").unwrap();
+    assert_eq!(index_parts(&store)[0].approx_rows, 0, "a TRUNCATE empties them");
+    store.drop_index("t", "by_v").unwrap();
+    assert!(store.index_partitions("t").unwrap().is_empty());
+}

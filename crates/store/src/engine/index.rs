@@ -55,6 +55,62 @@ fn encode_value(out: &mut Vec<u8>, v: Option<&Value>) {
     }
 }
 
+/// Decodes one column's value at the start of `key`, inverted first when `desc`; returns it and the bytes
+/// it took.
+fn decode_column(key: &[u8], desc: bool) -> Result<(Option<Value>, usize)> {
+    let at = |i: usize| key.get(i).map(|b| if desc { !b } else { *b }).ok_or_else(|| StoreError::Corrupt("index entry".into()));
+    match at(0)? {
+        NULL => return Ok((None, 1)),
+        NOT_NULL => {}
+        _ => return Err(StoreError::Corrupt("index entry".into())),
+    }
+    let fixed = |n: usize| -> Result<Vec<u8>> { (2..2 + n).map(at).collect() };
+    Ok(match at(1)? {
+        0x01 => (Some(Value::Boolean(at(2)? != 0)), 3),
+        0x02 => (Some(Value::Integer((u64::from_be_bytes(fixed(8)?.try_into().unwrap()) ^ (1 << 63)) as i64)), 10),
+        0x03 => {
+            let ordered = u64::from_be_bytes(fixed(8)?.try_into().unwrap());
+            let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
+            (Some(Value::Double(f64::from_bits(bits))), 10)
+        }
+        tag @ (0x04 | 0x05) => {
+            let (mut bytes, mut i) = (Vec::new(), 2);
+            loop {
+                match (at(i)?, at(i + 1).ok()) {
+                    (0x00, Some(0xFF)) => bytes.push(0),
+                    (0x00, Some(0x01)) => break,
+                    (b, _) => {
+                        bytes.push(b);
+                        i += 1;
+                        continue;
+                    }
+                }
+                i += 2;
+            }
+            let v = match tag {
+                0x04 => Value::String(String::from_utf8(bytes).map_err(|_| StoreError::Corrupt("index entry".into()))?),
+                _ => Value::Binary(bytes),
+            };
+            (Some(v), i + 2)
+        }
+        _ => return Err(StoreError::Corrupt("index entry".into())),
+    })
+}
+
+/// What an entry key of index `ix` holds: its columns' values, then the row's key columns when the key goes
+/// on with them (every entry but a unique one's without NULLs).
+pub(super) fn decode_entry(ix: &IndexDef, key: &[u8], pk_types: &[PkType]) -> Result<(Vec<Option<Value>>, Vec<PkValue>)> {
+    let mut rest = key.get(4..).ok_or_else(|| StoreError::Corrupt("index entry".into()))?;
+    let mut values = Vec::with_capacity(ix.columns.len());
+    for i in 0..ix.columns.len() {
+        let (v, n) = decode_column(rest, ix.desc(i))?;
+        values.push(v);
+        rest = &rest[n..];
+    }
+    let row = if rest.is_empty() { Vec::new() } else { keys::decode_pk(rest, pk_types)? };
+    Ok((values, row))
+}
+
 /// Column `i`'s encoding of `v`, inverted for a descending column.
 fn encode_column(out: &mut Vec<u8>, ix: &IndexDef, i: usize, v: Option<&Value>) {
     let start = out.len();
@@ -227,7 +283,7 @@ impl WriteCtx<'_> {
             if let Some(e) = before {
                 // A unique entry may have been taken over by another row since this one left it stale.
                 if !e.unique || self.txn.get_for_update(Space::Data, &e.key)?.as_deref() == Some(row_key) {
-                    deletes.push(e.key);
+                    deletes.push((ix.id, e.key));
                 }
             }
             if let Some(e) = after {
@@ -244,16 +300,19 @@ impl WriteCtx<'_> {
                         }
                     }
                 }
-                puts.push(e.key);
+                puts.push((ix.id, e.key));
             }
         }
-        for k in deletes {
+        // An entry is its key and the row key as its value, counted in its index's partitions.
+        for (id, k) in deletes {
             self.txn.delete(Space::Data, &k)?;
             self.written += k.len() as u64;
+            count_delta(&mut self.deltas, t, t.index_parts(id).locate(&k), -((k.len() + row_key.len()) as i64), -1);
         }
-        for k in puts {
+        for (id, k) in puts {
             self.txn.put(Space::Data, &k, row_key)?;
             self.written += (k.len() + row_key.len()) as u64;
+            count_delta(&mut self.deltas, t, t.index_parts(id).locate(&k), (k.len() + row_key.len()) as i64, 1);
         }
         Ok(())
     }
@@ -344,7 +403,9 @@ impl Inner {
             Ok(())
         })?;
         if entries {
-            self.kv.meta_write(&[], &[(keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec())])?;
+            let record = [(catalog::partitions_key(ix.id), None)];
+            self.kv.meta_write(&record, &[(keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec())])?;
+            t.index_parts.write().remove(&ix.id);
         }
         Ok(ix)
     }
@@ -401,8 +462,8 @@ impl Store {
     /// 2. The rows are read at a snapshot taken after, and their entries written in batches (bounded
     ///    memory). An entry for a row a writer changed since is stale: reads check each entry against its
     ///    row and pass over such ones. If any row was written during the build, the index's entries are
-    ///    then swept, so that none is left (a writer racing the sweep's delete of one keeps it; VACUUM
-    ///    removes it later).
+    ///    then swept, so that none is left (a delete that a writer of its row beats is tried again at a
+    ///    newer snapshot: see `Inner::sweep_range`).
     /// 3. The index is marked ready. On any failure it is removed with its entries; after a crash the next
     ///    open removes it.
     pub fn create_index(&self, table: &str, spec: IndexDef) -> Result<()> {
@@ -453,7 +514,8 @@ impl Store {
     /// a second row with the same values fails the build (`UniqueViolation`).
     fn fill_index(&self, t: &Table, ix: &IndexDef, watch: &dyn BuildWatch) -> Result<u64> {
         let def = t.def.read().clone();
-        let total = t.partitions.read().iter().map(|p| p.info().approx_rows.max(0) as u64).sum::<u64>();
+        let total = t.parts.infos().iter().map(|p| p.approx_rows.max(0) as u64).sum::<u64>();
+        let parts = t.index_parts(ix.id);
         watch.progress(BuildPhase::Scanning, 0, total);
         let reader = self.inner.reader();
         let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
@@ -493,6 +555,8 @@ impl Store {
                 in_batch.insert(e.key.clone(), row_key.to_vec());
             }
             batch.put(&e.key, row_key);
+            // A build's entries count in the index's size, not in its write rate (they are no load of users').
+            parts.locate(&e.key).add((e.key.len() + row_key.len()) as i64, 1, 0);
             if batch.puts.len() == BUILD_BATCH {
                 self.inner.kv.write(std::mem::take(&mut batch))?;
                 in_batch.clear();

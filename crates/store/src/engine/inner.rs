@@ -20,34 +20,39 @@ impl Inner {
         if t.buckets > 0 {
             return Ok(Vec::new());
         }
-        let parts = t.partitions.read();
+        let parts = t.parts.list.read();
         parts.iter().skip(1).map(|p| keys::decode_pk(&p.start[4..], &t.pk_types[..t.partition_key_len])).collect()
     }
 
     pub(super) fn load_catalog(&self) -> Result<()> {
         for (_, v) in self.kv.meta_scan(b"t")? {
             let (id, def) = TableDef::decode(&v)?;
-            let (next_pid, parts) = match self.kv.meta_get(&catalog::partitions_key(id))? {
-                Some(p) => partition::decode_all(&p)?,
-                None => (2, vec![Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0)]),
+            let parts = match self.kv.meta_get(&catalog::partitions_key(id))? {
+                Some(p) => Partitions::decode(&p)?,
+                None => Partitions::whole(keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec()),
             };
-            self.install(id, def, parts, next_pid);
+            let mut index_parts = HashMap::new();
+            for ix in &def.indexes {
+                if let Some(p) = self.kv.meta_get(&catalog::partitions_key(ix.id))? {
+                    index_parts.insert(ix.id, Arc::new(Partitions::decode(&p)?));
+                }
+            }
+            self.install(id, def, parts, index_parts);
         }
         Ok(())
     }
 
-    pub(super) fn install(&self, id: u32, def: TableDef, parts: Vec<Partition>, next_pid: u64) {
+    pub(super) fn install(&self, id: u32, def: TableDef, parts: Partitions, index_parts: HashMap<u32, Arc<Partitions>>) {
         let table = Table {
             id,
             pk_types: def.primary_key.iter().map(|c| c.ty).collect(),
             partition_key_len: def.partition_key_len,
             buckets: def.options.hash_prefix,
-            partitions: RwLock::new(parts.into_iter().map(Arc::new).collect()),
-            next_partition_id: AtomicU64::new(next_pid),
+            parts,
+            index_parts: RwLock::new(index_parts),
             seq: sequence::Sequence::new(id),
             seq_columns: (0..def.partition_key_len).filter(|&i| def.primary_key[i].auto_increment).collect(),
             retired: Arc::new(AtomicBool::new(false)),
-            persisted: Mutex::new(Vec::new()),
             building_writes: AtomicU64::new(0),
             def: RwLock::new(def.clone()),
         };
@@ -70,7 +75,7 @@ impl Inner {
         if id >= keys::OUTSIDE_BIT {
             return Err(StoreError::NotSupported("more than 2^31 tables and indexes created over the store's life".into()));
         }
-        let part = Partition::new(1, keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec(), 0, 0);
+        let parts = Partitions::whole(keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec());
         // An empty table's indexes (a TRUNCATE's new table) are complete, each in a key space of its own.
         for (i, ix) in def.indexes.iter_mut().enumerate() {
             ix.id = id + 1 + i as u32;
@@ -81,11 +86,11 @@ impl Inner {
             &[
                 (catalog::NEXT_TABLE_ID.to_vec(), Some(next.to_be_bytes().to_vec())),
                 (catalog::table_key(&def.name), Some(def.encode(id))),
-                (catalog::partitions_key(id), Some(partition::encode_all(2, &[&part]))),
+                (catalog::partitions_key(id), Some(parts.record())),
             ],
             &[],
         )?;
-        self.install(id, def, vec![part], 2);
+        self.install(id, def, parts, HashMap::new());
         Ok(())
     }
 
@@ -127,11 +132,12 @@ impl Inner {
         Ok(())
     }
 
-    /// The catalog records a drop of table `t` (named `name`) deletes: its definition, partitions and
-    /// auto-increment counters. Its rows go by a range deletion beside them.
+    /// The catalog records a drop of table `t` (named `name`) deletes: its definition, its and its indexes'
+    /// partitions and its auto-increment counters. Its rows go by a range deletion beside them.
     #[allow(clippy::type_complexity)]
     pub(super) fn drop_writes(&self, t: &Table, name: &str) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
         let mut gone = vec![(catalog::table_key(name), None), (catalog::partitions_key(t.id), None)];
+        gone.extend(t.def.read().indexes.iter().map(|ix| (catalog::partitions_key(ix.id), None)));
         gone.extend(self.kv.meta_scan(&catalog::autoinc_key(t.id, &[]))?.into_iter().map(|(k, _)| (k, None)));
         Ok(gone)
     }
@@ -139,12 +145,18 @@ impl Inner {
     pub(super) fn truncate_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.lock();
         let t = self.table(name)?;
-        let pid = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
-        let part = Partition::new(pid, keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), 0, 0);
         let mut ranges = Inner::index_ranges(&t);
         ranges.extend(keys::table_ranges(t.id));
-        self.kv.meta_write(&[(catalog::partitions_key(t.id), Some(partition::encode_all(pid + 1, &[&part])))], &ranges)?;
-        *t.partitions.write() = vec![Arc::new(part)];
+        let mut records =
+            vec![(catalog::partitions_key(t.id), Some(t.parts.reset(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())))];
+        for ix in &t.def.read().indexes {
+            let parts = t.index_parts(ix.id);
+            records.push((
+                catalog::partitions_key(ix.id),
+                Some(parts.reset(keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec())),
+            ));
+        }
+        self.kv.meta_write(&records, &ranges)?;
         Ok(())
     }
 

@@ -1,23 +1,36 @@
-//! Partition maintenance: rates, splits on a partition-key boundary, merges of idle neighbours, values
-//! out of line left without a row, and the partitions record written back when it changed.
+//! Partition maintenance: rates, splits (of a table on a partition-key boundary, of a global index between
+//! two entries), merges of idle neighbours, values out of line left without a row, and the partitions
+//! records written back when they changed.
 
 use super::*;
+
+/// What a split never cuts inside: the key prefix of one partition-key value of a table's rows; any one
+/// entry of an index (an index has no partition key: equal values may go to two partitions).
+/// It answers the length of the unit's prefix of a key.
+type Unit<'a> = &'a dyn Fn(&[u8]) -> Result<usize>;
+
+/// The key spaces of a table's global indexes' entries, each with its id and partitions.
+fn index_spaces(t: &Table) -> Vec<(u32, Arc<Partitions>)> {
+    let ids: Vec<u32> = t.def.read().indexes.iter().map(|ix| ix.id).collect();
+    ids.into_iter().map(|id| (id, t.index_parts(id))).collect()
+}
 
 impl Inner {
     pub(super) fn persist_partitions(&self) -> Result<()> {
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         // Only what changed: an idle server writes nothing.
-        let puts: Vec<_> = tables
-            .iter()
-            .filter_map(|t| {
-                let record = partition::encode_all(t.next_partition_id.load(Ordering::SeqCst), &t.partitions.read());
-                let mut persisted = t.persisted.lock();
-                (*persisted != record).then(|| {
-                    *persisted = record.clone();
-                    (catalog::partitions_key(t.id), Some(record))
-                })
+        let changed = |id: u32, parts: &Partitions| {
+            let record = parts.record();
+            let mut persisted = parts.persisted.lock();
+            (*persisted != record).then(|| {
+                *persisted = record.clone();
+                (catalog::partitions_key(id), Some(record))
             })
-            .collect();
+        };
+        let mut puts: Vec<_> = tables.iter().filter_map(|t| changed(t.id, &t.parts)).collect();
+        for t in &tables {
+            puts.extend(index_spaces(t).iter().filter_map(|(id, parts)| changed(*id, parts)));
+        }
         if puts.is_empty() {
             return Ok(());
         }
@@ -39,26 +52,35 @@ impl Inner {
             }
         }
         for t in tables {
-            let parts: Vec<Arc<Partition>> = t.partitions.read().clone();
-            for p in &parts {
-                p.tick(elapsed);
+            self.maintain_space(&t.parts, &|key: &[u8]| Ok(t.partition_key_prefix(key)?.len()), elapsed)?;
+            for (_, parts) in index_spaces(&t) {
+                self.maintain_space(&parts, &|key: &[u8]| Ok(key.len()), elapsed)?;
             }
-            for p in &parts {
-                let hot = p.write_rate() > self.config.split_write_rate;
-                if (p.bytes.load(Ordering::Relaxed) > self.config.split_bytes || hot) && !self.still_one_value(&t, p)? {
-                    self.split(&t, p)?;
-                }
-            }
-            self.merge_idle(&t);
         }
         self.persist_partitions()
+    }
+
+    /// Rates, splits and merges of the partitions of one key space.
+    fn maintain_space(&self, set: &Partitions, unit: Unit, elapsed: f64) -> Result<()> {
+        let parts: Vec<Arc<Partition>> = set.list.read().clone();
+        for p in &parts {
+            p.tick(elapsed);
+        }
+        for p in &parts {
+            let hot = p.write_rate() > self.config.split_write_rate;
+            if (p.bytes.load(Ordering::Relaxed) > self.config.split_bytes || hot) && !self.still_one_value(unit, p)? {
+                self.split(set, unit, p)?;
+            }
+        }
+        self.merge_idle(set);
+        Ok(())
     }
 
     /// Whether a partition that a split found to be one partition-key value still is: nothing was written to
     /// it since, or its first and last rows still share that value (two seeks, whatever its size). Without
     /// this, a partition-key value past the split size was read whole every round, for ever: 348 MB under one
     /// key cost about 0.3 of a core while nothing happened.
-    fn still_one_value(&self, t: &Table, p: &Partition) -> Result<bool> {
+    fn still_one_value(&self, unit: Unit, p: &Partition) -> Result<bool> {
         let mut single = p.single_value.lock();
         let Some((prefix, seen_writes)) = single.as_mut() else { return Ok(false) };
         let writes = p.writes.load(Ordering::Relaxed);
@@ -75,7 +97,7 @@ impl Inner {
                 it.seek_to_first();
             }
             if it.valid() {
-                ends.push(t.partition_key_prefix(it.key())?.to_vec());
+                ends.push(it.key()[..unit(it.key())?].to_vec());
             }
             it.status()?;
         }
@@ -91,7 +113,7 @@ impl Inner {
     /// partition-key value whose middle lies past half of the bytes starts the right half (the last value
     /// when none does). Two streaming passes that keep nothing per key: with a one-column primary key every
     /// row is a partition-key value of its own, millions of them.
-    pub(super) fn split(&self, t: &Table, p: &Arc<Partition>) -> Result<()> {
+    pub(super) fn split(&self, set: &Partitions, unit: Unit, p: &Arc<Partition>) -> Result<()> {
         let src = self.reader();
         let writes = p.writes.load(Ordering::Relaxed);
         let scan = |f: &mut dyn FnMut(&[u8], i64) -> bool| -> Result<()> {
@@ -100,7 +122,7 @@ impl Inner {
             it.seek_to_first();
             while it.valid() {
                 let size = (it.key().len() + it.value().len()) as i64;
-                if !f(t.partition_key_prefix(it.key())?, size) {
+                if !f(&it.key()[..unit(it.key())?], size) {
                     break;
                 }
                 it.advance(false);
@@ -144,26 +166,26 @@ impl Inner {
         };
         let left = (left_bytes, left_rows);
         let right_rows = total_rows - left_rows;
-        let lid = t.next_partition_id.fetch_add(2, Ordering::SeqCst);
+        let lid = set.next_id.fetch_add(2, Ordering::SeqCst);
         let rid = lid + 1;
         let l = Arc::new(Partition::new(lid, p.start.clone(), split_key.clone(), left.0, left.1));
         let r = Arc::new(Partition::new(rid, split_key, p.end.clone(), total - left.0, right_rows));
-        let mut parts = t.partitions.write();
+        let mut parts = set.list.write();
         if let Some(i) = parts.iter().position(|q| Arc::ptr_eq(q, p)) {
             parts.splice(i..=i, [l, r]);
         }
         Ok(())
     }
 
-    pub(super) fn merge_idle(&self, t: &Table) {
-        let mut parts = t.partitions.write();
+    pub(super) fn merge_idle(&self, set: &Partitions) {
+        let mut parts = set.list.write();
         let mut i = 0;
         while i + 1 < parts.len() {
             let (a, b) = (&parts[i], &parts[i + 1]);
             let idle = |p: &Partition| p.read_rate() + p.write_rate() < self.config.idle_rate;
             let small = a.bytes.load(Ordering::Relaxed).max(0) + b.bytes.load(Ordering::Relaxed).max(0) < self.config.merge_bytes;
             if small && idle(a) && idle(b) {
-                let id = t.next_partition_id.fetch_add(1, Ordering::SeqCst);
+                let id = set.next_id.fetch_add(1, Ordering::SeqCst);
                 let merged = Partition::new(
                     id,
                     a.start.clone(),

@@ -14,7 +14,7 @@ use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::ops::*;
-use crate::partition::{self, Partition, PartitionInfo};
+use crate::partition::{Partition, PartitionInfo, Partitions};
 use crate::row::{self, Cell, ReadFilter, Stored, StoredRow, VersionRules};
 use crate::runs;
 use crate::value::{validate_name, PkBound, PkType, PkValue, Value, MAX_PK_VALUE_BYTES, MAX_VALUE_BYTES};
@@ -185,66 +185,6 @@ impl Store {
     pub fn set_role(&self, name: &str, record: Option<Vec<u8>>) -> Result<()> {
         let _ddl = self.inner.ddl.lock();
         Ok(self.inner.kv.meta_write(&[(catalog::role_key(name), record)], &[])?)
-    }
-
-    /// The table's partitions and their statistics (`stored_bytes` not asked of the engine: `None`).
-    pub fn partitions(&self, name: &str) -> Result<Vec<PartitionInfo>> {
-        Ok(self.inner.table(name)?.partitions.read().iter().map(|p| p.info()).collect())
-    }
-
-    /// [`Store::partitions`] with the bytes the engine stores for each, where it can tell: one more look-up
-    /// in the engine's files, made only for the views that show it.
-    pub fn partitions_with_stored_bytes(&self, name: &str) -> Result<Vec<PartitionInfo>> {
-        let mut parts = self.partitions(name)?;
-        if let Some(stats) = self.inner.kv.size_stats() {
-            let ranges: Vec<(&[u8], &[u8])> = parts.iter().map(|p| (p.start.as_slice(), p.end.as_slice())).collect();
-            let sizes = stats.approximate_sizes(&ranges)?;
-            for (p, size) in parts.iter_mut().zip(sizes) {
-                p.stored_bytes = Some(size as i64);
-            }
-        }
-        Ok(parts)
-    }
-
-    /// The bytes the engine stores for every table's rows, out-of-line values and indexes, when the engine
-    /// can tell (`tabula_kv::SizeStats`).
-    pub fn stored_bytes(&self) -> Result<Option<u64>> {
-        let Some(stats) = self.inner.kv.size_stats() else { return Ok(None) };
-        // Every data key starts with a table or index id of 4 bytes.
-        Ok(Some(stats.approximate_sizes(&[(&[], &[0xff; 5])])?[0]))
-    }
-
-    /// Decodes a partition bound into primary-key bounds (for display); `None` for hash-prefixed tables.
-    pub fn partition_bound(&self, name: &str, key: &[u8]) -> Result<Option<Vec<PkValue>>> {
-        let t = self.inner.table(name)?;
-        if t.buckets > 0 || key.len() <= 4 || key[..4] != keys::table_prefix(t.id) {
-            return Ok(None);
-        }
-        Ok(keys::decode_pk(&key[4..], &t.pk_types[..t.partition_key_len]).ok())
-    }
-
-    /// The table's largest partition-key values by stored bytes (Tablestore's guideline: at most 10 GB under one partition-key value), largest first.
-    /// Scans the table.
-    pub fn largest_partition_keys(&self, name: &str, n: usize) -> Result<Vec<(Vec<PkValue>, u64)>> {
-        let t = self.inner.table(name)?;
-        let mut sizes: HashMap<Vec<u8>, u64> = HashMap::new();
-        let src = self.inner.reader();
-        let mut it = src.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), true);
-        it.seek_to_first();
-        while it.valid() {
-            let key = it.key();
-            let p = t.partition_key_prefix(key)?;
-            *sizes.entry(p.to_vec()).or_default() += (key.len() + it.value().len()) as u64;
-            it.advance(false);
-        }
-        it.status()?;
-        let mut v: Vec<_> = sizes
-            .into_iter()
-            .map(|(k, s)| Ok((keys::decode_pk(&k[t.prefix_len()..], &t.pk_types[..t.partition_key_len])?, s)))
-            .collect::<Result<_>>()?;
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        v.truncate(n);
-        Ok(v)
     }
 
     /// Runs one round of partition maintenance now (statistics, splits, merges).
@@ -517,6 +457,7 @@ mod ddl;
 mod index;
 mod inner;
 mod maintain;
+mod partitions;
 mod pending;
 mod rebuild;
 mod sequence;
@@ -532,7 +473,7 @@ pub use config::{Durability, StoreConfig};
 pub use ddl::Ddl;
 pub use index::{BuildPhase, BuildWatch};
 pub use rebuild::{Convert, RebuildError};
-use table::{add_delta, retired_write, Delta, Table};
+use table::{add_delta, count_delta, retired_write, Delta, Table};
 pub use txn::{ReadView, Txn};
 use write::WriteCtx;
 

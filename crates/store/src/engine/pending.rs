@@ -82,9 +82,9 @@ pub(super) fn role_claim(name: &str) -> String {
     format!("\0role\0{name}")
 }
 
-/// The keys of key space `id` (a table's rows or an index's entries).
-fn space_range(id: u32) -> (Vec<u8>, Vec<u8>) {
-    (keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec())
+/// Deletes index `id`'s entries and its partitions record, in one atomic write.
+fn drop_space(kv: &dyn Engine, id: u32) -> Result<()> {
+    Ok(kv.meta_write(&[(catalog::partitions_key(id), None)], &[(keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec())])?)
 }
 
 /// Whether `name` is one the engine gives tables set aside: never a user's table.
@@ -169,7 +169,7 @@ impl Inner {
     /// Undoes one entry. Each step checks what is there, so that it can run again after a crash.
     fn undo(&self, u: &Undo) -> Result<()> {
         match u {
-            Undo::IndexCreated(id) => Ok(self.kv.meta_write(&[], &[space_range(*id)])?),
+            Undo::IndexCreated(id) => drop_space(&*self.kv, *id),
             Undo::IndexDropped(_) => Ok(()),
             Undo::Role { name, record } => Ok(self.kv.meta_write(&[(catalog::role_key(name), record.clone())], &[])?),
             Undo::Created(id) => match self.name_of(*id) {
@@ -221,7 +221,7 @@ impl Inner {
             } else {
                 for u in &undo {
                     if let Undo::IndexDropped(id) = u {
-                        self.kv.meta_write(&[], &[space_range(*id)])?;
+                        drop_space(&*self.kv, *id)?;
                     }
                 }
             }
@@ -384,7 +384,7 @@ impl Txn {
                     Undo::SetAside { id, .. } => {
                         done &= matches!(self.inner.drop_table(&aside_name(*id)), Ok(()) | Err(StoreError::UnknownTable(_)))
                     }
-                    Undo::IndexDropped(id) => done &= self.inner.kv.meta_write(&[], &[space_range(*id)]).is_ok(),
+                    Undo::IndexDropped(id) => done &= drop_space(&*self.inner.kv, *id).is_ok(),
                     _ => {}
                 }
             }

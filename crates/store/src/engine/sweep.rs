@@ -38,7 +38,7 @@ impl Inner {
                 None => false,
             })
         };
-        self.sweep_range(lo, hi, |src, key, _| {
+        self.sweep_range(lo, hi, &|_, _| {}, |src, key, _| {
             let (row_key, column, version) = keys::split_outside(key, head, &t.pk_types)?;
             Ok((holds(src, &row_key, &column, version)?, row_key))
         })
@@ -48,7 +48,9 @@ impl Inner {
     pub(super) fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
         let def = t.def.read().clone();
         let (lo, hi) = (keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec());
-        self.sweep_range(lo, hi, |src, key, row_key| {
+        let parts = t.index_parts(ix.id);
+        let removed = |key: &[u8], value_len: usize| parts.locate(key).add(-((key.len() + value_len) as i64), -1, 0);
+        self.sweep_range(lo, hi, &removed, |src, key, row_key| {
             let pk = keys::decode_pk(row_key, &t.pk_types)?;
             Ok((super::index::holds_entry(t, src, &def, ix, row_key, key)?, t.key(&pk)?))
         })
@@ -57,8 +59,14 @@ impl Inner {
     /// Walks the keys of `[lo, hi)` a page at a time; `kept(src, key, value)` says whether a key is still
     /// needed, and the key of the row it belongs to. One that is not is deleted in a transaction that reads
     /// it and its row for update and asks again, so a writer of either meanwhile conflicts with it (and the
-    /// key then stays).
-    fn sweep_range(&self, lo: Vec<u8>, hi: Vec<u8>, kept: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>) -> Result<usize> {
+    /// key is then asked about again). `gone(key, value length)` is told of each key deleted.
+    fn sweep_range(
+        &self,
+        lo: Vec<u8>,
+        hi: Vec<u8>,
+        gone: &dyn Fn(&[u8], usize),
+        kept: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>,
+    ) -> Result<usize> {
         let (mut removed, mut start) = (0, lo);
         loop {
             let page = {
@@ -76,25 +84,42 @@ impl Inner {
             start = [last.as_slice(), &[0]].concat();
             for (key, value) in &page {
                 let (needed, row_key) = kept(self.reader(), key, value)?;
-                if needed {
-                    continue;
+                if !needed && self.delete_unneeded(key, &row_key, &kept)? {
+                    gone(key, value.len());
+                    removed += 1;
                 }
-                let txn = self.kv.begin(true);
-                txn.get_for_update(Space::Data, &row_key)?;
-                let Some(value) = txn.get_for_update(Space::Data, key)? else {
-                    txn.rollback()?;
-                    continue;
-                };
-                if kept(&*txn, key, &value)?.0 {
-                    txn.rollback()?;
-                    continue;
-                }
-                txn.delete(Space::Data, key)?;
-                match txn.commit().map_err(StoreError::from) {
-                    Ok(()) => removed += 1,
-                    Err(StoreError::Conflict) => {}
-                    Err(e) => return Err(e),
-                }
+            }
+        }
+    }
+
+    /// Deletes `key`, which the row at `row_key` no longer needs, unless a writer made it needed again.
+    /// A writer of either key that commits first makes the delete conflict: it is then asked again at a
+    /// newer snapshot, until it is deleted or needed. Before, a conflict left the key, so that an index
+    /// build racing a writer could leave a stale entry behind until the next VACUUM.
+    fn delete_unneeded(
+        &self,
+        key: &[u8],
+        row_key: &[u8],
+        kept: &impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>,
+    ) -> Result<bool> {
+        loop {
+            let txn = self.kv.begin(true);
+            txn.get_for_update(Space::Data, row_key)?;
+            let Some(value) = txn.get_for_update(Space::Data, key)? else {
+                txn.rollback()?;
+                return Ok(false);
+            };
+            if kept(&*txn, key, &value)?.0 {
+                txn.rollback()?;
+                return Ok(false);
+            }
+            txn.delete(Space::Data, key)?;
+            match txn.commit().map_err(StoreError::from) {
+                Ok(()) => return Ok(true),
+                // Each round the other writer committed: the sweep waits on no one, and loses only to
+                // commits, which end.
+                Err(StoreError::Conflict) => std::thread::yield_now(),
+                Err(e) => return Err(e),
             }
         }
     }

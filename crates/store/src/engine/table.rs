@@ -10,8 +10,11 @@ pub(crate) struct Table {
     pub pk_types: Vec<PkType>,
     pub partition_key_len: usize,
     pub buckets: u16,
-    pub partitions: RwLock<Vec<Arc<Partition>>>,
-    pub next_partition_id: AtomicU64,
+    /// The partitions of its rows.
+    pub parts: Partitions,
+    /// The partitions of each global index's entries, by index id (made when first asked for: see
+    /// [`Table::index_parts`]).
+    pub index_parts: RwLock<HashMap<u32, Arc<Partitions>>>,
     /// Values of a generated partition-key column, if the table has one.
     pub seq: sequence::Sequence,
     /// The primary-key positions whose values `seq` generates (generated columns in the partition key).
@@ -19,8 +22,6 @@ pub(crate) struct Table {
     /// Set while the table's rows are rebuilt (`rebuild`): every commit that wrote it from then on
     /// is refused, so that no write lands in rows already copied.
     pub retired: Arc<AtomicBool>,
-    /// The partitions record as last written to the catalog: maintenance writes it again only when it changed.
-    pub persisted: Mutex<Vec<u8>>,
     /// Row writes made while one of its indexes was being built. A build that saw any sweeps its index
     /// before it is ready: an entry the build wrote for a row a writer changed meanwhile is stale.
     pub building_writes: AtomicU64,
@@ -168,7 +169,17 @@ impl Table {
     }
 
     pub(super) fn partition_of(&self, key: &[u8]) -> Arc<Partition> {
-        partition::locate(&self.partitions.read(), key).clone()
+        self.parts.locate(key)
+    }
+
+    /// The partitions of index `id`'s entries: what the catalog held at open, or one empty partition over its
+    /// whole key space for an index made since.
+    pub(super) fn index_parts(&self, id: u32) -> Arc<Partitions> {
+        if let Some(p) = self.index_parts.read().get(&id) {
+            return p.clone();
+        }
+        let whole = || Arc::new(Partitions::whole(keys::table_prefix(id).to_vec(), keys::table_end(id).to_vec()));
+        self.index_parts.write().entry(id).or_insert_with(whole).clone()
     }
 
     /// The key prefix that identifies the partition-key value of a data key.
@@ -211,13 +222,18 @@ pub(super) fn retired_write<'a>(mut deltas: impl Iterator<Item = &'a Delta>) -> 
 /// Counts one new row of `bytes` against its partition, merged with the previous row's when they share it
 /// (rows of a batch arrive in key order, so runs of one partition are common).
 pub(super) fn add_delta(deltas: &mut Vec<Delta>, t: &Table, key: &[u8], bytes: i64) {
-    let partition = t.partition_of(key);
+    count_delta(deltas, t, t.partition_of(key), bytes, 1);
+}
+
+/// Counts a change of `rows` (1 added, -1 removed, 0 rewritten) and `bytes` against `partition`, a partition
+/// of table `t`'s or of one of its indexes, merged with the previous change when it was to the same one.
+pub(super) fn count_delta(deltas: &mut Vec<Delta>, t: &Table, partition: Arc<Partition>, bytes: i64, rows: i64) {
     match deltas.last_mut() {
         Some(d) if Arc::ptr_eq(&d.partition, &partition) => {
             d.bytes += bytes;
-            d.rows += 1;
+            d.rows += rows;
             d.writes += 1;
         }
-        _ => deltas.push(Delta { partition, retired: t.retired.clone(), bytes, rows: 1, writes: 1 }),
+        _ => deltas.push(Delta { partition, retired: t.retired.clone(), bytes, rows, writes: 1 }),
     }
 }
