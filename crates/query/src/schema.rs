@@ -192,6 +192,8 @@ pub struct Index {
     pub descending: Vec<bool>,
     /// NULLS NOT DISTINCT: its NULLs collide as values do.
     pub nulls_not_distinct: bool,
+    /// A local index: led by the partition key, its entries counted in their rows' partitions.
+    pub local: bool,
 }
 
 impl Index {
@@ -313,6 +315,7 @@ impl TableSchema {
                     constraint: i.constraint,
                     descending,
                     nulls_not_distinct: i.nulls_not_distinct,
+                    local: i.local,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -147,11 +147,7 @@ fn show_value(v: Option<&Value>, ty: Option<SqlType>) -> String {
     let Some(v) = v else { return "NULL".into() };
     let text = ty.and_then(|ty| Datum::from_value(v, ty).ok().and_then(|d| d.to_pg_text(ty).map(|t| (t, ty))));
     match text {
-        Some((t, ty))
-            if matches!(ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float4 | SqlType::Float8 | SqlType::Numeric) =>
-        {
-            t
-        }
+        Some((t, SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float4 | SqlType::Float8 | SqlType::Numeric)) => t,
         Some((t, _)) => format!("'{}'", t.replace('\'', "''")),
         None => format!("{v:?}"),
     }

@@ -99,6 +99,9 @@ pub struct IndexDef {
     pub descending: Vec<bool>,
     /// A unique index whose NULLs collide as values do (PostgreSQL 15's `NULLS NOT DISTINCT`).
     pub nulls_not_distinct: bool,
+    /// A local index (Tablestore's): it starts with the table's partition key, and its entries belong to
+    /// their row's partition (counted and split with it) instead of partitions of their own.
+    pub local: bool,
 }
 
 impl IndexDef {
@@ -113,7 +116,13 @@ impl IndexDef {
             constraint,
             descending: Vec::new(),
             nulls_not_distinct: false,
+            local: false,
         }
+    }
+
+    /// The same index, local (`true`) or global.
+    pub fn with_local(self, local: bool) -> IndexDef {
+        IndexDef { local, ..self }
     }
 
     /// The same unique index with its NULLs colliding as values do (`NULLS NOT DISTINCT`).
@@ -197,9 +206,10 @@ impl TableDef {
             w.str(&i.name);
             w.u32(i.id);
             let directed = i.descending.iter().any(|d| *d);
-            // Bit 4 added with NULLS NOT DISTINCT: a record without it has NULLs distinct.
+            // Bit 4 added with NULLS NOT DISTINCT: a record without it has NULLs distinct; bit 5 with local
+            // indexes: a record without it is a global index's.
             let flags = i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2 | (directed as u8) << 3;
-            w.u8(flags | (i.nulls_not_distinct as u8) << 4);
+            w.u8(flags | (i.nulls_not_distinct as u8) << 4 | (i.local as u8) << 5);
             w.u8(i.columns.len() as u8);
             for c in &i.columns {
                 w.str(c);
@@ -246,8 +256,8 @@ impl TableDef {
                     }
                 };
                 let (ready, unique, constraint) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
-                let nulls_not_distinct = flags & 16 != 0;
-                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending, nulls_not_distinct });
+                let (nulls_not_distinct, local) = (flags & 16 != 0, flags & 32 != 0);
+                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending, nulls_not_distinct, local });
             }
         }
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))

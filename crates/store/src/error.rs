@@ -19,6 +19,9 @@ pub enum StoreError {
     InvalidTableDefinition(String),
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// An index the table cannot have as defined (a local index not led by the partition key).
+    #[error("{0}")]
+    InvalidIndexDefinition(String),
     #[error("primary key column \"{0}\" is missing")]
     MissingPrimaryKey(String),
     #[error("primary key column \"{column}\" expects {expected}, got {got}")]
@@ -87,6 +90,7 @@ impl StoreError {
             InvalidName { .. } => "42602",
             InvalidTableDefinition(_) => "42P16",
             InvalidOption(_) => "22023",
+            InvalidIndexDefinition(_) => "42P17",
             MissingPrimaryKey(_) => "23502",
             PrimaryKeyType { .. } | PrimaryKeyArity { .. } => "42804",
             PrimaryKeyTooLong { .. } | ValueTooLong { .. } => "22001",

@@ -338,3 +338,29 @@ fn a_global_index_splits_and_merges_in_partitions_of_its_own() {
     store.drop_index("t", "by_v").unwrap();
     assert!(store.index_partitions("t").unwrap().is_empty());
 }
+
+#[test]
+fn a_local_index_counts_in_its_rows_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), Arc::new(ManualClock::new(NOW)));
+    store.create_table(table("t", &[("g", PkType::Integer), ("k", PkType::Integer)], TableOptions::default())).unwrap();
+    let put = |k: i64| {
+        let cells = [CellWrite::new("v", Value::String(format!("v{k}")))];
+        store.put_row("t", &[Some(int(k % 3)), Some(int(k))], &cells, &Condition::ignore()).unwrap();
+    };
+    (0..30).for_each(put);
+    let local =
+        |columns: &[&str]| IndexDef::new("by_v", &columns.iter().map(|c| c.to_string()).collect::<Vec<_>>(), false, false).with_local(true);
+    let e = store.create_index("t", local(&["v"])).unwrap_err();
+    assert_eq!((e.sqlstate(), e.to_string().contains("must start with the partition key")), ("42P17", true), "{e}");
+    let rows_only = store.partitions("t").unwrap()[0].clone();
+    store.create_index("t", local(&["g", "v"])).unwrap();
+    (30..40).for_each(put);
+    let with_entries = store.partitions("t").unwrap()[0].clone();
+    assert_eq!(with_entries.approx_rows, 40, "entries are no rows");
+    assert!(with_entries.approx_bytes > rows_only.approx_bytes * 40 / 30 + 40 * 8, "{with_entries:?} against {rows_only:?}");
+    assert!(store.index_partitions("t").unwrap().is_empty(), "a local index has no partitions of its own");
+    let range = IndexRange { eq: vec![Some(Value::Integer(1)), Some(Value::String("v31".into()))], ..IndexRange::default() };
+    let (pks, _) = store.index_pks("t", "by_v", &range, None, 10).unwrap();
+    assert_eq!(pks, vec![vec![int(1), int(31)]]);
+}

@@ -294,7 +294,7 @@ pub enum Plan {
         column: String,
         change: ColumnChange,
     },
-    /// `CREATE INDEX [name] ON table (columns)`: a global secondary index.
+    /// `CREATE INDEX [name] ON table (columns)`: a secondary index, global or local.
     CreateIndex {
         table: String,
         /// `None`: PostgreSQL's generated name, `<table>_<columns>_idx`.
@@ -308,6 +308,8 @@ pub enum Plan {
         descending: Vec<bool>,
         /// `NULLS NOT DISTINCT`.
         nulls_not_distinct: bool,
+        /// `WITH (local = true)`: a local index.
+        local: bool,
     },
     /// `ALTER TABLE t ADD [CONSTRAINT name] CHECK (...) [NOT VALID]`: the rows there are checked first
     /// unless NOT VALID (`check.name` empty: PostgreSQL's name for it is chosen then).

@@ -281,6 +281,7 @@ impl Planner<'_> {
                     if_not_exists: false,
                     descending: vec![],
                     nulls_not_distinct,
+                    local: false,
                 })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {

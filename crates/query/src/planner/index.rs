@@ -12,9 +12,10 @@ impl Planner<'_> {
         if !c.include.is_empty() {
             return refuse("... INCLUDE");
         }
-        if !c.with.is_empty() || !c.index_options.is_empty() || !c.alter_options.is_empty() {
-            return refuse("... WITH (...) (local indexes and index options)");
+        if !c.index_options.is_empty() || !c.alter_options.is_empty() {
+            return refuse("with index options");
         }
+        let local = local_option(&c.with)?;
         if c.using.as_ref().is_some_and(|u| !matches!(u, ast::IndexType::BTree)) {
             return refuse("USING other than btree");
         }
@@ -60,8 +61,50 @@ impl Planner<'_> {
         let name = c.name.as_ref().map(created_name).transpose()?;
         let (unique, if_not_exists) = (c.unique, c.if_not_exists);
         let nulls_not_distinct = c.nulls_distinct == Some(false);
-        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending, nulls_not_distinct })
+        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending, nulls_not_distinct, local })
     }
+}
+
+/// `WITH (local = true)`: a local index (Tablestore's), which must start with the table's partition key.
+/// `local = false` (or no WITH) is a global one. PostgreSQL's btree storage parameters are not built.
+fn local_option(with: &[ast::Expr]) -> Result<bool> {
+    let mut local = false;
+    for option in with {
+        let (name, value) = match option {
+            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => match &**left {
+                ast::Expr::Identifier(i) => (ident_name(i), Some(&**right)),
+                _ => (option.to_string(), None),
+            },
+            ast::Expr::Identifier(i) => (ident_name(i), None),
+            other => (other.to_string(), None),
+        };
+        match name.as_str() {
+            "local" => {
+                // A boolean as PostgreSQL's reloptions take it: true/false, on/off, 1/0, quoted or not.
+                let text = match value {
+                    None => "true".to_string(),
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::Boolean(b) => b.to_string(),
+                        ast::Value::SingleQuotedString(s) => s.to_lowercase(),
+                        ast::Value::Number(n, _) => n.to_string(),
+                        other => other.to_string(),
+                    },
+                    Some(ast::Expr::Identifier(i)) => ident_name(i),
+                    Some(other) => other.to_string(),
+                };
+                local = match text.as_str() {
+                    "true" | "on" | "1" | "yes" => true,
+                    "false" | "off" | "0" | "no" => false,
+                    _ => return Err(QueryError::InvalidParameterValue(format!("invalid value for boolean option \"local\": {text}"))),
+                };
+            }
+            "fillfactor" | "deduplicate_items" => {
+                return Err(QueryError::NotSupported(format!("CREATE INDEX ... WITH ({name}) is not built yet")))
+            }
+            _ => return Err(QueryError::InvalidParameterValue(format!("unrecognized parameter \"{name}\""))),
+        }
+    }
+    Ok(local)
 }
 
 /// A UNIQUE constraint's columns (plain columns; deferrable is not built), and whether it is NULLS NOT

@@ -57,8 +57,8 @@ impl Session {
         }
         // Its UNIQUE constraints' indexes, on the empty table; if one cannot be made, nor is the table.
         let made = c.unique.iter().try_for_each(|(name, columns, nulls_not_distinct)| {
-            let kind =
-                super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct: *nulls_not_distinct };
+            let nulls_not_distinct = *nulls_not_distinct;
+            let kind = super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct, local: false };
             self.create_index(&c.name, name.as_deref(), columns, kind, false).map(|_| ())
         });
         if let Err(e) = made {

@@ -41,7 +41,7 @@ impl tabula_store::BuildWatch for BuildWatch {
     }
 }
 
-/// What an index is: unique or not, and whether it is a UNIQUE constraint's.
+/// What an index is: unique or not, whether it is a UNIQUE constraint's, local or global.
 pub(super) struct IndexKind {
     pub unique: bool,
     pub constraint: bool,
@@ -49,6 +49,8 @@ pub(super) struct IndexKind {
     pub descending: Vec<bool>,
     /// NULLS NOT DISTINCT.
     pub nulls_not_distinct: bool,
+    /// A local index (`WITH (local = true)`).
+    pub local: bool,
 }
 
 /// PostgreSQL's longest name (NAMEDATALEN - 1 bytes).
@@ -126,7 +128,8 @@ impl Session {
             table,
             IndexDef::new(&name, columns, kind.unique, kind.constraint)
                 .with_descending(kind.descending)
-                .with_nulls_not_distinct(kind.nulls_not_distinct),
+                .with_nulls_not_distinct(kind.nulls_not_distinct)
+                .with_local(kind.local),
             &watch,
         );
         self.activity.update(|b| b.index_build = None);

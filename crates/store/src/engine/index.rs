@@ -252,6 +252,29 @@ pub(super) fn holds_entry(t: &Table, src: &dyn Read, def: &TableDef, ix: &IndexD
     Ok(entry_key(def, ix, &pk, row_key, &StoredRow::decode(&raw)?, src, &key)?.key == entry)
 }
 
+/// Where an entry of `ix` counts, and as how many rows: a global index's in its own partitions, as one
+/// row of them; a local index's in the partition of its row (whose key is `data_key`), as bytes only.
+pub(super) fn entry_partition(t: &Table, ix: &IndexDef, entry: &[u8], data_key: &[u8]) -> (Arc<Partition>, i64) {
+    match ix.local {
+        true => (t.partition_of(data_key), 0),
+        false => (t.index_parts(ix.id).locate(entry), 1),
+    }
+}
+
+/// Refuses a local index that does not start with the table's partition key, column for column.
+pub(super) fn check_local(def: &TableDef, ix: &IndexDef) -> Result<()> {
+    let key: Vec<&str> = def.primary_key[..def.partition_key_len].iter().map(|c| c.name.as_str()).collect();
+    if ix.local && (ix.columns.len() < key.len() || ix.columns[..key.len()].iter().zip(&key).any(|(a, b)| a != b)) {
+        return Err(StoreError::InvalidIndexDefinition(format!(
+            "local index \"{}\" must start with the partition key of table \"{}\" ({})",
+            ix.name,
+            def.name,
+            key.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 impl WriteCtx<'_> {
     /// Keeps the table's indexes in step with one row's write: `old` the row's stored bytes before,
     /// `new` what it holds after (`None`: deleted).
@@ -283,7 +306,7 @@ impl WriteCtx<'_> {
             if let Some(e) = before {
                 // A unique entry may have been taken over by another row since this one left it stale.
                 if !e.unique || self.txn.get_for_update(Space::Data, &e.key)?.as_deref() == Some(row_key) {
-                    deletes.push((ix.id, e.key));
+                    deletes.push((ix, e.key));
                 }
             }
             if let Some(e) = after {
@@ -300,19 +323,21 @@ impl WriteCtx<'_> {
                         }
                     }
                 }
-                puts.push((ix.id, e.key));
+                puts.push((ix, e.key));
             }
         }
-        // An entry is its key and the row key as its value, counted in its index's partitions.
-        for (id, k) in deletes {
+        // An entry is its key and the row key as its value.
+        for (ix, k) in deletes {
             self.txn.delete(Space::Data, &k)?;
             self.written += k.len() as u64;
-            count_delta(&mut self.deltas, t, t.index_parts(id).locate(&k), -((k.len() + row_key.len()) as i64), -1);
+            let (partition, rows) = entry_partition(t, ix, &k, key);
+            count_delta(&mut self.deltas, t, partition, -((k.len() + row_key.len()) as i64), -rows);
         }
-        for (id, k) in puts {
+        for (ix, k) in puts {
             self.txn.put(Space::Data, &k, row_key)?;
             self.written += (k.len() + row_key.len()) as u64;
-            count_delta(&mut self.deltas, t, t.index_parts(id).locate(&k), (k.len() + row_key.len()) as i64, 1);
+            let (partition, rows) = entry_partition(t, ix, &k, key);
+            count_delta(&mut self.deltas, t, partition, (k.len() + row_key.len()) as i64, rows);
         }
         Ok(())
     }
@@ -478,6 +503,7 @@ impl Store {
         if t.def.read().indexes.iter().any(|i| i.name == name) {
             return Err(StoreError::IndexExists(name));
         }
+        check_local(&t.def.read(), &spec)?;
         let ix = IndexDef { id: self.inner.new_space_id()?, ready: false, ..spec };
         {
             let _ddl = self.inner.ddl.lock();
@@ -515,7 +541,6 @@ impl Store {
     fn fill_index(&self, t: &Table, ix: &IndexDef, watch: &dyn BuildWatch) -> Result<u64> {
         let def = t.def.read().clone();
         let total = t.parts.infos().iter().map(|p| p.approx_rows.max(0) as u64).sum::<u64>();
-        let parts = t.index_parts(ix.id);
         watch.progress(BuildPhase::Scanning, 0, total);
         let reader = self.inner.reader();
         let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
@@ -556,7 +581,8 @@ impl Store {
             }
             batch.put(&e.key, row_key);
             // A build's entries count in the index's size, not in its write rate (they are no load of users').
-            parts.locate(&e.key).add((e.key.len() + row_key.len()) as i64, 1, 0);
+            let (partition, entries) = entry_partition(t, ix, &e.key, cursor.key());
+            partition.add((e.key.len() + row_key.len()) as i64, entries, 0);
             if batch.puts.len() == BUILD_BATCH {
                 self.inner.kv.write(std::mem::take(&mut batch))?;
                 in_batch.clear();

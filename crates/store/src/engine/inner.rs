@@ -149,7 +149,7 @@ impl Inner {
         ranges.extend(keys::table_ranges(t.id));
         let mut records =
             vec![(catalog::partitions_key(t.id), Some(t.parts.reset(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec())))];
-        for ix in &t.def.read().indexes {
+        for ix in t.def.read().indexes.iter().filter(|ix| !ix.local) {
             let parts = t.index_parts(ix.id);
             records.push((
                 catalog::partitions_key(ix.id),

@@ -9,9 +9,10 @@ use super::*;
 /// It answers the length of the unit's prefix of a key.
 type Unit<'a> = &'a dyn Fn(&[u8]) -> Result<usize>;
 
-/// The key spaces of a table's global indexes' entries, each with its id and partitions.
+/// The key spaces of a table's global indexes' entries, each with its id and partitions (a local index's
+/// entries count in the table's partitions).
 fn index_spaces(t: &Table) -> Vec<(u32, Arc<Partitions>)> {
-    let ids: Vec<u32> = t.def.read().indexes.iter().map(|ix| ix.id).collect();
+    let ids: Vec<u32> = t.def.read().indexes.iter().filter(|ix| !ix.local).map(|ix| ix.id).collect();
     ids.into_iter().map(|id| (id, t.index_parts(id))).collect()
 }
 

@@ -25,11 +25,11 @@ impl Store {
         Ok(parts)
     }
 
-    /// Each global index of the table, by name, with the partitions of its entries and their statistics,
+    /// Each global index of the table (not the local ones, whose entries count in the table's), by name, with the partitions of its entries and their statistics,
     /// the bytes the engine stores for each included where it can tell.
     pub fn index_partitions(&self, table: &str) -> Result<Vec<(String, Vec<PartitionInfo>)>> {
         let t = self.inner.table(table)?;
-        let indexes: Vec<(String, u32)> = t.def.read().indexes.iter().map(|ix| (ix.name.clone(), ix.id)).collect();
+        let indexes: Vec<(String, u32)> = t.def.read().indexes.iter().filter(|ix| !ix.local).map(|ix| (ix.name.clone(), ix.id)).collect();
         indexes.into_iter().map(|(name, id)| Ok((name, self.with_stored_bytes(t.index_parts(id).infos())?))).collect()
     }
 

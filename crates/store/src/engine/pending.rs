@@ -421,6 +421,7 @@ mod tests {
                 constraint: true,
                 descending: vec![false, true],
                 nulls_not_distinct: true,
+                local: true,
             }],
         };
         let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];

@@ -48,8 +48,11 @@ impl Inner {
     pub(super) fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
         let def = t.def.read().clone();
         let (lo, hi) = (keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec());
-        let parts = t.index_parts(ix.id);
-        let removed = |key: &[u8], value_len: usize| parts.locate(key).add(-((key.len() + value_len) as i64), -1, 0);
+        let removed = |key: &[u8], row_key: &[u8]| {
+            let Ok(data_key) = keys::decode_pk(row_key, &t.pk_types).and_then(|pk| t.key(&pk)) else { return };
+            let (partition, rows) = super::index::entry_partition(t, ix, key, &data_key);
+            partition.add(-((key.len() + row_key.len()) as i64), -rows, 0);
+        };
         self.sweep_range(lo, hi, &removed, |src, key, row_key| {
             let pk = keys::decode_pk(row_key, &t.pk_types)?;
             Ok((super::index::holds_entry(t, src, &def, ix, row_key, key)?, t.key(&pk)?))
@@ -59,12 +62,12 @@ impl Inner {
     /// Walks the keys of `[lo, hi)` a page at a time; `kept(src, key, value)` says whether a key is still
     /// needed, and the key of the row it belongs to. One that is not is deleted in a transaction that reads
     /// it and its row for update and asks again, so a writer of either meanwhile conflicts with it (and the
-    /// key is then asked about again). `gone(key, value length)` is told of each key deleted.
+    /// key is then asked about again). `gone(key, value)` is told of each key deleted.
     fn sweep_range(
         &self,
         lo: Vec<u8>,
         hi: Vec<u8>,
-        gone: &dyn Fn(&[u8], usize),
+        gone: &dyn Fn(&[u8], &[u8]),
         kept: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>,
     ) -> Result<usize> {
         let (mut removed, mut start) = (0, lo);
@@ -85,7 +88,7 @@ impl Inner {
             for (key, value) in &page {
                 let (needed, row_key) = kept(self.reader(), key, value)?;
                 if !needed && self.delete_unneeded(key, &row_key, &kept)? {
-                    gone(key, value.len());
+                    gone(key, value);
                     removed += 1;
                 }
             }

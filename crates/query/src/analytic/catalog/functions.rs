@@ -71,7 +71,10 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
     let cols: Vec<String> =
         columns.iter().enumerate().map(|(i, &c)| quote_ident(&t.columns[c].name) + if desc(i) { " DESC" } else { "" }).collect();
     let nulls = if index.is_some_and(|ix| ix.nulls_not_distinct) { " NULLS NOT DISTINCT" } else { "" };
-    format!("CREATE {unique}INDEX {} ON public.{} USING btree ({}){nulls}", quote_ident(&name), quote_ident(&t.name), cols.join(", "))
+    // As PostgreSQL prints an index's storage parameters (pg_dump's output makes the same index again).
+    let with = if index.is_some_and(|ix| ix.local) { " WITH (local='true')" } else { "" };
+    let (name, table) = (quote_ident(&name), quote_ident(&t.name));
+    format!("CREATE {unique}INDEX {name} ON public.{table} USING btree ({}){nulls}{with}", cols.join(", "))
 }
 
 pub(crate) fn quote_ident(s: &str) -> String {
