@@ -194,6 +194,8 @@ pub struct Index {
     pub nulls_not_distinct: bool,
     /// A local index: led by the partition key, its entries counted in their rows' partitions.
     pub local: bool,
+    /// INCLUDE columns' positions: kept in each entry, not ordered by.
+    pub include: Vec<usize>,
 }
 
 impl Index {
@@ -303,6 +305,9 @@ impl TableSchema {
             .indexes
             .iter()
             .map(|i| {
+                let include = i.include.iter().map(|n| columns.iter().position(|c| c.name == *n)).collect::<Option<Vec<_>>>();
+                let include =
+                    include.ok_or_else(|| QueryError::Internal(format!("an INCLUDE column of index {} is not declared", i.name)))?;
                 let columns = i.columns.iter().map(|n| columns.iter().position(|c| c.name == *n)).collect::<Option<Vec<_>>>();
                 let columns = columns.ok_or_else(|| QueryError::Internal(format!("a column of index {} is not declared", i.name)))?;
                 let descending = i.descending.clone();
@@ -316,6 +321,7 @@ impl TableSchema {
                     descending,
                     nulls_not_distinct: i.nulls_not_distinct,
                     local: i.local,
+                    include,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

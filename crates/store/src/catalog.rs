@@ -53,6 +53,14 @@ impl Default for TableOptions {
 }
 
 impl TableOptions {
+    /// Whether a table's index entries always hold exactly what a read of its rows would find, so that a
+    /// read the entries cover needs no row: nothing of a row ever hides on its own (no ttl, no versions
+    /// hidden by changed options). Otherwise an entry may name a row whose values expired, and only the
+    /// row tells.
+    pub fn entries_exact(&self) -> bool {
+        self.ttl < 0 && self.hidden_before == i64::MIN
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.ttl < -1 || self.ttl == 0 {
             return Err(StoreError::InvalidOption(format!("ttl must be -1 (forever) or a positive number of seconds, got {}", self.ttl)));
@@ -102,6 +110,8 @@ pub struct IndexDef {
     /// A local index (Tablestore's): it starts with the table's partition key, and its entries belong to
     /// their row's partition (counted and split with it) instead of partitions of their own.
     pub local: bool,
+    /// INCLUDE columns: their newest values are kept in each entry, for reads the index covers.
+    pub include: Vec<String>,
 }
 
 impl IndexDef {
@@ -117,7 +127,13 @@ impl IndexDef {
             descending: Vec::new(),
             nulls_not_distinct: false,
             local: false,
+            include: Vec::new(),
         }
+    }
+
+    /// The same index with these INCLUDE columns.
+    pub fn with_include(self, include: Vec<String>) -> IndexDef {
+        IndexDef { include, ..self }
     }
 
     /// The same index, local (`true`) or global.
@@ -209,7 +225,9 @@ impl TableDef {
             // Bit 4 added with NULLS NOT DISTINCT: a record without it has NULLs distinct; bit 5 with local
             // indexes: a record without it is a global index's.
             let flags = i.ready as u8 | (i.unique as u8) << 1 | (i.constraint as u8) << 2 | (directed as u8) << 3;
-            w.u8(flags | (i.nulls_not_distinct as u8) << 4 | (i.local as u8) << 5);
+            // Bit 6 added with INCLUDE: its columns follow the descending bits.
+            let included = !i.include.is_empty();
+            w.u8(flags | (i.nulls_not_distinct as u8) << 4 | (i.local as u8) << 5 | (included as u8) << 6);
             w.u8(i.columns.len() as u8);
             for c in &i.columns {
                 w.str(c);
@@ -217,6 +235,12 @@ impl TableDef {
             // Added with descending columns: a bit for each column, the first lowest.
             if directed {
                 w.u32((0..i.columns.len()).filter(|&c| i.desc(c)).map(|c| 1u32 << c).sum());
+            }
+            if included {
+                w.u8(i.include.len() as u8);
+                for c in &i.include {
+                    w.str(c);
+                }
             }
         }
         w.buf
@@ -257,7 +281,11 @@ impl TableDef {
                 };
                 let (ready, unique, constraint) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
                 let (nulls_not_distinct, local) = (flags & 16 != 0, flags & 32 != 0);
-                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending, nulls_not_distinct, local });
+                let include = match flags & 64 {
+                    0 => Vec::new(),
+                    _ => (0..r.u8()?).map(|_| r.string()).collect::<Result<Vec<_>>>()?,
+                };
+                indexes.push(IndexDef { name, columns, id, ready, unique, constraint, descending, nulls_not_distinct, local, include });
             }
         }
         Ok((id, TableDef { name, primary_key, partition_key_len, options, user_meta, indexes }))

@@ -318,6 +318,34 @@ fn a_build_racing_a_writer_leaves_no_stale_entry() {
     assert_eq!(store.index_entries("t", "by_card").unwrap(), 2_500, "one entry per row, none stale");
 }
 
+/// The same race on an INCLUDE column alone: the build's entry for the row is under the right key but holds
+/// the old value; the sweep writes it again, so a read of the entries alone finds what the row holds.
+#[test]
+fn a_build_racing_a_writer_of_an_included_column_leaves_its_new_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = carded(dir.path());
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        if asked.get() == 2 {
+            let cells = [CellWrite::new("v", Value::Integer(-1)), CellWrite::new("card", Value::Integer(0))];
+            store.put_row("t", &[Some(int(2_400))], &cells, &Condition::ignore()).unwrap();
+        }
+        false
+    };
+    let spec = IndexDef::new("by_card", &["card".into()], false, false).with_include(vec!["v".into()]);
+    store.create_index_until("t", spec, &stop).unwrap();
+    let range = IndexRange { eq: vec![Some(Value::Integer(0))], ..IndexRange::default() };
+    let (rows, next) = store.index_rows("t", "by_card", &range, None, 10_000).unwrap();
+    assert!(next.is_none());
+    assert_eq!(rows.len(), 834);
+    for r in &rows {
+        let PkValue::Integer(k) = r.pk[0] else { panic!() };
+        let want = if k == 2_400 { -1 } else { k };
+        assert_eq!((r.get("card"), r.get("v")), (Some(&Value::Integer(0)), Some(&Value::Integer(want))), "row {k}");
+    }
+}
+
 /// A build tells its watch where it is: scanning the rows (every 1,000, of about as many as the table's
 /// statistics count), then, as a row was written meanwhile, validating its entries.
 #[test]

@@ -198,6 +198,8 @@ impl TableProvider for TabulaTable {
             cols.iter().map(|&i| Expr::Column { index: i, ty: t.columns[i].ty, name: t.columns[i].name.clone() }).collect();
         let filter = Expr::and_all(residual);
         let needed = needed_columns(t, &exprs, filter.as_ref(), &[]);
+        let mut access = access;
+        crate::planner::cover(t, &mut access, needed.as_deref(), &Versions::Latest);
         let scan = Scan {
             table: t.clone(),
             access,

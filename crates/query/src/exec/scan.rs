@@ -180,7 +180,7 @@ impl Executor<'_> {
                 let pages = Pages::all(&t.name, Direction::Forward, spec);
                 stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
             }
-            AccessPath::IndexScan { index, lookups, lower, upper, order } => {
+            AccessPath::IndexScan { index, lookups, lower, upper, order, covering } => {
                 let backward = *order == Some(Direction::Backward);
                 let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(None) };
                 // Under a LIMIT that every row meets, a first page of that many entries is likely the last.
@@ -197,14 +197,22 @@ impl Executor<'_> {
                     loop {
                         self.interrupt.check()?;
                         stats.engine_calls += 1;
-                        let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), page).map_err(store_err)?;
-                        if !pks.is_empty() {
-                            stats.engine_calls += 1;
-                            let rows: Vec<Row> =
-                                self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
-                            if !feed(rows, &mut stats)? {
-                                break 'lookups;
-                            }
+                        // Index-only: the entries are the rows; otherwise they name rows, read by key.
+                        let (rows, next) = if *covering {
+                            self.access.index_rows(&t.name, index, range, after.as_deref(), page).map_err(store_err)?
+                        } else {
+                            let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), page).map_err(store_err)?;
+                            let rows: Vec<Row> = match pks.is_empty() {
+                                true => vec![],
+                                false => {
+                                    stats.engine_calls += 1;
+                                    self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect()
+                                }
+                            };
+                            (rows, next)
+                        };
+                        if !rows.is_empty() && !feed(rows, &mut stats)? {
+                            break 'lookups;
                         }
                         match next {
                             Some(n) if !page_done()? => {

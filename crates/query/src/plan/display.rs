@@ -69,8 +69,8 @@ impl fmt::Display for AccessPath {
                 write!(f, "FullScan {}", if *direction == Direction::Forward { "forward" } else { "backward" })
             }
             AccessPath::System(_) => write!(f, "SystemView"),
-            AccessPath::IndexScan { index, lookups, lower, upper, order } => {
-                write!(f, "IndexScan index={index}")?;
+            AccessPath::IndexScan { index, lookups, lower, upper, order, covering } => {
+                write!(f, "{} index={index}", if *covering { "IndexOnlyScan" } else { "IndexScan" })?;
                 if lookups.iter().any(|l| !l.is_empty()) {
                     write!(f, " values=")?;
                     for (i, l) in lookups.iter().enumerate() {

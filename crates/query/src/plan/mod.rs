@@ -29,8 +29,16 @@ pub enum AccessPath {
     /// Equality (or IN lists: one lookup per combination) on the first columns of a secondary index, then
     /// maybe a range on the next: its entries name the rows, which are read by key and checked against the
     /// whole condition (an entry may be older than its row). A bound is (inclusive, value). With `order`,
-    /// the one lookup is read in the index's order (forward) or its reverse, and the rows come so.
-    IndexScan { index: String, lookups: Vec<Vec<Expr>>, lower: Option<(bool, Expr)>, upper: Option<(bool, Expr)>, order: Option<Direction> },
+    /// the one lookup is read in the index's order (forward) or its reverse, and the rows come so. When
+    /// `covering`, the rows are made of the entries alone (an index-only scan: `planner::index_path::cover`).
+    IndexScan {
+        index: String,
+        lookups: Vec<Vec<Expr>>,
+        lower: Option<(bool, Expr)>,
+        upper: Option<(bool, Expr)>,
+        order: Option<Direction>,
+        covering: bool,
+    },
     /// Everything else: every partition is scanned.
     FullScan { direction: Direction },
     /// One of Tabula's own views, generated from the live catalog.
@@ -310,6 +318,8 @@ pub enum Plan {
         nulls_not_distinct: bool,
         /// `WITH (local = true)`: a local index.
         local: bool,
+        /// `INCLUDE (columns)`.
+        include: Vec<String>,
     },
     /// `ALTER TABLE t ADD [CONSTRAINT name] CHECK (...) [NOT VALID]`: the rows there are checked first
     /// unless NOT VALID (`check.name` empty: PostgreSQL's name for it is chosen then).

@@ -282,6 +282,7 @@ impl Planner<'_> {
                     descending: vec![],
                     nulls_not_distinct,
                     local: false,
+                    include: vec![],
                 })
             }
             ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(c), not_valid } => {

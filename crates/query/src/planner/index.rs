@@ -9,9 +9,6 @@ impl Planner<'_> {
         if c.predicate.is_some() {
             return refuse("... WHERE (a partial index)");
         }
-        if !c.include.is_empty() {
-            return refuse("... INCLUDE");
-        }
         if !c.index_options.is_empty() || !c.alter_options.is_empty() {
             return refuse("with index options");
         }
@@ -55,13 +52,33 @@ impl Planner<'_> {
             }
             columns.push(name);
         }
-        if columns.is_empty() || columns.len() > 32 {
-            return Err(QueryError::Syntax("an index has 1 to 32 columns".into()));
+        let mut include = Vec::new();
+        for i in &c.include {
+            let name = ident_name(i);
+            if schema.column_index(&name).filter(|&i| i < schema.visible().len()).is_none() {
+                return Err(QueryError::UndefinedColumn(name));
+            }
+            // A column named twice (or also a key column) is kept as written, as PostgreSQL keeps it.
+            include.push(name);
+        }
+        if columns.is_empty() || columns.len() + include.len() > 32 {
+            return Err(QueryError::Engine { sqlstate: "54011", message: "cannot use more than 32 columns in an index".into() });
         }
         let name = c.name.as_ref().map(created_name).transpose()?;
         let (unique, if_not_exists) = (c.unique, c.if_not_exists);
         let nulls_not_distinct = c.nulls_distinct == Some(false);
-        Ok(Plan::CreateIndex { table, name, columns, unique, constraint: false, if_not_exists, descending, nulls_not_distinct, local })
+        Ok(Plan::CreateIndex {
+            table,
+            name,
+            columns,
+            unique,
+            constraint: false,
+            if_not_exists,
+            descending,
+            nulls_not_distinct,
+            local,
+            include,
+        })
     }
 }
 

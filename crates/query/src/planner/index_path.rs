@@ -147,13 +147,13 @@ pub(super) fn index_paths(t: &TableSchema, conjuncts: &[Expr]) -> Vec<(usize, Ac
         };
         consider(
             rank(fixed, lower.is_some() || upper.is_some()),
-            AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper, order: None },
+            AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper, order: None, covering: false },
         );
         for i in 0..conjuncts.len() {
             if let Some((lookups, fixed)) = or_lookups(t, ix, conjuncts, i) {
                 consider(
                     rank(fixed, false),
-                    AccessPath::IndexScan { index: ix.name.clone(), lookups, lower: None, upper: None, order: None },
+                    AccessPath::IndexScan { index: ix.name.clone(), lookups, lower: None, upper: None, order: None, covering: false },
                 );
             }
         }
@@ -204,12 +204,29 @@ pub(super) fn index_order(t: &TableSchema, access: &AccessPath, order: &[(Expr, 
                 lower: lower.clone(),
                 upper: upper.clone(),
                 order: Some(dir),
+                covering: false,
             })
         }
         AccessPath::FullScan { .. } if limited => t.indexes.iter().filter(|i| i.ready).find_map(|ix| {
             let dir = direction(ix, 0)?;
-            Some(AccessPath::IndexScan { index: ix.name.clone(), lookups: vec![vec![]], lower: None, upper: None, order: Some(dir) })
+            let (index, lookups) = (ix.name.clone(), vec![vec![]]);
+            Some(AccessPath::IndexScan { index, lookups, lower: None, upper: None, order: Some(dir), covering: false })
         }),
         _ => None,
     }
+}
+
+/// Makes an index scan index-only when its entries hold every column the read needs (`needed`: the
+/// attribute columns, `None` for all; key columns are in every entry) and are exact: no ttl and nothing
+/// hidden (`TableOptions::entries_exact`), a read of the newest versions only. Its rows are then made of
+/// the entries, and no row is read by key. EXPLAIN shows `IndexOnlyScan`.
+pub(crate) fn cover(t: &TableSchema, access: &mut AccessPath, needed: Option<&[usize]>, versions: &Versions) {
+    let AccessPath::IndexScan { index, covering, .. } = access else { return };
+    let Some(ix) = t.indexes.iter().find(|i| &i.name == index) else { return };
+    let held = |c: &usize| t.is_pk(*c) || ix.columns.contains(c) || ix.include.contains(c);
+    let all_held = match needed {
+        Some(cols) => cols.iter().all(held),
+        None => t.attributes().all(|c| held(&c)),
+    };
+    *covering = all_held && t.options.entries_exact() && *versions == Versions::Latest;
 }

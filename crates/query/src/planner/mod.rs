@@ -35,6 +35,7 @@ pub use access_path::{choose_access, choose_ranked};
 use ddl::created_name;
 pub(crate) use ddl::key_columns;
 pub(crate) use dml::{assignable, default_name};
+pub(crate) use index_path::cover;
 use index_path::*;
 use routes::*;
 pub use routes::{insert_call, streams};

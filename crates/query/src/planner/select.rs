@@ -226,6 +226,7 @@ impl Planner<'_> {
             _ => None,
         };
         let needed = needed_columns(&table, &projection, filter.as_ref(), &sort);
+        super::index_path::cover(&table, &mut access, needed.as_deref(), &versions);
         let scan = Scan { table, access, filter, limit: scan_limit, versions, columns: needed, ranks };
         let stream = streams(Some(&scan), &sort);
         Ok(SelectPlan { scan: Some(scan), projection, columns, sort, offset, limit, lock: false, stream })

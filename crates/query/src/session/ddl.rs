@@ -58,7 +58,14 @@ impl Session {
         // Its UNIQUE constraints' indexes, on the empty table; if one cannot be made, nor is the table.
         let made = c.unique.iter().try_for_each(|(name, columns, nulls_not_distinct)| {
             let nulls_not_distinct = *nulls_not_distinct;
-            let kind = super::index::IndexKind { unique: true, constraint: true, descending: vec![], nulls_not_distinct, local: false };
+            let kind = super::index::IndexKind {
+                unique: true,
+                constraint: true,
+                descending: vec![],
+                nulls_not_distinct,
+                local: false,
+                include: vec![],
+            };
             self.create_index(&c.name, name.as_deref(), columns, kind, false).map(|_| ())
         });
         if let Err(e) = made {
@@ -290,7 +297,7 @@ impl Session {
             )));
         }
         // Its indexes go with it, as in PostgreSQL.
-        for ix in schema.indexes.iter().filter(|ix| ix.columns.contains(&i)) {
+        for ix in schema.indexes.iter().filter(|ix| ix.columns.contains(&i) || ix.include.contains(&i)) {
             self.ddl().drop_index(table, &ix.name)?;
         }
         let mut altered = (*schema).clone();

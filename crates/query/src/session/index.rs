@@ -51,6 +51,8 @@ pub(super) struct IndexKind {
     pub nulls_not_distinct: bool,
     /// A local index (`WITH (local = true)`).
     pub local: bool,
+    /// INCLUDE columns.
+    pub include: Vec<String>,
 }
 
 /// PostgreSQL's longest name (NAMEDATALEN - 1 bytes).
@@ -129,7 +131,8 @@ impl Session {
             IndexDef::new(&name, columns, kind.unique, kind.constraint)
                 .with_descending(kind.descending)
                 .with_nulls_not_distinct(kind.nulls_not_distinct)
-                .with_local(kind.local),
+                .with_local(kind.local)
+                .with_include(kind.include),
             &watch,
         );
         self.activity.update(|b| b.index_build = None);

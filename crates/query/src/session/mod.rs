@@ -524,13 +524,25 @@ impl Session {
             Plan::AddPrimaryKey { table, columns, partition_key_len } => self.add_primary_key(table, columns, *partition_key_len),
             Plan::RenameTable { table, to } => self.rename_table(table, to),
             Plan::AlterOwner { table, owner } => self.alter_owner(table, owner),
-            Plan::CreateIndex { table, name, columns, unique, constraint, if_not_exists, descending, nulls_not_distinct, local } => {
+            Plan::CreateIndex {
+                table,
+                name,
+                columns,
+                unique,
+                constraint,
+                if_not_exists,
+                descending,
+                nulls_not_distinct,
+                local,
+                include,
+            } => {
                 let kind = crate::session::index::IndexKind {
                     unique: *unique,
                     constraint: *constraint,
                     descending: descending.clone(),
                     nulls_not_distinct: *nulls_not_distinct,
                     local: *local,
+                    include: include.clone(),
                 };
                 self.create_index(table, name.as_deref(), columns, kind, *if_not_exists)
             }

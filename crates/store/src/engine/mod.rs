@@ -350,6 +350,17 @@ pub trait Access {
     /// the last page said to resume), at most `limit`. An entry may name a row whose values have changed
     /// since (see engine/index.rs): a reader checks the rows it reads.
     fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage>;
+    /// As `index_pks`, the rows as the index's entries hold them: key, index and INCLUDE columns only, each
+    /// cell at version 0. Only for a table whose entries are exact (`TableOptions::entries_exact`).
+    #[allow(clippy::type_complexity)]
+    fn index_rows(
+        &self,
+        table: &str,
+        index: &str,
+        range: &IndexRange,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<(Vec<Row>, Option<Vec<u8>>)>;
     /// Replaces the row. `None` in `pk` asks the engine to generate an auto-increment value.
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome>;
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome>;

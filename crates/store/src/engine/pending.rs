@@ -422,6 +422,7 @@ mod tests {
                 descending: vec![false, true],
                 nulls_not_distinct: true,
                 local: true,
+                include: vec!["c".into()],
             }],
         };
         let undo = vec![Undo::Created(7), Undo::SetAside { id: 3, name: "old".into() }, Undo::Defined { id: 3, def: def.clone() }];

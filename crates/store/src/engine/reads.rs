@@ -41,6 +41,17 @@ macro_rules! access_reads {
             let (inner, src) = self.read_source();
             inner.index_pks(src, &*self.source_table(table)?, index, range, after, limit)
         }
+        fn index_rows(
+            &self,
+            table: &str,
+            index: &str,
+            range: &IndexRange,
+            after: Option<&[u8]>,
+            limit: usize,
+        ) -> Result<(Vec<Row>, Option<Vec<u8>>)> {
+            let (inner, src) = self.read_source();
+            inner.index_rows(src, &*self.source_table(table)?, index, range, after, limit)
+        }
     };
 }
 

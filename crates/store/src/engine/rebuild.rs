@@ -79,12 +79,15 @@ impl Store {
             .indexes
             .iter()
             .filter_map(|ix| {
-                let cols = ix.columns.iter().map(|c| match columns.iter().find(|(o, _)| o == c) {
-                    Some((_, new)) => new.clone(),
-                    None => Some(c.clone()),
-                });
-                let def = IndexDef::new(&ix.name, &cols.collect::<Option<Vec<_>>>()?, ix.unique, ix.constraint);
-                Some(def.with_descending(ix.descending.clone()).with_nulls_not_distinct(ix.nulls_not_distinct))
+                let renamed = |names: &[String]| -> Option<Vec<String>> {
+                    let new_name = |c: &String| match columns.iter().find(|(o, _)| o == c) {
+                        Some((_, new)) => new.clone(),
+                        None => Some(c.clone()),
+                    };
+                    names.iter().map(new_name).collect()
+                };
+                let (columns, include) = (renamed(&ix.columns)?, renamed(&ix.include)?);
+                Some(IndexDef { columns, include, id: 0, ready: false, ..ix.clone() })
             })
             .collect();
         let def = TableDef { indexes: vec![], ..def };

@@ -38,39 +38,52 @@ impl Inner {
                 None => false,
             })
         };
-        self.sweep_range(lo, hi, &|_, _| {}, |src, key, _| {
+        self.sweep_range(lo, hi, &|_, _, _| {}, |src, key, _| {
             let (row_key, column, version) = keys::split_outside(key, head, &t.pk_types)?;
-            Ok((holds(src, &row_key, &column, version)?, row_key))
+            let verdict = if holds(src, &row_key, &column, version)? { Verdict::Keep } else { Verdict::Delete };
+            Ok((verdict, row_key))
         })
     }
 
-    /// Deletes index `ix`'s entries whose row (stored, with its newest stored values) no longer makes them.
+    /// Deletes index `ix`'s entries whose row (stored, with its newest stored values) no longer makes them,
+    /// and writes again those whose INCLUDE values are not the row's.
     pub(super) fn sweep_index(&self, t: &Table, ix: &IndexDef) -> Result<usize> {
         let def = t.def.read().clone();
         let (lo, hi) = (keys::table_prefix(ix.id).to_vec(), keys::table_end(ix.id).to_vec());
-        let removed = |key: &[u8], row_key: &[u8]| {
-            let Ok(data_key) = keys::decode_pk(row_key, &t.pk_types).and_then(|pk| t.key(&pk)) else { return };
+        let changed = |key: &[u8], old: &[u8], new: Option<&[u8]>| {
+            let row = super::index::row_part(t, old).ok();
+            let Some(data_key) = row.and_then(|r| keys::decode_pk(r, &t.pk_types).and_then(|pk| t.key(&pk)).ok()) else { return };
             let (partition, rows) = super::index::entry_partition(t, ix, key, &data_key);
-            partition.add(-((key.len() + row_key.len()) as i64), -rows, 0);
+            match new {
+                None => partition.add(-((key.len() + old.len()) as i64), -rows, 0),
+                Some(new) => partition.add(new.len() as i64 - old.len() as i64, 0, 0),
+            }
         };
-        self.sweep_range(lo, hi, &removed, |src, key, row_key| {
+        self.sweep_range(lo, hi, &changed, |src, key, value| {
+            let row_key = super::index::row_part(t, value)?;
             let pk = keys::decode_pk(row_key, &t.pk_types)?;
-            Ok((super::index::holds_entry(t, src, &def, ix, row_key, key)?, t.key(&pk)?))
+            let verdict = match super::index::expected_value(t, src, &def, ix, row_key, key)? {
+                Some(v) if v == value => Verdict::Keep,
+                Some(v) => Verdict::Put(v),
+                None => Verdict::Delete,
+            };
+            Ok((verdict, t.key(&pk)?))
         })
     }
 
-    /// Walks the keys of `[lo, hi)` a page at a time; `kept(src, key, value)` says whether a key is still
-    /// needed, and the key of the row it belongs to. One that is not is deleted in a transaction that reads
-    /// it and its row for update and asks again, so a writer of either meanwhile conflicts with it (and the
-    /// key is then asked about again). `gone(key, value)` is told of each key deleted.
+    /// Walks the keys of `[lo, hi)` a page at a time; `judge(src, key, value)` says what a key should
+    /// become, and the key of the row it belongs to. One to delete or write again is, in a transaction that
+    /// reads it and its row for update and asks again, so a writer of either meanwhile conflicts with it
+    /// (and the key is then asked about again). `changed(key, value, new value)` is told of each key
+    /// deleted (`None`) or written again.
     fn sweep_range(
         &self,
         lo: Vec<u8>,
         hi: Vec<u8>,
-        gone: &dyn Fn(&[u8], &[u8]),
-        kept: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>,
+        changed: Changed,
+        judge: impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(Verdict, Vec<u8>)>,
     ) -> Result<usize> {
-        let (mut removed, mut start) = (0, lo);
+        let (mut fixed, mut start) = (0, lo);
         loop {
             let page = {
                 let mut it = self.reader().scan(start, hi.clone(), false);
@@ -83,42 +96,56 @@ impl Inner {
                 it.status()?;
                 page
             };
-            let Some((last, _)) = page.last() else { return Ok(removed) };
+            let Some((last, _)) = page.last() else { return Ok(fixed) };
             start = [last.as_slice(), &[0]].concat();
             for (key, value) in &page {
-                let (needed, row_key) = kept(self.reader(), key, value)?;
-                if !needed && self.delete_unneeded(key, &row_key, &kept)? {
-                    gone(key, value);
-                    removed += 1;
+                let (verdict, row_key) = judge(self.reader(), key, value)?;
+                if verdict == Verdict::Keep {
+                    continue;
+                }
+                if let Some((old, new)) = self.fix(key, &row_key, &judge)? {
+                    changed(key, &old, new.as_deref());
+                    fixed += 1;
                 }
             }
         }
     }
 
-    /// Deletes `key`, which the row at `row_key` no longer needs, unless a writer made it needed again.
-    /// A writer of either key that commits first makes the delete conflict: it is then asked again at a
-    /// newer snapshot, until it is deleted or needed. Before, a conflict left the key, so that an index
-    /// build racing a writer could leave a stale entry behind until the next VACUUM.
-    fn delete_unneeded(
+    /// Deletes `key` or writes it again as its row (at `row_key`) now needs, unless a writer made it
+    /// right meanwhile; returns its value before and after (`None`: deleted) if it changed it. A writer of
+    /// either key that commits first makes this transaction conflict: it is then asked again at a newer
+    /// snapshot, until it is done or not needed. Before, a conflict left the key, so that an index build
+    /// racing a writer could leave a stale entry behind until the next VACUUM.
+    #[allow(clippy::type_complexity)]
+    fn fix(
         &self,
         key: &[u8],
         row_key: &[u8],
-        kept: &impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(bool, Vec<u8>)>,
-    ) -> Result<bool> {
+        judge: &impl Fn(&dyn Read, &[u8], &[u8]) -> Result<(Verdict, Vec<u8>)>,
+    ) -> Result<Option<(Vec<u8>, Option<Vec<u8>>)>> {
         loop {
             let txn = self.kv.begin(true);
             txn.get_for_update(Space::Data, row_key)?;
             let Some(value) = txn.get_for_update(Space::Data, key)? else {
                 txn.rollback()?;
-                return Ok(false);
+                return Ok(None);
             };
-            if kept(&*txn, key, &value)?.0 {
-                txn.rollback()?;
-                return Ok(false);
-            }
-            txn.delete(Space::Data, key)?;
+            let new = match judge(&*txn, key, &value)?.0 {
+                Verdict::Keep => {
+                    txn.rollback()?;
+                    return Ok(None);
+                }
+                Verdict::Delete => {
+                    txn.delete(Space::Data, key)?;
+                    None
+                }
+                Verdict::Put(v) => {
+                    txn.put(Space::Data, key, &v)?;
+                    Some(v)
+                }
+            };
             match txn.commit().map_err(StoreError::from) {
-                Ok(()) => return Ok(true),
+                Ok(()) => return Ok(Some((value, new))),
                 // Each round the other writer committed: the sweep waits on no one, and loses only to
                 // commits, which end.
                 Err(StoreError::Conflict) => std::thread::yield_now(),
@@ -126,6 +153,18 @@ impl Inner {
             }
         }
     }
+}
+
+/// What a sweep is told of a key it changed: the key, its value, and its new value (`None`: deleted).
+type Changed<'a> = &'a dyn Fn(&[u8], &[u8], Option<&[u8]>);
+
+/// What a sweep makes of a key it finds.
+#[derive(PartialEq)]
+enum Verdict {
+    Keep,
+    Delete,
+    /// Write it again with this value (an index entry whose INCLUDE values are not its row's).
+    Put(Vec<u8>),
 }
 
 impl Store {

@@ -70,11 +70,15 @@ pub(super) fn index_def(t: &TableSchema, index: Option<&crate::schema::Index>) -
     let desc = |i: usize| index.is_some_and(|ix| ix.desc(i));
     let cols: Vec<String> =
         columns.iter().enumerate().map(|(i, &c)| quote_ident(&t.columns[c].name) + if desc(i) { " DESC" } else { "" }).collect();
+    let include = match index.map(|ix| &ix.include).filter(|i| !i.is_empty()) {
+        Some(i) => format!(" INCLUDE ({})", i.iter().map(|&c| quote_ident(&t.columns[c].name)).collect::<Vec<_>>().join(", ")),
+        None => String::new(),
+    };
     let nulls = if index.is_some_and(|ix| ix.nulls_not_distinct) { " NULLS NOT DISTINCT" } else { "" };
     // As PostgreSQL prints an index's storage parameters (pg_dump's output makes the same index again).
     let with = if index.is_some_and(|ix| ix.local) { " WITH (local='true')" } else { "" };
     let (name, table) = (quote_ident(&name), quote_ident(&t.name));
-    format!("CREATE {unique}INDEX {name} ON public.{table} USING btree ({}){nulls}{with}", cols.join(", "))
+    format!("CREATE {unique}INDEX {name} ON public.{table} USING btree ({}){include}{nulls}{with}", cols.join(", "))
 }
 
 pub(crate) fn quote_ident(s: &str) -> String {

@@ -95,7 +95,7 @@ impl Relation for PgClass {
                 ));
             }
             for ix in r.tabula.iter().flat_map(|(t, _)| &t.indexes) {
-                let n = ix.columns.len() as i64;
+                let n = (ix.columns.len() + ix.include.len()) as i64;
                 out.push(pg_class_row(table_oid(ix.id), &ix.name, nsp, BTREE_AM, rows, false, "i", n, Cell::Null, (owned().0, Cell::Null)));
             }
         }

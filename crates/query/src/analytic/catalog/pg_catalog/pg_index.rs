@@ -64,13 +64,15 @@ impl Relation for PgIndex {
         }
         for (r, t, _) in s.tabula() {
             for ix in &t.indexes {
-                let n = ix.columns.len() as i64;
+                // indkey lists the key columns, then the INCLUDE ones; indclass, indcollation and indoption
+                // only the key columns, as PostgreSQL's.
+                let (n, keys) = ((ix.columns.len() + ix.include.len()) as i64, ix.columns.len() as i64);
                 let flag = |b: bool| -> Cell { b.into() };
                 out.push(vec![
                     table_oid(ix.id).into(),
                     r.oid.into(),
                     n.into(),
-                    n.into(),
+                    keys.into(),
                     flag(ix.unique),
                     flag(ix.nulls_not_distinct),
                     flag(false),
@@ -82,9 +84,9 @@ impl Relation for PgIndex {
                     flag(ix.ready),
                     flag(true),
                     flag(false),
-                    Cell::Ints(ix.columns.iter().map(|&c| c as i64 + 1).collect()),
+                    Cell::Ints(ix.columns.iter().chain(&ix.include).map(|&c| c as i64 + 1).collect()),
                     Cell::Ints(ix.columns.iter().map(|&c| collation(t.columns[c].ty) as i64).collect()),
-                    Cell::Ints(vec![0; n as usize]),
+                    Cell::Ints(vec![0; keys as usize]),
                     // indoption: DESC (1) with NULLS FIRST (2), as PostgreSQL's descending default.
                     Cell::Ints((0..ix.columns.len()).map(|i| if ix.desc(i) { 3 } else { 0 }).collect()),
                     Cell::Null,
