@@ -132,14 +132,7 @@ type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<()>;
 
 /// Shows `visit` the entries of `ix` in `range` (backward if it says so), after entry `after`, at most
 /// `limit`; returns the entry to resume after when the limit cut the walk short.
-fn walk(
-    src: &dyn Read,
-    ix: &IndexDef,
-    range: &IndexRange,
-    after: Option<&[u8]>,
-    limit: usize,
-    visit: Visit,
-) -> Result<Option<Vec<u8>>> {
+fn walk(src: &dyn Read, ix: &IndexDef, range: &IndexRange, after: Option<&[u8]>, limit: usize, visit: Visit) -> Result<Option<Vec<u8>>> {
     let (start, end) = bounds(ix, range);
     let backward = range.backward;
     let (start, end) = match after {
