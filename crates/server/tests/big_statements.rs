@@ -168,3 +168,35 @@ async fn a_copy_into_a_table_the_transaction_made_is_not_bounded_by_its_size() {
     assert_eq!(count(&c, "SELECT count(*) FROM t").await, 25_000);
     server.shutdown().await.unwrap();
 }
+
+/// A COPY outside a transaction block into a table with indexes is a bulk load as into any table: of any
+/// size (here past the transaction limit), its index entries written with its rows, all at once; a unique
+/// index refuses it whole with 23505 naming the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_into_a_table_with_indexes_is_not_bounded_by_the_transaction_limit() {
+    let (server, _dir, conn) = common::start_configured(|c| c.max_transaction_bytes = 1 << 20).await;
+    let c = connect(&conn).await;
+    many_rows(&c, 0).await;
+    c.batch_execute("CREATE INDEX t_v ON t (v) INCLUDE (s); CREATE UNIQUE INDEX t_k_v ON t (v, k)").await.unwrap();
+    assert_eq!(copy_rows(&c, 20_000).await.unwrap(), 20_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM t WHERE v = 3").await, 2_000);
+    let plan: Vec<String> = c.query("EXPLAIN SELECT k, s FROM t WHERE v = 3", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(plan.iter().any(|l| l.contains("IndexOnlyScan index=t_v")), "{plan:?}");
+    let e = c.batch_execute("CREATE UNIQUE INDEX t_s ON t (s)").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNIQUE_VIOLATION));
+
+    // A second load whose rows collide with stored ones on a unique index only: refused whole.
+    c.batch_execute("CREATE TABLE u (k bigint PRIMARY KEY, v bigint, s text); CREATE UNIQUE INDEX u_v ON u (v)").await.unwrap();
+    c.batch_execute("INSERT INTO u VALUES (0, 15000, 'x')").await.unwrap();
+    let sink = c.copy_in("COPY u FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let data: String = (1..=20_000).map(|k| format!("{k}\t{k}\tz\n")).collect();
+    use futures::SinkExt;
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    let e = sink.finish().await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNIQUE_VIOLATION), "{e:?}");
+    assert!(e.as_db_error().unwrap().message().contains("\"u_v\""), "{e:?}");
+    assert_eq!(count(&c, "SELECT count(*) FROM u").await, 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM u WHERE v > 0").await, 1);
+    server.shutdown().await.unwrap();
+}

@@ -296,3 +296,79 @@ fn bulk_loads_count_each_row_in_the_partition_statistics() {
     assert_eq!(parts.iter().map(|p| p.writes).sum::<u64>(), 1000, "an import looks as busy as it is: {parts:?}");
     assert_eq!(parts.iter().map(|p| p.approx_rows).sum::<i64>(), 1000);
 }
+
+/// The values of `v` in index `by_v`, and the rows they name, in index order.
+fn through_by_v(store: &Store) -> Vec<(Option<Value>, i64)> {
+    let (rows, next) = store.index_rows("t", "by_v", &IndexRange::default(), None, 100_000).unwrap();
+    assert!(next.is_none());
+    rows.iter().map(|r| (r.get("v").cloned(), if let PkValue::Integer(b) = r.pk[1] { b } else { panic!() })).collect()
+}
+
+/// A bulk load makes its rows' index entries and writes them with the rows, at once: as a batch and as
+/// ingested files. A unique index refuses two rows of the load with the same values, and a row whose values
+/// a stored row holds; nothing of a refused load is written.
+#[test]
+fn bulk_loads_write_index_entries_and_check_unique_ones() {
+    for ingest_bytes in [usize::MAX, 16 << 10] {
+        let (_dir, store) = bulk_store(ingest_bytes);
+        store.create_index("t", IndexDef::new("by_v", &["v".into()], true, false)).unwrap();
+        put(&store, "p", 0, &[("v", Value::String("stored".into()))]).unwrap();
+        let mut load = store.bulk_load("t").unwrap();
+        // Keys in order (streamed into a file when large), values in no order.
+        load.add(
+            &(1..3_000)
+                .map(|b| (vec![s("p"), int(b)], vec![CellWrite::new("v", Value::String(format!("v{}", (b * 7919) % 3_000)))]))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        load.add(&[(vec![s("p"), int(3_000)], vec![])]).unwrap();
+        load.commit().unwrap();
+        let entries = through_by_v(&store);
+        assert_eq!(entries.len(), 3_001, "one entry per row, NULLs included");
+        assert_eq!(entries[0], (Some(Value::String("stored".into())), 0));
+        assert_eq!(entries.last().unwrap(), &(None, 3_000), "NULLs last");
+        let text = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let values: Vec<String> = entries.iter().filter_map(|(v, _)| text(v)).collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "in index order, each value once");
+        assert_eq!(store.index_partitions("t").unwrap()[0].1[0].approx_rows, 3_001, "the load's entries count");
+
+        // Two rows of one load with the same value: the second is refused, by the index.
+        let mut load = store.bulk_load("t").unwrap();
+        load.add(&[(vec![s("q"), int(1)], vec![CellWrite::new("v", Value::String("dup".into()))])]).unwrap();
+        load.add(&bulk_rows("q", 2..2_000, 100)).unwrap();
+        load.add(&[(vec![s("q"), int(0)], vec![CellWrite::new("v", Value::String("dup".into()))])]).unwrap();
+        match load.commit() {
+            Err(BulkError::Store(StoreError::UniqueViolation { index, values, .. })) => {
+                assert_eq!((index.as_str(), values), ("by_v", vec![Some(Value::String("dup".into()))]))
+            }
+            other => panic!("{other:?}"),
+        }
+        // A value a stored row holds.
+        let mut load = store.bulk_load("t").unwrap();
+        load.add(&bulk_rows("q", 2..2_000, 100)).unwrap();
+        load.add(&[(vec![s("q"), int(1)], vec![CellWrite::new("v", Value::String("stored".into()))])]).unwrap();
+        assert!(matches!(load.commit(), Err(BulkError::Store(StoreError::UniqueViolation { .. }))));
+        // A stored key: the key's error, as without indexes.
+        let mut load = store.bulk_load("t").unwrap();
+        load.add(&bulk_rows("q", 2..5, 100)).unwrap();
+        load.add(&[(vec![s("p"), int(7)], vec![CellWrite::new("v", Value::String("new".into()))])]).unwrap();
+        assert!(matches!(load.commit(), Err(BulkError::Duplicate(3))));
+        assert_eq!(through_by_v(&store).len(), 3_001, "nothing of the refused loads was written");
+        assert!(store.get_row("t", &[s("q"), int(2)], &all()).unwrap().is_none());
+
+        // A value whose row has since changed is free again.
+        put(&store, "p", 0, &[("v", Value::String("moved".into()))]).unwrap();
+        let mut load = store.bulk_load("t").unwrap();
+        load.add(&[(vec![s("q"), int(1)], vec![CellWrite::new("v", Value::String("stored".into()))])]).unwrap();
+        load.commit().unwrap();
+
+        // An index made while a load was under way: the load's rows would have no entries.
+        let mut load = store.bulk_load("t").unwrap();
+        load.add(&bulk_rows("r", 0..10, 10)).unwrap();
+        store.create_index("t", IndexDef::new("by_v2", &["v".into()], false, false)).unwrap();
+        assert!(matches!(load.commit(), Err(BulkError::Store(StoreError::Conflict))));
+    }
+}

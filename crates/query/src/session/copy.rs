@@ -287,11 +287,9 @@ impl Session {
     ) -> Result<Output> {
         // A generated column after the partition key counts per partition-key value, inside a transaction;
         // a generated partition key draws from its sequence, which a bulk load does too.
-        // So does a table with secondary indexes, whose entries a bulk load's table files do not hold.
-        // So does one with foreign keys, whose checks read the parents in the load's transaction.
-        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity)
-            || !table.indexes.is_empty()
-            || !table.foreign_keys.is_empty();
+        // So does one with foreign keys, whose checks read the parents in the load's transaction. (A bulk
+        // load makes a table's index entries with its rows.)
+        let generated = table.pk.iter().skip(table.partition_key_len).any(|&c| table.columns[c].identity) || !table.foreign_keys.is_empty();
         let (txn, bulk) = match (&self.txn, generated) {
             (Some(_), true) => (None, None),
             // A table this transaction made may take the rows as a bulk load too (`Ddl::bulk_load`).

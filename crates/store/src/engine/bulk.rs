@@ -1,7 +1,8 @@
 //! Bulk loads (COPY outside a transaction): rows checked once at commit and written as one batch, or as
-//! sorted files the engine ingests.
+//! sorted files the engine ingests, with their index entries.
 
 use super::*;
+use crate::catalog::IndexDef;
 
 /// A bulk load: new rows gathered and written atomically at `commit`, without a transaction. A
 /// transaction tracks and re-validates every key it writes; at a million rows that costs more than the load
@@ -17,6 +18,11 @@ use super::*;
 /// run file (see `runs`), so a load of any size needs bounded memory. Ingested rows are not in the memtable,
 /// where optimistic transactions look for conflicting writes, so a transaction that wrote and commits after
 /// an ingest is refused with `Conflict` (the bulk epoch) rather than risk missing one.
+///
+/// A table's secondary index entries are made with each row and go through the same sorted stream, so they
+/// land in the same atomic write or ingest as their rows. A unique index's entries are checked at commit
+/// like the rows' keys: two of the load with the same values sit side by side, and one that meets a stored
+/// entry whose row still holds it fails the load (`UniqueViolation`).
 pub struct BulkLoad {
     inner: Arc<Inner>,
     table: Arc<Table>,
@@ -33,6 +39,8 @@ pub struct BulkLoad {
     now: i64,
     /// The largest value given for a generated partition-key column: its sequence moves past it at commit.
     largest_generated: Option<i64>,
+    /// The table's definition when the load began, with the indexes whose entries it makes.
+    def: TableDef,
 }
 
 /// The rows of a load written to table files as they arrived, each with a key above all before it.
@@ -67,11 +75,9 @@ impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
         let table = self.inner.table(table)?;
-        if !table.def.read().indexes.is_empty() {
-            // Table files hold rows only: a table with indexes takes its rows in a transaction.
-            return Err(StoreError::NotSupported("a bulk load into a table with secondary indexes".into()));
-        }
+        let def = table.def.read().clone();
         Ok(BulkLoad {
+            def,
             table,
             rows: Vec::new(),
             rows_ascending: true,
@@ -129,11 +135,34 @@ impl BulkLoad {
             }
         }
         let key = self.table.key(pk)?;
+        if !self.def.indexes.is_empty() {
+            let row = self.table.new_row(cells, self.now)?.into_stored();
+            let pos = self.next_pos;
+            self.add_stored(key.clone(), &row)?;
+            return self.add_entries(pk, &key, &row, pos);
+        }
         if cells.iter().any(|c| c.value.size() > self.inner.config.inline_value_bytes) {
             return self.add_stored(key, &self.table.new_row(cells, self.now)?.into_stored());
         }
         let v = self.table.encode_new_row(cells, self.now)?;
         self.add_encoded(key, v)
+    }
+
+    /// Adds a new row's index entries (its values are all in the row: none is out of line yet), at the
+    /// row's position, each counted in its index's partition.
+    fn add_entries(&mut self, pk: &[PkValue], key: &[u8], row: &StoredRow<Stored>, pos: usize) -> Result<()> {
+        let row_key = &key[self.table.prefix_len()..];
+        let indexes = std::mem::take(&mut self.def.indexes);
+        let added = indexes.iter().try_for_each(|ix| {
+            let (entry_key, value) = super::index::new_entry(&self.def, ix, pk, row_key, row, self.inner.reader(), key)?;
+            let size = entry_key.len() + value.len();
+            self.bytes += size;
+            let (partition, rows) = super::index::entry_partition(&self.table, ix, &entry_key, key);
+            count_delta(&mut self.deltas, &self.table, partition, size as i64, rows);
+            self.add_entry(entry_key, value, pos)
+        });
+        self.def.indexes = indexes;
+        added
     }
 
     /// Adds a row, its long values out of line: each under its own key, loaded beside the row (at the
@@ -247,10 +276,18 @@ impl BulkLoad {
         if self.table.retired.load(Ordering::SeqCst) {
             return Err(StoreError::TableBeingRebuilt(format!("table \"{}\"", self.table.def.read().name)).into());
         }
-        // An index made since the load began: its rows would have no entries.
-        if !self.table.def.read().indexes.is_empty() {
+        // An index made or dropped since the load began: its rows would miss entries, or make dead ones.
+        let ids = |ixs: &[IndexDef]| ixs.iter().map(|i| i.id).collect::<Vec<_>>();
+        if ids(&self.table.def.read().indexes) != ids(&self.def.indexes) {
             return Err(StoreError::Conflict.into());
         }
+        if self.def.indexes.iter().any(|i| !i.ready) {
+            // A build under way sweeps its index if rows were written meanwhile.
+            self.table.building_writes.fetch_add(1, Ordering::SeqCst);
+        }
+        let row_prefix = keys::table_prefix(self.table.id);
+        let unique: HashMap<[u8; 4], &IndexDef> =
+            self.def.indexes.iter().filter(|i| i.unique).map(|i| (keys::table_prefix(i.id), i)).collect();
         let src = self.inner.reader();
         // A load into an empty stretch of the table (a first load, or appended keys) needs no per-key reads.
         // Values out of line sort after every row of the table: the span ends with its rows.
@@ -263,8 +300,33 @@ impl BulkLoad {
             it.status().map_err(StoreError::from)?;
             it.valid()
         };
-        // The first row that cannot be inserted.
+        // The first row that cannot be inserted, and the first that a unique index refuses.
         let mut duplicate: Option<usize> = None;
+        let mut violation: Option<(usize, StoreError)> = None;
+        let refuse = |violation: &mut Option<(usize, StoreError)>, pos: usize, ix: &IndexDef, key: &[u8]| -> Result<()> {
+            if violation.as_ref().is_none_or(|(p, _)| pos < *p) {
+                let (values, _) = super::index::decode_entry(ix, key, &self.table.pk_types)?;
+                let (table, index, columns) = (self.def.name.clone(), ix.name.clone(), ix.columns.clone());
+                *violation = Some((pos, StoreError::UniqueViolation { table, index, columns, values }));
+            }
+            Ok(())
+        };
+        // A unique entry of the load whose key a stored entry holds: a violation if that entry's row still
+        // makes it.
+        let check_unique = |entries: &mut Vec<(Vec<u8>, usize)>, violation: &mut Option<(usize, StoreError)>| -> Result<()> {
+            let ks: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_slice()).collect();
+            for (other, (k, pos)) in src.multi_get(&ks)?.into_iter().zip(entries.iter()) {
+                let ix = unique[&k[..4]];
+                let Some(other) = other else { continue };
+                let row_key = super::index::row_part(&self.table, &other)?;
+                if super::index::expected_value(&self.table, src, &self.def, ix, row_key, k)?.is_some() {
+                    refuse(violation, *pos, ix, k)?;
+                }
+            }
+            entries.clear();
+            Ok(())
+        };
+        let mut pending_unique: Vec<(Vec<u8>, usize)> = Vec::new();
         let note = |duplicate: &mut Option<usize>, i: usize| *duplicate = Some(duplicate.map_or(i, |d| d.min(i)));
         let check = |keys: &mut Vec<(Vec<u8>, usize)>, duplicate: &mut Option<usize>| -> Result<()> {
             let ks: Vec<&[u8]> = keys.iter().map(|(k, _)| k.as_slice()).collect();
@@ -312,21 +374,30 @@ impl BulkLoad {
                 (std::borrow::Cow::Owned(k), pos, Some(v))
             };
             if prev.as_deref() == Some(&*k) {
-                note(&mut duplicate, pos);
+                match unique.get(&k[..4]) {
+                    Some(ix) => refuse(&mut violation, pos, ix, &k)?,
+                    None => note(&mut duplicate, pos),
+                }
                 continue;
             }
             // Once the load is known to fail, the rest is only scanned for an earlier offending row.
-            if let (Some(v), None) = (value, duplicate) {
+            if let (Some(v), None, None) = (value, duplicate, &violation) {
                 match &mut sink {
                     Sink::Batch(b) => b.put(&k, &v),
                     Sink::Table(files) => put_in_files(&self.inner, files, &k, &v)?,
                 }
             }
-            // Only rows can be duplicates (a value out of line goes with its row).
-            if stored_in_span && !keys::is_outside(&k) {
+            // Rows can be duplicates (a value out of line or an index entry goes with its row), and a unique
+            // index's entries.
+            if stored_in_span && k[..4] == row_prefix {
                 pending.push((k.to_vec(), pos));
                 if pending.len() == 4096 {
                     check(&mut pending, &mut duplicate)?;
+                }
+            } else if unique.contains_key(&k[..4]) {
+                pending_unique.push((k.to_vec(), pos));
+                if pending_unique.len() == 4096 {
+                    check_unique(&mut pending_unique, &mut violation)?;
                 }
             }
             prev = Some(k);
@@ -334,8 +405,14 @@ impl BulkLoad {
         if !pending.is_empty() {
             check(&mut pending, &mut duplicate)?;
         }
-        if let Some(i) = duplicate {
-            return Err(BulkError::Duplicate(i));
+        if !pending_unique.is_empty() {
+            check_unique(&mut pending_unique, &mut violation)?;
+        }
+        match (duplicate, violation) {
+            (Some(d), Some((v, _))) if d <= v => return Err(BulkError::Duplicate(d)),
+            (_, Some((_, e))) => return Err(e.into()),
+            (Some(d), None) => return Err(BulkError::Duplicate(d)),
+            (None, None) => {}
         }
         match sink {
             Sink::Batch(b) => self.inner.kv.write(b).map_err(StoreError::from)?,

@@ -48,6 +48,22 @@ fn entry_key(
     Ok(Entry { key, value, unique, values })
 }
 
+/// The entry (key and value) of a row a bulk load adds: every value of it is still in `row`, so nothing
+/// is read from `src`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn new_entry(
+    def: &TableDef,
+    ix: &IndexDef,
+    pk: &[PkValue],
+    row_key: &[u8],
+    row: &StoredRow<Stored>,
+    src: &dyn Read,
+    data_key: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let e = entry_key(def, ix, pk, row_key, row, src, data_key)?;
+    Ok((e.key, e.value))
+}
+
 /// One row's entry in one index.
 #[derive(PartialEq)]
 struct Entry {
