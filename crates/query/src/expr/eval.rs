@@ -67,6 +67,9 @@ impl Expr {
                 Func::Abs | Func::Sign | Func::Floor | Func::Ceil | Func::Round | Func::Trunc => {
                     args.first().map(|a| a.ty()).unwrap_or(Float8)
                 }
+                // nullif returns the left operand of the `=` it implies, which has no varchar form: a
+                // varchar compares, and comes back, as text.
+                Func::NullIf if args.first().is_some_and(|a| a.ty() == Varchar) => Text,
                 Func::Coalesce | Func::NullIf | Func::Greatest | Func::Least | Func::MoreThanOneRow => {
                     args.iter().map(|a| a.ty()).find(|t| *t != Unknown).unwrap_or(Text)
                 }

@@ -40,6 +40,7 @@ mod functions;
 mod information_schema;
 mod oids;
 mod pg_catalog;
+mod proc_defaults;
 mod proc_text;
 mod schemas;
 mod sizes;

@@ -16,6 +16,8 @@ use datafusion::arrow::array::Array;
 use super::functions::quote_ident;
 use crate::analytic::catalog::*;
 
+use super::proc_defaults::deparse_defaults;
+
 struct Proc {
     name: String,
     rettype: i64,
@@ -139,7 +141,7 @@ impl Procs {
 
     fn arguments(&self, p: &Proc, identity: bool) -> DfResult<String> {
         let inputs = p.args.iter().filter(|a| matches!(a.0, 'i' | 'b' | 'v')).count();
-        let defaults = if identity || p.ndefaults == 0 { Vec::new() } else { deparse_defaults(p)? };
+        let defaults = if identity || p.ndefaults == 0 { Vec::new() } else { deparse_defaults(&p.name, &p.defaults, p.ndefaults)? };
         let mut input = 0;
         let mut out = Vec::new();
         for (mode, name, ty) in &p.args {
@@ -165,39 +167,6 @@ impl Procs {
         }
         Ok(out.join(", "))
     }
-}
-
-/// The constants of `proargdefaults` (`({CONST :consttype 16 ... :constvalue 1 [ 0 0 0 0 0 0 0 0 ]} ...)`),
-/// for booleans and integers, whose bytes are the value's (little-endian).
-fn deparse_defaults(p: &Proc) -> DfResult<Vec<String>> {
-    let refuse = || {
-        DataFusionError::External(Box::new(crate::error::QueryError::NotSupported(format!(
-            "the argument defaults of function {} (only boolean and integer defaults are shown)",
-            p.name
-        ))))
-    };
-    let mut out = Vec::new();
-    for node in p.defaults.split("{CONST").skip(1) {
-        let field = |name: &str| node.split_once(name).map(|(_, r)| r.trim_start());
-        let ty: i64 = field(":consttype ").and_then(|r| r.split_whitespace().next()).and_then(|t| t.parse().ok()).ok_or_else(refuse)?;
-        let bytes: Vec<u8> = field(":constvalue ")
-            .and_then(|r| r.split_once('[').map(|(_, b)| b))
-            .and_then(|b| b.split_once(']').map(|(b, _)| b))
-            .map(|b| b.split_whitespace().filter_map(|x| x.parse::<i16>().ok()).map(|x| x as u8).collect())
-            .unwrap_or_default();
-        let int = |n: usize| bytes.get(..n).map(|b| b.iter().rev().fold(0i64, |acc, &x| (acc << 8) | x as i64));
-        out.push(match ty {
-            16 => (if int(1).ok_or_else(refuse)? != 0 { "true" } else { "false" }).to_string(),
-            21 => (int(2).ok_or_else(refuse)? as i16).to_string(),
-            23 => (int(4).ok_or_else(refuse)? as i32).to_string(),
-            20 => int(8).ok_or_else(refuse)?.to_string(),
-            _ => return Err(refuse()),
-        });
-    }
-    if out.len() != p.ndefaults {
-        return Err(refuse());
-    }
-    Ok(out)
 }
 
 #[derive(Clone, Copy)]
