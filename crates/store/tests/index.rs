@@ -348,6 +348,31 @@ fn a_build_racing_a_writer_of_an_included_column_leaves_its_new_value() {
     }
 }
 
+/// A writer that inserts a unique index's values after the build checked them for a row it read, and
+/// before the build wrote that row's entry: the table then holds them twice, and the build fails, as a
+/// build over duplicates does. Before, the build's entry replaced the writer's, the build succeeded, and
+/// the index missed the writer's row.
+#[test]
+fn a_writer_of_values_a_unique_build_has_checked_fails_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), Arc::new(ManualClock::new(NOW)), TableOptions::default());
+    for k in 0..2_500 {
+        put(&store, k, Some(k));
+    }
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        if asked.get() == 2 {
+            // Asked after 1,000 rows: row 10's entry is checked and not yet written.
+            put(&store, 5_000, Some(10));
+        }
+        false
+    };
+    let e = store.create_index_until("t", IndexDef::new("by_card", &["card".into()], true, false), &stop).unwrap_err();
+    assert!(matches!(&e, StoreError::UniqueViolation { values, .. } if values == &vec![Some(Value::Integer(10))]), "{e:?}");
+    assert!(store.table("t").unwrap().indexes.is_empty(), "no index left behind");
+}
+
 /// A build tells its watch where it is: scanning the rows (every 1,000, of about as many as the table's
 /// statistics count), then, as a row was written meanwhile, validating its entries.
 #[test]

@@ -154,7 +154,9 @@ impl BulkLoad {
         let row_key = &key[self.table.prefix_len()..];
         let indexes = std::mem::take(&mut self.def.indexes);
         let added = indexes.iter().try_for_each(|ix| {
-            let (entry_key, value) = super::index::new_entry(&self.def, ix, pk, row_key, row, self.inner.reader(), key)?;
+            // Every value of a new row is still in it: nothing is read out of line.
+            let e = super::index::entry_key(&self.def, ix, pk, row_key, row, self.inner.reader(), key)?;
+            let (entry_key, value) = (e.key, e.value);
             let size = entry_key.len() + value.len();
             self.bytes += size;
             let (partition, rows) = super::index::entry_partition(&self.table, ix, &entry_key, key);

@@ -101,9 +101,8 @@ impl Store {
         built
     }
 
-    /// Writes the entries of the rows stored now. For a unique index each entry is checked first against
-    /// the entries written (by this build, in its batch, or by writers meanwhile) whose row still holds it:
-    /// a second row with the same values fails the build (`UniqueViolation`).
+    /// Writes the entries of the rows stored now. A unique index's entries (those that are their values
+    /// alone) are written through `write_unique`, the others in plain batches.
     fn fill_index(&self, t: &Table, ix: &IndexDef, watch: &dyn BuildWatch) -> Result<u64> {
         let def = t.def.read().clone();
         let total = t.parts.infos().iter().map(|p| p.approx_rows.max(0) as u64).sum::<u64>();
@@ -112,7 +111,7 @@ impl Store {
         let mut cursor = reader.scan(keys::table_prefix(t.id).to_vec(), keys::table_end(t.id).to_vec(), false);
         cursor.seek_to_first();
         let mut batch = Batch::default();
-        let mut in_batch: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let mut unique: Vec<(Entry, Vec<u8>)> = Vec::new();
         let mut rows = 0usize;
         while cursor.valid() {
             if rows.is_multiple_of(STOP_EVERY) {
@@ -128,30 +127,19 @@ impl Store {
             let pk = t.decode_pk(cursor.key())?;
             let row_key = &cursor.key()[t.prefix_len()..];
             let e = entry_key(&def, ix, &pk, row_key, &row, reader, cursor.key())?;
-            if e.unique {
-                let other = match in_batch.get(&e.key) {
-                    Some(o) => Some(o.clone()),
-                    None => reader.get(&e.key)?,
-                };
-                if let Some(other) = other.filter(|o| !names_row(o, row_key)) {
-                    if still_holds(t, reader, &def, ix, &other, &e)? {
-                        return Err(StoreError::UniqueViolation {
-                            table: def.name.clone(),
-                            index: ix.name.clone(),
-                            columns: ix.columns.clone(),
-                            values: e.values,
-                        });
-                    }
-                }
-                in_batch.insert(e.key.clone(), e.value.clone());
-            }
-            batch.put(&e.key, &e.value);
             // A build's entries count in the index's size, not in its write rate (they are no load of users').
             let (partition, entries) = entry_partition(t, ix, &e.key, cursor.key());
             partition.add(e.bytes(), entries, 0);
+            if e.unique {
+                unique.push((e, row_key.to_vec()));
+            } else {
+                batch.put(&e.key, &e.value);
+            }
             if batch.puts.len() == BUILD_BATCH {
                 self.inner.kv.write(std::mem::take(&mut batch))?;
-                in_batch.clear();
+            }
+            if unique.len() == BUILD_BATCH {
+                self.write_unique(t, &def, ix, &std::mem::take(&mut unique))?;
             }
             cursor.advance(false);
         }
@@ -159,7 +147,37 @@ impl Store {
         if !batch.puts.is_empty() {
             self.inner.kv.write(batch)?;
         }
+        if !unique.is_empty() {
+            self.write_unique(t, &def, ix, &unique)?;
+        }
         Ok(rows as u64)
+    }
+
+    /// Writes a build's unique entries (each with its row's key) in one engine transaction that reads
+    /// each key for update first: a key already held by another row that still makes it (a row stored
+    /// before, one of this batch, or a writer's meanwhile) fails the build (`UniqueViolation`). A writer
+    /// that commits the same values between that check and this commit makes the commit conflict, and
+    /// the batch is checked again, when it finds the writer's entry. Before, the entries were checked and
+    /// then written in a plain batch, and a writer in between lost its entry to the build's.
+    fn write_unique(&self, t: &Table, def: &TableDef, ix: &IndexDef, entries: &[(Entry, Vec<u8>)]) -> Result<()> {
+        loop {
+            let txn = self.inner.kv.begin(true);
+            for (e, row_key) in entries {
+                if let Some(other) = txn.get_for_update(Space::Data, &e.key)? {
+                    if !names_row(&other, row_key) && still_holds(t, &*txn, def, ix, &other, e)? {
+                        txn.rollback()?;
+                        let (table, index, columns) = (def.name.clone(), ix.name.clone(), ix.columns.clone());
+                        return Err(StoreError::UniqueViolation { table, index, columns, values: e.values.clone() });
+                    }
+                }
+                txn.put(Space::Data, &e.key, &e.value)?;
+            }
+            match txn.commit().map_err(StoreError::from) {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict) => std::thread::yield_now(),
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Drops index `name` of `table` and its entries.

@@ -26,7 +26,7 @@ use encoding::*;
 /// but in a NULLS NOT DISTINCT index, whose NULLs meet as values do. Its value is the row key, then the
 /// INCLUDE columns' values.
 /// `data_key` is the row's whole key, to read an indexed value stored out of line from `src`.
-fn entry_key(
+pub(super) fn entry_key(
     def: &TableDef,
     ix: &IndexDef,
     pk: &[PkValue],
@@ -48,27 +48,11 @@ fn entry_key(
     Ok(Entry { key, value, unique, values })
 }
 
-/// The entry (key and value) of a row a bulk load adds: every value of it is still in `row`, so nothing
-/// is read from `src`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn new_entry(
-    def: &TableDef,
-    ix: &IndexDef,
-    pk: &[PkValue],
-    row_key: &[u8],
-    row: &StoredRow<Stored>,
-    src: &dyn Read,
-    data_key: &[u8],
-) -> Result<(Vec<u8>, Vec<u8>)> {
-    let e = entry_key(def, ix, pk, row_key, row, src, data_key)?;
-    Ok((e.key, e.value))
-}
-
 /// One row's entry in one index.
 #[derive(PartialEq)]
-struct Entry {
-    key: Vec<u8>,
-    value: Vec<u8>,
+pub(super) struct Entry {
+    pub(super) key: Vec<u8>,
+    pub(super) value: Vec<u8>,
     /// The key is the values alone (a unique index's, without NULLs): other rows may claim it.
     unique: bool,
     values: Vec<Option<Value>>,
