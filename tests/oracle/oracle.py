@@ -30,8 +30,9 @@ DIFFERENCES = {
     "numeric display scale": "a numeric computed by the analytic engine from an unconstrained numeric prints "
                              "without the trailing zeros PostgreSQL keeps; the tables have no numeric column, "
                              "and numerics are compared with their scale",
-    "numeric math functions": "sqrt and power of a numeric are double precision on the analytic route: they are "
-                              "taken of doubles only",
+    "numeric math functions": "sqrt, exp, ln, log and power of a numeric are printed without trailing zeros "
+                              "by the analytic route (numeric display scale): rounded to 8 places, which both "
+                              "routes print as they are",
     "stricter types": "PostgreSQL has no date + bigint (42883), Tabula adds them: day counts are cast to integer",
 }
 
@@ -299,7 +300,8 @@ class Gen:
         items = self.r.sample([
             f"round({c})", f"floor({c})", f"ceil({c})", f"trunc({c})", f"sign({c})", f"abs({c})",
             f"round(({c})::numeric, 1)", f"({c})::bigint", f"({c})::integer", f"sqrt(abs(({c})::double precision))",
-            f"power(({c})::double precision, 2)",
+            f"power(({c})::double precision, 2)", f"round(sqrt(abs({n}) + 0.5), 8)", f"round(ln(abs({n}) + 1.5), 8)",
+            f"round(exp({n} % 5 + 0.5), 8)", f"round(power(abs({n}) % 7 + 0.5, 1.5), 8)", f"round(log(abs({n}) + 2.5), 8)",
             f"mod({n}, 3)", f"{n} / 2", f"({n} + 0.5)::numeric", f"({n})::double precision / 4",
             f"lpad({t}, 4, '*')", f"rpad({t}, 3)", f"left({t}, 2)", f"right({t}, 2)", f"reverse({t})",
             f"strpos({t}, 'b')", f"split_part({t}, ',', 2)", f"initcap({t})", f"repeat({t}, 2)", f"btrim({t}, 'a')",

@@ -78,11 +78,17 @@ fn text_of(row: &tokio_postgres::Row, i: usize, zone: &Zone) -> Result<Option<St
         Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(|v| tabula_query::types::format_float(v, false)),
         Type::NUMERIC => row.try_get::<_, Option<rust_decimal::Decimal>>(i)?.map(|v| v.to_string()),
         Type::BYTEA => row.try_get::<_, Option<Vec<u8>>>(i)?.map(|v| hex(&v)),
-        Type::TIMESTAMP => row.try_get::<_, Option<chrono::NaiveDateTime>>(i)?.map(|v| v.format("%Y-%m-%d %H:%M:%S%.f").to_string()),
+        // Printed as the server prints them (a year before 1 as BC).
+        Type::TIMESTAMP => row
+            .try_get::<_, Option<chrono::NaiveDateTime>>(i)?
+            .and_then(|v| Datum::Timestamp(v.and_utc().timestamp_micros()).text_in(SqlType::Timestamp, zone)),
         Type::TIMESTAMPTZ => row
             .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)?
             .and_then(|v| Datum::Timestamp(v.timestamp_micros()).text_in(SqlType::Timestamptz, zone)),
-        Type::DATE => row.try_get::<_, Option<chrono::NaiveDate>>(i)?.map(|v| v.format("%Y-%m-%d").to_string()),
+        Type::DATE => row.try_get::<_, Option<chrono::NaiveDate>>(i)?.and_then(|v| {
+            let days = (v - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days() as i32;
+            Datum::Date(days).text_in(SqlType::Date, zone)
+        }),
         Type::UUID => row.try_get::<_, Option<Raw>>(i)?.map(|r| {
             let h: String = r.0.iter().map(|b| format!("{b:02x}")).collect();
             format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])

@@ -21,11 +21,23 @@ pub(super) enum Check {
 pub(super) struct Guarded {
     inner: Arc<ScalarUDF>,
     check: Check,
+    /// The inner function's, or for a function with a numeric form (`sqrt`, `power`, ...) one that
+    /// lets the arguments' types choose the form (`math::coerce`).
+    signature: Signature,
 }
 
 impl Guarded {
     pub(super) fn wrap(inner: Arc<ScalarUDF>, check: Check) -> ScalarUDF {
-        ScalarUDF::new_from_impl(Guarded { inner, check })
+        let signature = if super::math::has_numeric_form(inner.name()) {
+            Signature::user_defined(inner.signature().volatility)
+        } else {
+            inner.signature().clone()
+        };
+        ScalarUDF::new_from_impl(Guarded { inner, check, signature })
+    }
+
+    fn numeric(&self, arg_types: &[DataType]) -> bool {
+        super::math::numeric_form(self.inner.name(), arg_types)
     }
 }
 
@@ -39,22 +51,36 @@ impl ScalarUDFImpl for Guarded {
     }
 
     fn signature(&self) -> &Signature {
-        self.inner.signature()
+        &self.signature
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if self.numeric(arg_types) {
+            return Ok(super::math::NUMERIC_RESULT);
+        }
         self.inner.return_type(arg_types)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        if self.numeric(&types) {
+            return Ok(Arc::new(datafusion::arrow::datatypes::Field::new(self.name(), super::math::NUMERIC_RESULT, true)));
+        }
         self.inner.return_field_from_args(args)
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if super::math::has_numeric_form(self.inner.name()) {
+            return super::math::coerce(self.inner.name(), arg_types);
+        }
         self.inner.coerce_types(arg_types)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        if self.numeric(&types) {
+            return super::math::invoke_numeric(self.inner.name(), args);
+        }
         match self.check {
             Check::Size(size) => {
                 super::limits::check_size(&args.args, size)?;

@@ -4,14 +4,24 @@
 //! a negative number, 2201F for a power or square root without a real result, 22003 for an argument out of
 //! range or a result that overflows. The wrapper (`guarded`) checks the arguments of each row first, and the
 //! result for an overflow after, around DataFusion's function.
+//!
+//! `sqrt`, `exp`, `ln`, `log`, `log10` and `power` also have PostgreSQL's numeric forms: a call whose
+//! arguments choose one (a numeric and no float) is computed on decimals (`types::numeric_math`) instead.
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
+use num_bigint::BigInt;
+use num_traits::{Signed, ToPrimitive};
 
 use super::guarded::{Check, Guarded};
 use crate::error::QueryError;
+use crate::types::numeric::Fixed;
+use crate::types::numeric_math::{self, ArgKind, MathFn};
 
 /// What a function's arguments must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,6 +106,94 @@ pub(super) fn invoke(inner: &ScalarUDF, rule: Rule, args: ScalarFunctionArgs) ->
         }
     }
     Ok(out)
+}
+
+/// The type of a numeric result: PostgreSQL's digits to 20 places (as a quotient's,
+/// `quotient::QUOTIENT_SCALE`), printed without the trailing zeros of that fixed scale.
+pub(super) const NUMERIC_RESULT: DataType = DataType::Decimal128(38, super::quotient::QUOTIENT_SCALE as i8);
+
+/// Whether DataFusion's function `name` has a numeric form in PostgreSQL (`types::numeric_math`).
+pub(super) fn has_numeric_form(name: &str) -> bool {
+    matches!(name, "sqrt" | "exp" | "ln" | "log" | "log10" | "power")
+}
+
+fn kinds(types: &[DataType]) -> Vec<ArgKind> {
+    types
+        .iter()
+        .map(|t| match t {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => ArgKind::Float,
+            DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal128(..) | DataType::Decimal256(..) => ArgKind::Numeric,
+            _ => ArgKind::Other,
+        })
+        .collect()
+}
+
+/// Whether a call of `name` with arguments of these types is PostgreSQL's numeric form.
+pub(super) fn numeric_form(name: &str, types: &[DataType]) -> bool {
+    MathFn::lookup(name, types.len()).and_then(|f| f.numeric_form(&kinds(types))) == Some(true)
+}
+
+/// The types a call's arguments are cast to: decimals for the numeric form (an integer's of no places,
+/// a text's of the analytic route's numeric scale), doubles for the other; 42883 where PostgreSQL has
+/// no form (`log(double precision, integer)`).
+pub(super) fn coerce(name: &str, types: &[DataType]) -> Result<Vec<DataType>> {
+    let undefined = || {
+        let names: Vec<&str> = types.iter().map(|t| super::arrow::sql_type_of(t).pg_name()).collect();
+        DataFusionError::External(Box::new(QueryError::UndefinedFunction(format!("{name}({})", names.join(", ")))))
+    };
+    let f = MathFn::lookup(name, types.len()).ok_or_else(undefined)?;
+    match f.numeric_form(&kinds(types)).ok_or_else(undefined)? {
+        true => Ok(types
+            .iter()
+            .map(|t| match t {
+                DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => DataType::Decimal128(38, *s),
+                DataType::Decimal32(_, s) | DataType::Decimal64(_, s) => DataType::Decimal128(38, *s),
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Null => DataType::Decimal128(38, 0),
+                _ => DataType::Decimal128(38, super::arrow::NUMERIC_SCALE),
+            })
+            .collect()),
+        false => Ok(vec![DataType::Float64; types.len()]),
+    }
+}
+
+/// A decimal of the analytic route's fixed scale (or more) without its trailing zeros, which are that
+/// scale's and not the value's: PostgreSQL's result scale follows the argument's own.
+fn own_digits(mut v: Fixed) -> Fixed {
+    if v.scale >= super::arrow::NUMERIC_SCALE as u32 {
+        while v.scale > 0 && v.mantissa % 10 == 0 {
+            v.mantissa /= 10;
+            v.scale -= 1;
+        }
+    }
+    v
+}
+
+/// The numeric form of `name` over decimal arguments, row by row.
+pub(super) fn invoke_numeric(name: &str, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    let f = MathFn::lookup(name, args.args.len()).ok_or_else(|| DataFusionError::Internal(format!("{name} has no numeric form")))?;
+    let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let rows = if scalar { 1 } else { args.number_rows };
+    let arrays = args.args.iter().map(|a| a.clone().into_array(rows)).collect::<Result<Vec<_>>>()?;
+    let failed = |e: QueryError| DataFusionError::External(Box::new(e));
+    let limit = BigInt::from(10).pow(38);
+    let mut out = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let values = arrays.iter().map(|a| super::quotient::fixed_at(a, i)).collect::<Result<Option<Vec<Fixed>>>>()?;
+        let Some(values) = values else {
+            out.push(None);
+            continue;
+        };
+        let values: Vec<Fixed> = values.into_iter().map(own_digits).collect();
+        let exact = numeric_math::call(f, &values).map_err(failed)?;
+        let v = exact.at_scale(super::quotient::QUOTIENT_SCALE);
+        if v.abs() >= limit {
+            return Err(failed(QueryError::NumericOutOfRange("value overflows numeric format".into())));
+        }
+        out.push(v.to_i128());
+    }
+    let DataType::Decimal128(p, s) = NUMERIC_RESULT else { unreachable!("a decimal type") };
+    let array = Decimal128Array::from(out).with_precision_and_scale(p, s)?;
+    Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?) } else { ColumnarValue::Array(Arc::new(array)) })
 }
 
 #[cfg(test)]

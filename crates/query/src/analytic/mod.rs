@@ -28,6 +28,7 @@ mod integers;
 mod letter_case;
 mod limits;
 mod literals;
+mod make_time;
 mod math;
 mod mode;
 mod numbers;
@@ -210,6 +211,8 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::numeric()));
         ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::date_part()));
         ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(make_time::MakeTime::date()));
+        ctx.register_udf(ScalarUDF::new_from_impl(make_time::MakeTime::timestamp()));
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(mode::Mode::new()));

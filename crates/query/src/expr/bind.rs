@@ -378,6 +378,10 @@ impl Binder<'_, '_> {
                 .map_err(|a| QueryError::UndefinedFunction(format!("mod with {} arguments", a.len())))?;
             return self.binary(BinOp::Mod, a, b);
         }
+        if super::math::is_math(&name) {
+            let args = self.function_args(f)?;
+            return self.math_call(&name, args);
+        }
         let Some(func) = Func::lookup(&name) else {
             let udf = super::udf::lookup(&name).ok_or_else(|| QueryError::UndefinedFunction(format!("{name}()")))?;
             let args = self.function_args(f)?;

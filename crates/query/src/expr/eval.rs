@@ -63,7 +63,7 @@ impl Expr {
                 Func::LocalTimestamp => Timestamp,
                 Func::GenRandomUuid => Uuid,
                 Func::Sequence(_) => Int8,
-                Func::NumericFit(..) => Numeric,
+                Func::NumericFit(..) | Func::NumericMath(_) => Numeric,
                 Func::Abs | Func::Sign | Func::Floor | Func::Ceil | Func::Round | Func::Trunc => {
                     args.first().map(|a| a.ty()).unwrap_or(Float8)
                 }

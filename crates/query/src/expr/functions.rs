@@ -63,6 +63,7 @@ pub(super) fn call(func: Func, vals: Vec<Datum>, args: &[Expr], ctx: &EvalCtx) -
         SessionUser => Datum::Text(ctx.session_user.into()),
         Concat => Datum::Text(vals.iter().zip(args).filter_map(|(v, a)| v.text_in(a.ty(), &ctx.zone)).collect()),
         _ if null_in => Datum::Null,
+        NumericMath(f) => super::math::eval(f, &vals)?,
         Lower => Datum::Text(crate::types::letter_case::lower(&text(0).unwrap_or_default())),
         Upper => Datum::Text(crate::types::letter_case::upper(&text(0).unwrap_or_default())),
         // 32 hex digits, leading zeros included.

@@ -13,6 +13,7 @@ mod bind;
 mod engine;
 mod eval;
 mod functions;
+mod math;
 mod ops;
 mod tuple_cmp;
 pub mod udf;
@@ -142,6 +143,8 @@ pub enum Func {
     /// A cast to `numeric(p, s)`: its argument, a numeric, rounded to `s` places and checked against `p`
     /// digits (`types::fit_numeric`). Not callable by name.
     NumericFit(u32, u32),
+    /// `sqrt`, `exp`, `ln`, `log`, `power` of numerics (`math`): chosen by the arguments' types.
+    NumericMath(crate::types::numeric_math::MathFn),
 }
 
 /// [`Func::MoreThanOneRow`]'s name.
@@ -216,6 +219,7 @@ impl Func {
             Sequence(c) => c.name(),
             MoreThanOneRow => MORE_THAN_ONE_ROW,
             NumericFit(..) => "numeric",
+            NumericMath(f) => f.name(),
         }
     }
 }

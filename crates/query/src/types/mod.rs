@@ -13,6 +13,7 @@ mod binary;
 mod interval;
 pub mod letter_case;
 pub mod numeric;
+pub mod numeric_math;
 mod stored;
 mod text;
 mod zone;
@@ -403,7 +404,9 @@ impl Datum {
                 Datum::Timestamp(parse_timestamp(s, (ty == Timestamptz).then_some(zone)).ok_or_else(|| invalid(ty, s))?)
             }
             Date => {
-                let d = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| invalid(ty, s))?;
+                let (body, bc) = text::strip_bc(s);
+                let d = NaiveDate::parse_from_str(body.trim(), "%Y-%m-%d").ok().and_then(|d| text::before_christ(d, bc));
+                let d = d.ok_or_else(|| invalid(ty, s))?;
                 Datum::Date((d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days() as i32)
             }
             Uuid => Datum::Uuid(parse_uuid(s).ok_or_else(|| invalid(ty, s))?),
@@ -438,7 +441,12 @@ impl Datum {
             }
             Datum::Timestamp(us) => format_timestamp(*us, (ty == SqlType::Timestamptz).then_some(zone)),
             Datum::Date(d) => {
-                (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64)).format("%Y-%m-%d").to_string()
+                let (s, bc) = text::date_text(NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64));
+                if bc {
+                    s + " BC"
+                } else {
+                    s
+                }
             }
             Datum::Uuid(u) => {
                 let h = format!("{u:032x}");

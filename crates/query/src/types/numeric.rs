@@ -8,7 +8,7 @@ use sqlparser::ast;
 use crate::error::{QueryError, Result};
 
 /// The most decimals a value holds here (rust_decimal's 28 significant digits).
-const MAX_SCALE: u32 = 28;
+pub(crate) const MAX_SCALE: u32 = 28;
 
 /// `numeric(p, s)`'s `(p, s)` (`numeric(p)` is `(p, 0)`), checked as PostgreSQL 15 checks them (22023);
 /// `None` for a numeric without them, or another type.

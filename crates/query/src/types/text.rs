@@ -94,8 +94,10 @@ pub(super) fn parse_bytea(s: &str) -> Option<Vec<u8>> {
 /// a zone name is a local time; `None` for a `timestamp`, which ignores an offset or zone in its text, as
 /// PostgreSQL does (`'2024-07-15 12:00+02'::timestamp` is 12:00).
 pub(super) fn parse_timestamp(s: &str, zone: Option<&Zone>) -> Option<i64> {
+    let (s, bc) = strip_bc(s);
     let (local, given) = split_zone(s.trim())?;
     let naive = parse_local(local)?;
+    let naive = before_christ(naive.date(), bc)?.and_time(naive.time());
     match (zone, given) {
         (None, _) => Some(naive.and_utc().timestamp_micros()),
         (Some(_), Some(Given::East(east))) => naive.and_utc().timestamp_micros().checked_sub(east as i64 * 1_000_000),
@@ -163,7 +165,8 @@ pub(super) fn format_timestamp(us: i64, zone: Option<&Zone>) -> String {
         None => chrono::DateTime::from_timestamp_micros(us).map(|d| d.naive_utc()),
     };
     let Some(local) = local else { return us.to_string() };
-    let mut s = local.format("%Y-%m-%d %H:%M:%S").to_string();
+    let (mut s, bc) = date_text(local.date());
+    s.push_str(&local.format(" %H:%M:%S").to_string());
     let frac = us.rem_euclid(1_000_000);
     if frac != 0 {
         let f = format!(".{frac:06}");
@@ -172,7 +175,37 @@ pub(super) fn format_timestamp(us: i64, zone: Option<&Zone>) -> String {
     if let Some(z) = zone {
         super::zone::offset_text(z.offset_at(us), &mut s);
     }
+    if bc {
+        s.push_str(" BC");
+    }
     s
+}
+
+/// A date as PostgreSQL prints it (ISO): the year of four digits at least, and a year before 1 as the
+/// year BC it is (year 0 is 1 BC), the `true` saying that ` BC` ends the text.
+pub(super) fn date_text(d: chrono::NaiveDate) -> (String, bool) {
+    use chrono::Datelike;
+    let (year, bc) = if d.year() <= 0 { (1 - d.year(), true) } else { (d.year(), false) };
+    (format!("{year:04}-{:02}-{:02}", d.month(), d.day()), bc)
+}
+
+/// A date or timestamp's text without its ` BC`, and whether it had one (any case, as PostgreSQL reads it).
+pub(super) fn strip_bc(s: &str) -> (&str, bool) {
+    let t = s.trim_end();
+    match t.len().checked_sub(3).filter(|&i| t.is_char_boundary(i) && t[i..].eq_ignore_ascii_case(" bc")) {
+        Some(i) => (&t[..i], true),
+        None => (s, false),
+    }
+}
+
+/// A date read from a year of the AD/BC notation as the proleptic calendar's year (1 BC is year 0).
+pub(super) fn before_christ(d: chrono::NaiveDate, bc: bool) -> Option<chrono::NaiveDate> {
+    use chrono::Datelike;
+    match bc {
+        false => Some(d),
+        true if d.year() >= 1 => d.with_year(1 - d.year()),
+        true => None,
+    }
 }
 
 pub(super) fn parse_uuid(s: &str) -> Option<u128> {

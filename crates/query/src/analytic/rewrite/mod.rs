@@ -15,6 +15,7 @@
 //! - A SELECT over a relation Tabula never fills (pg_policy, pg_publication, ...) returns no rows, so the
 //!   subqueries in its select list are never evaluated: they become NULL, sparing DataFusion plans it
 //!   cannot make for them.
+//! - Aggregates DataFusion would name alike (`max(k), max(k::int)`) are named apart (`aggregate_names`).
 //! - Unaliased select-list expressions that print alike (`NULL, NULL`; casts of one value, `x::int, x::bigint`;
 //!   a column twice, `g, g`) get distinct aliases: PostgreSQL
 //!   allows duplicate output names, DataFusion does not. (Clients still see PostgreSQL's names.)
@@ -56,6 +57,7 @@ use std::sync::Arc;
 
 use datafusion_pg_catalog::sql::rules::*;
 
+mod aggregate_names;
 mod casts;
 mod chains;
 mod derived_names;
@@ -147,6 +149,7 @@ impl Rewriter {
         });
         let _ = s.visit(&mut OverEmptyRelations);
         let _ = s.visit(&mut UniqueProjectionNames);
+        let _ = s.visit(&mut aggregate_names::DistinctAggregateNames);
         let _ = s.visit(&mut FunctionsInFrom);
         let _ = s.visit(&mut OidDisplayCasts);
         let _ = visit_expressions_mut(&mut s, |e| {
@@ -418,7 +421,7 @@ fn unique_names(select: &mut Select) {
 /// An item's text as far as DataFusion's name of it goes: DataFusion names a cast after what it casts
 /// (`x::bigint, x::integer` would both be `x`, and so would `n / 3, n::float8 / 3`), and `position(a IN
 /// b)` as `strpos(b, a)`.
-fn datafusion_name(e: &Expr) -> String {
+pub(super) fn datafusion_name(e: &Expr) -> String {
     let mut e = e.clone();
     let _ = visit_expressions_mut(&mut e, |x| {
         while let Expr::Cast { expr, .. } | Expr::Nested(expr) = x {

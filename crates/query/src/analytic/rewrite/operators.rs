@@ -39,7 +39,18 @@ pub(super) fn operators(e: &mut Expr) {
             U::PGCubeRoot => "cbrt",
             _ => "abs",
         };
-        *e = call(name, vec![expr.as_ref().clone()], vec![]);
+        let mut arg = expr.as_ref().clone();
+        // PostgreSQL's `|/` has only a double precision form, where `sqrt` has a numeric one too.
+        if name == "sqrt" {
+            arg = Expr::Cast {
+                kind: sqlparser::ast::CastKind::DoubleColon,
+                expr: Box::new(Expr::Nested(Box::new(arg))),
+                data_type: sqlparser::ast::DataType::DoublePrecision,
+                array: false,
+                format: None,
+            };
+        }
+        *e = call(name, vec![arg], vec![]);
         return;
     }
     let Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::BitwiseNot, expr } = e else { return };
