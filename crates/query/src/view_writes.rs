@@ -100,23 +100,6 @@ struct ViewMap {
     filter: Option<Expr>,
 }
 
-/// Aggregates and window functions make a view's rows no table's rows.
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "string_agg",
-    "array_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "stddev",
-    "variance",
-    "json_agg",
-    "jsonb_agg",
-];
 const SET_RETURNING: &[&str] = &["generate_series", "unnest", "regexp_matches", "json_array_elements", "jsonb_array_elements"];
 
 impl ViewMap {
@@ -164,7 +147,7 @@ impl ViewMap {
                     let fname = f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_lowercase()).unwrap_or_default();
                     if f.over.is_some() {
                         grouped = Some("Views that return window functions are not automatically updatable.");
-                    } else if AGGREGATES.contains(&fname.as_str()) {
+                    } else if crate::planner::AGGREGATES.contains(&fname.as_str()) {
                         grouped = Some("Views that return aggregate functions are not automatically updatable.");
                     } else if SET_RETURNING.contains(&fname.as_str()) {
                         grouped = Some("Views that return set-returning functions are not automatically updatable.");

@@ -25,6 +25,7 @@ mod extract;
 mod format;
 mod guarded;
 mod integers;
+mod justify;
 mod letter_case;
 mod limits;
 mod literals;
@@ -51,6 +52,7 @@ mod text_udf;
 mod timestamp_text;
 mod to_char;
 mod uuid;
+mod width_bucket;
 mod zoned;
 
 pub use errors::map_err;
@@ -80,11 +82,27 @@ pub(super) fn columnar(
 /// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the
 /// key-value route's evaluator takes its functions beyond its own from, `expr::udf`).
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    let checked: Vec<Arc<ScalarUDF>> = checked_udfs().into_iter().map(Arc::new).collect();
+    let ours: Vec<Arc<ScalarUDF>> = checked_udfs().into_iter().chain(pg_functions()).map(Arc::new).collect();
     let mut all: Vec<Arc<ScalarUDF>> =
-        datafusion::functions::all_default_functions().into_iter().filter(|f| !checked.iter().any(|c| c.name() == f.name())).collect();
-    all.extend(checked);
+        datafusion::functions::all_default_functions().into_iter().filter(|f| !ours.iter().any(|c| c.name() == f.name())).collect();
+    all.extend(ours);
     all
+}
+
+/// PostgreSQL's functions that DataFusion lacks or answers otherwise, written here (`make_date`'s
+/// replaces DataFusion's).
+fn pg_functions() -> Vec<ScalarUDF> {
+    let mut udfs = vec![
+        ScalarUDF::new_from_impl(make_time::MakeTime::date()),
+        ScalarUDF::new_from_impl(make_time::MakeTime::timestamp()),
+        ScalarUDF::new_from_impl(justify::NumNulls::new(false)),
+        ScalarUDF::new_from_impl(justify::NumNulls::new(true)),
+        ScalarUDF::new_from_impl(width_bucket::WidthBucket::new()),
+    ];
+    for kind in [justify::Justify::Days, justify::Justify::Hours, justify::Justify::Interval] {
+        udfs.push(ScalarUDF::new_from_impl(justify::JustifyUdf::new(kind)));
+    }
+    udfs
 }
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -211,8 +229,9 @@ impl Analytics {
         ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::numeric()));
         ctx.register_udf(ScalarUDF::new_from_impl(extract::Extract::date_part()));
         ctx.register_udf(ScalarUDF::new_from_impl(to_char::ToChar::new()));
-        ctx.register_udf(ScalarUDF::new_from_impl(make_time::MakeTime::date()));
-        ctx.register_udf(ScalarUDF::new_from_impl(make_time::MakeTime::timestamp()));
+        for udf in pg_functions() {
+            ctx.register_udf(udf);
+        }
         ctx.register_udf(ScalarUDF::new_from_impl(text_operand::TextOperand::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(single_row::Rows::new()));
         ctx.register_udaf(AggregateUDF::new_from_impl(mode::Mode::new()));

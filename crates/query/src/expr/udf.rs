@@ -3,8 +3,9 @@
 //! runs the same `replace` a SELECT on the analytic route runs. A call is evaluated for one row as DataFusion
 //! evaluates a batch of one row: its arguments coerced to the function's signature, as scalars.
 //!
-//! Only functions that DataFusion implements as PostgreSQL does, and that the analytic route takes as they
-//! are written (no rewrite of their arguments, `analytic::rewrite`), are listed.
+//! Only functions that DataFusion (or the analytic engine's own, `analytic::pg_functions`) implements as
+//! PostgreSQL does, and that the analytic route takes as they are written (no rewrite of their arguments,
+//! `analytic::rewrite`), are listed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -20,7 +21,7 @@ use crate::analytic::arrow::{arrow_type, datum_of, scalar, sql_type_of};
 use crate::error::{QueryError, Result};
 use crate::types::{Datum, SqlType};
 
-/// The functions taken from DataFusion: strings and numbers whose results are PostgreSQL's.
+/// The functions taken from the analytic engine: strings, numbers and dates whose results are PostgreSQL's.
 const FUNCTIONS: &[&str] = &[
     "ascii",
     "btrim",
@@ -64,6 +65,11 @@ const FUNCTIONS: &[&str] = &[
     "gcd",
     "lcm",
     "format",
+    "make_date",
+    "make_timestamp",
+    "num_nulls",
+    "num_nonnulls",
+    "width_bucket",
 ];
 
 fn registry() -> &'static HashMap<String, Arc<ScalarUDF>> {

@@ -39,8 +39,8 @@ pub(crate) use index_path::cover;
 use index_path::*;
 use routes::*;
 pub use routes::{insert_call, streams};
-pub(crate) use select::output_names;
 use select::*;
+pub(crate) use select::{output_names, AGGREGATES};
 
 /// Where the planner finds tables.
 /// A PREPARE parameter's type. OID types (`oid`, `regclass`, ...: pg_dump's `PREPARE

@@ -381,9 +381,35 @@ pub(super) fn output_column(e: &Expr, name: String, table: Option<&TableSchema>)
     OutputColumn { name, ty: e.ty(), source }
 }
 
+/// The names of PostgreSQL's aggregate functions that Tabula has.
+pub(crate) const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "variance",
+    "var_pop",
+    "var_samp",
+    "json_agg",
+    "jsonb_agg",
+    "bit_and",
+    "bit_or",
+    "corr",
+    "covar_pop",
+    "covar_samp",
+    "mode",
+];
+
 pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
-    const AGGREGATES: &[&str] =
-        &["count", "sum", "avg", "min", "max", "array_agg", "string_agg", "bool_and", "bool_or", "every", "stddev", "variance"];
     match e {
         ast::Expr::Function(f) => {
             let n = f.name.to_string().to_lowercase();

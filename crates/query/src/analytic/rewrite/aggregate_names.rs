@@ -12,33 +12,6 @@ use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, Expr, OrderByKind, Query, SelectItem, SetExpr, Value, ValueWithSpan, VisitorMut,
 };
 
-/// The aggregates whose arguments may be cast (window calls, with OVER, are left alone).
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "array_agg",
-    "string_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "variance",
-    "var_pop",
-    "var_samp",
-    "json_agg",
-    "jsonb_agg",
-    "bit_and",
-    "bit_or",
-    "corr",
-    "covar_pop",
-    "covar_samp",
-];
-
 pub(super) struct DistinctAggregateNames;
 
 impl VisitorMut for DistinctAggregateNames {
@@ -72,7 +45,8 @@ impl VisitorMut for DistinctAggregateNames {
 fn name_apart(x: &mut Expr, seen: &mut HashMap<String, Vec<String>>) {
     let Expr::Function(f) = x else { return };
     let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
-    if f.over.is_some() || !AGGREGATES.contains(&name.as_str()) {
+    // Window calls, with OVER, are left alone.
+    if f.over.is_some() || !crate::planner::AGGREGATES.contains(&name.as_str()) {
         return;
     }
     let text = x.to_string();
