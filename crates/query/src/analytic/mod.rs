@@ -23,6 +23,7 @@ pub mod catalog;
 mod errors;
 mod extract;
 mod format;
+mod function_set;
 mod guarded;
 mod integers;
 mod justify;
@@ -56,14 +57,8 @@ mod width_bucket;
 mod zoned;
 
 pub use errors::map_err;
-
-/// DataFusion's functions that Tabula replaces by ones checked as PostgreSQL checks them: results over
-/// PostgreSQL's size limit (`limits`), math without a real result (`math`), and case mappings that change
-/// a text's length (`letter_case`); and `format`, which DataFusion does not have.
-fn checked_udfs() -> Vec<ScalarUDF> {
-    let format = ScalarUDF::new_from_impl(format::Format::new());
-    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).chain([format]).collect()
-}
+pub use function_set::scalar_functions;
+use function_set::{checked_udfs, pg_functions};
 
 /// A scalar function's answer as DataFusion takes it: a scalar when every argument was one (`out` then
 /// holds it first), else the array.
@@ -77,32 +72,6 @@ pub(super) fn columnar(
     } else {
         ColumnarValue::Array(out)
     })
-}
-
-/// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the
-/// key-value route's evaluator takes its functions beyond its own from, `expr::udf`).
-pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    let ours: Vec<Arc<ScalarUDF>> = checked_udfs().into_iter().chain(pg_functions()).map(Arc::new).collect();
-    let mut all: Vec<Arc<ScalarUDF>> =
-        datafusion::functions::all_default_functions().into_iter().filter(|f| !ours.iter().any(|c| c.name() == f.name())).collect();
-    all.extend(ours);
-    all
-}
-
-/// PostgreSQL's functions that DataFusion lacks or answers otherwise, written here (`make_date`'s
-/// replaces DataFusion's).
-fn pg_functions() -> Vec<ScalarUDF> {
-    let mut udfs = vec![
-        ScalarUDF::new_from_impl(make_time::MakeTime::date()),
-        ScalarUDF::new_from_impl(make_time::MakeTime::timestamp()),
-        ScalarUDF::new_from_impl(justify::NumNulls::new(false)),
-        ScalarUDF::new_from_impl(justify::NumNulls::new(true)),
-        ScalarUDF::new_from_impl(width_bucket::WidthBucket::new()),
-    ];
-    for kind in [justify::Justify::Days, justify::Justify::Hours, justify::Justify::Interval] {
-        udfs.push(ScalarUDF::new_from_impl(justify::JustifyUdf::new(kind)));
-    }
-    udfs
 }
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -440,14 +440,7 @@ impl Datum {
                 s
             }
             Datum::Timestamp(us) => format_timestamp(*us, (ty == SqlType::Timestamptz).then_some(zone)),
-            Datum::Date(d) => {
-                let (s, bc) = text::date_text(NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Duration::days(*d as i64));
-                if bc {
-                    s + " BC"
-                } else {
-                    s
-                }
-            }
+            Datum::Date(d) => format_date(*d),
             Datum::Uuid(u) => {
                 let h = format!("{u:032x}");
                 format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])

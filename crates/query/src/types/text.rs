@@ -181,6 +181,16 @@ pub(super) fn format_timestamp(us: i64, zone: Option<&Zone>) -> String {
     s
 }
 
+/// The text of a date `days` after 1970-01-01.
+pub(super) fn format_date(days: i32) -> String {
+    let (s, bc) = date_text(chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date") + chrono::Duration::days(days.into()));
+    if bc {
+        s + " BC"
+    } else {
+        s
+    }
+}
+
 /// A date as PostgreSQL prints it (ISO): the year of four digits at least, and a year before 1 as the
 /// year BC it is (year 0 is 1 BC), the `true` saying that ` BC` ends the text.
 pub(super) fn date_text(d: chrono::NaiveDate) -> (String, bool) {
