@@ -5,14 +5,16 @@ use std::sync::Arc;
 
 use datafusion::logical_expr::ScalarUDF;
 
-use super::{format, justify, letter_case, limits, make_time, math, width_bucket};
+use super::{format, guarded, justify, letter_case, limits, make_time, math, width_bucket};
 
 /// DataFusion's functions that Tabula replaces by ones checked as PostgreSQL checks them: results over
 /// PostgreSQL's size limit (`limits`), math without a real result (`math`), and case mappings that change
-/// a text's length (`letter_case`); and `format`, which DataFusion does not have.
+/// a text's length (`letter_case`), `abs`, whose result keeps a quotient's display scale (`guarded`); and
+/// `format`, which DataFusion does not have.
 pub(super) fn checked_udfs() -> Vec<ScalarUDF> {
     let format = ScalarUDF::new_from_impl(format::Format::new());
-    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).chain([format]).collect()
+    let abs = guarded::Guarded::wrap(datafusion::functions::math::abs(), guarded::Check::KeepsScale);
+    limits::checked_udfs().into_iter().chain(math::checked_udfs()).chain(letter_case::udfs()).chain([format, abs]).collect()
 }
 
 /// DataFusion's own scalar functions as the analytic route has them, checked ones in place (what the

@@ -15,6 +15,9 @@ pub(super) enum Check {
     Size(super::limits::Size),
     /// The arguments before the call and the result after (`math::Rule`).
     Domain(super::math::Rule),
+    /// Nothing: the result keeps its argument's field metadata, which says how a quotient prints
+    /// (`quotient`), where it has the argument's type (`abs` of a quotient).
+    KeepsScale,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -66,7 +69,14 @@ impl ScalarUDFImpl for Guarded {
         if self.numeric(&types) {
             return Ok(Arc::new(datafusion::arrow::datatypes::Field::new(self.name(), super::math::NUMERIC_RESULT, true)));
         }
-        self.inner.return_field_from_args(args)
+        let first = args.arg_fields.first().cloned();
+        let field = self.inner.return_field_from_args(args)?;
+        match first {
+            Some(arg) if self.check == Check::KeepsScale && arg.data_type() == field.data_type() => {
+                Ok(Arc::new(field.as_ref().clone().with_metadata(arg.metadata().clone())))
+            }
+            _ => Ok(field),
+        }
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
@@ -87,6 +97,7 @@ impl ScalarUDFImpl for Guarded {
                 self.inner.invoke_with_args(args)
             }
             Check::Domain(rule) => super::math::invoke(&self.inner, rule, args),
+            Check::KeepsScale => self.inner.invoke_with_args(args),
         }
     }
 }
