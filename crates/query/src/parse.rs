@@ -19,7 +19,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     crate::depth::check(&tokens)?;
     crate::access::user_as_role(&mut tokens);
     copy_booleans(&mut tokens);
-    let refused = crate::access::refused_unparsed(&tokens).or_else(|| check_option(&tokens));
+    let refused = crate::access::refused_unparsed(&tokens);
     let first = tokens.iter().map(|t| &t.token).find(|t| !matches!(t, Token::Whitespace(_)));
     if matches!(first, Some(Token::Word(w)) if w.keyword == Keyword::FETCH || w.value.eq_ignore_ascii_case("move")) {
         if let Some(f) = crate::cursors::parse_fetch(sql) {
@@ -38,7 +38,7 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     if let Some(set) = parse_set_constraints(&tokens) {
         return Ok(vec![set]);
     }
-    match Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements() {
+    match parse_tokens(tokens) {
         Ok(stmts) => Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect()),
         Err(e) => match parse_reset(sql) {
             Some(p) => Ok(vec![p]),
@@ -50,14 +50,81 @@ pub fn parse(sql: &str) -> Result<Vec<ParsedStatement>> {
     }
 }
 
-/// `CREATE VIEW ... WITH [LOCAL | CASCADED] CHECK OPTION`, which sqlparser does not read: refused as a
-/// feature Tabula's views do not have, not as a syntax error.
-fn check_option(tokens: &[TokenWithSpan]) -> Option<QueryError> {
-    let words: Vec<&Token> = tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon)).collect();
-    let word = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
-    let creates_view = words.first().is_some_and(|t| word(t, Keyword::CREATE)) && words.iter().take(5).any(|t| word(t, Keyword::VIEW));
-    let ends = words.len() >= 2 && word(words[words.len() - 2], Keyword::CHECK) && word(words[words.len() - 1], Keyword::OPTION);
-    (creates_view && ends).then(|| QueryError::NotSupported("WITH CHECK OPTION on a view is not supported".into()))
+/// sqlparser's statements of the tokens, with the CHECK OPTION of views ([`take_check_option`]).
+fn parse_tokens(mut tokens: Vec<TokenWithSpan>) -> std::result::Result<Vec<Statement>, sqlparser::parser::ParserError> {
+    let check = take_check_option(&mut tokens);
+    let mut stmts = Parser::new(&PostgreSqlDialect {}).with_tokens_with_locations(tokens).parse_statements()?;
+    for (i, option) in check {
+        if let Some(Statement::CreateView(v)) = stmts.get_mut(i) {
+            with_check_option(v, option);
+        }
+    }
+    Ok(stmts)
+}
+
+/// `CREATE VIEW ... WITH [LOCAL | CASCADED] CHECK OPTION`, which sqlparser does not read: the clause is
+/// taken off the end of each statement that has it, and given back to the parsed view as the
+/// `check_option` of its options ([`with_check_option`]), which is how PostgreSQL keeps it too (pg_class's
+/// reloptions). Returns, for each such statement, its place among the text's statements.
+fn take_check_option(tokens: &mut Vec<TokenWithSpan>) -> Vec<(usize, crate::views::CheckOption)> {
+    let word = |t: &TokenWithSpan, k: Keyword| matches!(&t.token, Token::Word(w) if w.keyword == k);
+    let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon | Token::EOF);
+    let (mut found, mut cut) = (Vec::new(), Vec::new()); // (statement, option), token ranges to drop
+    let (mut start, mut depth, mut statement) = (0, 0i32, 0);
+    for end in 0..=tokens.len() {
+        match tokens.get(end).map(|t| &t.token) {
+            Some(Token::LParen) => {
+                depth += 1;
+                continue;
+            }
+            Some(Token::RParen) => {
+                depth -= 1;
+                continue;
+            }
+            Some(Token::SemiColon) if depth == 0 => {}
+            None => {}
+            Some(_) => continue,
+        }
+        let at: Vec<usize> = (start..end).filter(|&i| significant(&tokens[i])).collect();
+        start = end + 1;
+        if at.is_empty() {
+            continue;
+        }
+        statement += 1;
+        let n = at.len();
+        let creates_view = word(&tokens[at[0]], Keyword::CREATE) && at.iter().take(5).any(|&i| word(&tokens[i], Keyword::VIEW));
+        if !creates_view || n < 4 || !word(&tokens[at[n - 2]], Keyword::CHECK) || !word(&tokens[at[n - 1]], Keyword::OPTION) {
+            continue;
+        }
+        let (with, option) = if word(&tokens[at[n - 3]], Keyword::LOCAL) {
+            (at[n - 4], crate::views::CheckOption::Local)
+        } else if word(&tokens[at[n - 3]], Keyword::CASCADED) {
+            (at[n - 4], crate::views::CheckOption::Cascaded)
+        } else {
+            (at[n - 3], crate::views::CheckOption::Cascaded)
+        };
+        if word(&tokens[with], Keyword::WITH) {
+            found.push((statement - 1, option));
+            cut.push(with..at[n - 1] + 1);
+        }
+    }
+    for r in cut.into_iter().rev() {
+        tokens.drain(r);
+    }
+    found
+}
+
+/// A view's CHECK OPTION as its `check_option` option, where `WITH (check_option = ...)` puts it.
+fn with_check_option(v: &mut sqlparser::ast::CreateView, option: crate::views::CheckOption) {
+    use sqlparser::ast::{CreateTableOptions, Expr, Ident, SqlOption, Value};
+    let set = SqlOption::KeyValue {
+        key: Ident::new("check_option"),
+        value: Expr::Value(Value::SingleQuotedString(option.name().to_string()).into()),
+    };
+    match &mut v.options {
+        CreateTableOptions::With(options) => options.push(set),
+        other => *other = CreateTableOptions::With(vec![set]),
+    }
 }
 
 /// Several statements of which some are sequence statements (`crate::sequences::parse`), which sqlparser
@@ -82,13 +149,11 @@ fn with_sequence_statements(sql: &str, tokens: &[TokenWithSpan]) -> Option<Resul
     if parts.len() < 2 || !parts.iter().any(|p| crate::sequences::parse::parse(p).is_some()) {
         return None;
     }
-    let dialect = PostgreSqlDialect {};
     let parse_one = |part: &[TokenWithSpan]| -> Result<Vec<ParsedStatement>> {
         if let Some(s) = crate::sequences::parse::parse(part) {
             return Ok(vec![ParsedStatement::Sequence(s?)]);
         }
-        let stmts =
-            Parser::new(&dialect).with_tokens_with_locations(part.to_vec()).parse_statements().map_err(|e| QueryError::syntax(sql, e))?;
+        let stmts = parse_tokens(part.to_vec()).map_err(|e| QueryError::syntax(sql, e))?;
         Ok(stmts.into_iter().map(|s| ParsedStatement::Ast(Box::new(s))).collect())
     };
     Some(parts.into_iter().map(parse_one).collect::<Result<Vec<_>>>().map(|v| v.into_iter().flatten().collect()))
@@ -311,5 +376,27 @@ mod tests {
         // What does not parse either way is still the syntax error it was.
         assert!(parse("INSERT INTO t SELECT 1 ON CONFLICT DO NOTHING garbage").is_err());
         assert!(parse("SELECT 1 ON CONFLICT DO NOTHING").is_err());
+    }
+
+    #[test]
+    fn a_views_check_option_becomes_its_option_in_any_statement_of_the_text() {
+        let sql = "CREATE VIEW a AS SELECT k FROM t WHERE k IN (SELECT 1) WITH CHECK OPTION; SELECT (1); \
+                   CREATE VIEW b AS SELECT k FROM t WITH LOCAL CHECK OPTION;; CREATE VIEW c AS SELECT 1; \
+                   CREATE OR REPLACE VIEW d AS SELECT k FROM t WHERE (k > 0) WITH CASCADED CHECK OPTION";
+        let options: Vec<Option<crate::views::CheckOption>> = parse(sql)
+            .unwrap()
+            .iter()
+            .filter_map(|s| match s {
+                ParsedStatement::Ast(s) => match s.as_ref() {
+                    Statement::CreateView(v) => Some(crate::views::check_option(&v.options).unwrap()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        use crate::views::CheckOption::*;
+        assert_eq!(options, [Some(Cascaded), Some(Local), None, Some(Cascaded)]);
+        // Anywhere else it is the syntax error it was.
+        assert!(parse("SELECT 1 WITH CHECK OPTION").is_err());
     }
 }

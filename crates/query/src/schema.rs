@@ -221,7 +221,7 @@ impl TableSchema {
             let bad_view = || QueryError::Internal(format!("bad view {}", def.name));
             match f[0] {
                 "!view" if f.len() == 2 => {
-                    view = Some(crate::views::ViewDef { query: unescape(f[1]), columns: Vec::new(), reads: Vec::new() });
+                    view = Some(crate::views::ViewDef { query: unescape(f[1]), columns: Vec::new(), reads: Vec::new(), check: None });
                     continue;
                 }
                 "!viewcol" if f.len() == 3 => {
@@ -231,6 +231,10 @@ impl TableSchema {
                 }
                 "!reads" => {
                     view.as_mut().ok_or_else(bad_view)?.reads = f[1..].iter().map(|r| unescape(r)).collect();
+                    continue;
+                }
+                "!viewcheck" if f.len() == 2 => {
+                    view.as_mut().ok_or_else(bad_view)?.check = Some(crate::views::CheckOption::parse(f[1]).ok_or_else(bad_view)?);
                     continue;
                 }
                 "!sequence" => {

@@ -8,9 +8,9 @@
 //!
 //! A view's column that is a column of the table may be written; another one (`twice`) only read (0A000,
 //! as PostgreSQL says). UPDATE and DELETE see only the rows the view shows (its WHERE joins theirs); an
-//! INSERT writes its row whether or not the view would show it (as PostgreSQL's without CHECK OPTION,
-//! which Tabula's views do not have). The statement is rewritten before it is planned, once per view
-//! down to the table.
+//! INSERT writes its row whether or not the view would show it, unless the view has a CHECK OPTION
+//! ([`ViewCheck`]). INSERT ... ON CONFLICT goes through too, `excluded.c` as the view's expression for `c`.
+//! The statement is rewritten before it is planned, once per view down to the table.
 
 use std::ops::ControlFlow;
 
@@ -33,20 +33,56 @@ pub trait Relations {
     fn columns(&self, table: &str) -> Option<Vec<String>>;
 }
 
-/// `stmt` written to the tables under the views it writes to (the module's doc); as it is otherwise.
-pub fn through_views(mut stmt: Statement, rel: &dyn Relations) -> Result<Statement> {
+/// A condition a row inserted or updated through a view WITH CHECK OPTION must meet: the view's WHERE, over
+/// the table under all the views (44000 naming the view when it is not true).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewCheck {
+    pub view: String,
+    pub condition: Expr,
+}
+
+/// `stmt` written to the tables under the views it writes to (the module's doc), with the checks its new
+/// rows must meet, those of the views nearest the table first (PostgreSQL reports the first that fails);
+/// as it is otherwise. A view's CHECK OPTION checks its own WHERE; CASCADED, those of every view under it
+/// too; LOCAL, those under it only where they have a CHECK OPTION themselves.
+pub fn through_views(mut stmt: Statement, rel: &dyn Relations) -> Result<(Statement, Vec<ViewCheck>)> {
+    let mut checks: Vec<ViewCheck> = Vec::new();
+    let mut cascaded = false;
     for _ in 0..MAX_DEPTH {
-        let Some(name) = target(&stmt) else { return Ok(stmt) };
-        let Some(view) = rel.view(&name) else { return Ok(stmt) };
+        let Some(name) = target(&stmt) else { return Ok((stmt, checks)) };
+        let Some(view) = rel.view(&name) else { return Ok((stmt, checks)) };
         let verb = match &stmt {
             Statement::Insert(_) => "insert into",
             Statement::Update(_) => "update",
             _ => "delete from",
         };
         let map = ViewMap::of(&name, &view, verb, rel)?;
+        let names = map.names(&stmt);
+        for c in checks.iter_mut() {
+            map.map(&mut c.condition, &names);
+        }
+        let written = matches!(stmt, Statement::Insert(_) | Statement::Update(_));
+        if written && (cascaded || view.check.is_some()) {
+            if let Some(f) = &map.filter {
+                checks.insert(0, ViewCheck { view: name.clone(), condition: f.clone() });
+            }
+        }
+        cascaded |= view.check == Some(crate::views::CheckOption::Cascaded);
         stmt = map.rewrite(stmt, verb)?;
     }
     Err(QueryError::Engine { sqlstate: "42P17", message: "infinite recursion detected in views written through".into() })
+}
+
+/// 0A000 for a CHECK OPTION on view `name` that is not automatically updatable, with PostgreSQL's HINT
+/// saying why.
+pub fn check_option_allowed(name: &str, view: &ViewDef, rel: &dyn Relations) -> Result<()> {
+    match ViewMap::shape(name, view, rel) {
+        Ok(_) => Ok(()),
+        Err(Shape::NotUpdatable(why)) => {
+            Err(QueryError::NotSupported("WITH CHECK OPTION is supported only on automatically updatable views".into()).with_hint(why))
+        }
+        Err(Shape::Error(e)) => Err(e),
+    }
 }
 
 /// Whether each of the view's columns may be written through it (information_schema's `is_updatable`);
@@ -102,11 +138,30 @@ struct ViewMap {
 
 const SET_RETURNING: &[&str] = &["generate_series", "unnest", "regexp_matches", "json_array_elements", "jsonb_array_elements"];
 
+/// Why a view's shape cannot be written through: PostgreSQL's DETAIL, or another error.
+enum Shape {
+    NotUpdatable(&'static str),
+    Error(QueryError),
+}
+
+impl From<QueryError> for Shape {
+    fn from(e: QueryError) -> Shape {
+        Shape::Error(e)
+    }
+}
+
 impl ViewMap {
     fn of(name: &str, view: &ViewDef, verb: &str, rel: &dyn Relations) -> Result<ViewMap> {
-        let refuse = |detail: &str| {
-            QueryError::Engine { sqlstate: "55000", message: format!("cannot {verb} view \"{name}\"") }.with_message(detail.to_string())
-        };
+        ViewMap::shape(name, view, rel).map_err(|s| match s {
+            Shape::NotUpdatable(detail) => {
+                QueryError::Engine { sqlstate: "55000", message: format!("cannot {verb} view \"{name}\"") }.with_message(detail.to_string())
+            }
+            Shape::Error(e) => e,
+        })
+    }
+
+    fn shape(name: &str, view: &ViewDef, rel: &dyn Relations) -> std::result::Result<ViewMap, Shape> {
+        let refuse = Shape::NotUpdatable;
         let q: Query = view.parsed()?;
         let one_relation = "Views that do not select from a single table or view are not automatically updatable.";
         if q.with.is_some() {
@@ -160,7 +215,9 @@ impl ViewMap {
             return Err(refuse(detail));
         }
         if items.len() != view.columns.len() {
-            return Err(QueryError::Internal(format!("view \"{name}\" has {} columns, its query {}", view.columns.len(), items.len())));
+            return Err(
+                QueryError::Internal(format!("view \"{name}\" has {} columns, its query {}", view.columns.len(), items.len())).into()
+            );
         }
         let columns = view
             .columns
@@ -228,8 +285,15 @@ impl ViewMap {
         let items = items?;
         let mut out = Vec::new();
         for item in items {
+            let of_view = |item: &SelectItem| match item {
+                SelectItem::Wildcard(_) => true,
+                SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                    names.contains(&crate::schema::table_name(n))
+                }
+                _ => false,
+            };
             match item {
-                SelectItem::Wildcard(_) => {
+                item if of_view(&item) => {
                     out.extend(self.columns.iter().map(|(n, e, _)| SelectItem::ExprWithAlias {
                         expr: Expr::Nested(Box::new(e.clone())),
                         alias: Ident::with_quote('"', n),
@@ -250,6 +314,72 @@ impl ViewMap {
         Some(out)
     }
 
+    /// ON CONFLICT through the view: its target's columns, and DO UPDATE's assignments and WHERE, in the
+    /// table's terms; `excluded.c` is the view's expression for `c` over the row proposed. As in
+    /// PostgreSQL, the view's WHERE does not limit which existing row is updated (a CHECK OPTION checks
+    /// the row it becomes).
+    fn on_conflict(&self, oc: &mut ast::OnConflict, names: &[String]) -> Result<()> {
+        if let Some(ast::ConflictTarget::Columns(columns)) = &mut oc.conflict_target {
+            for c in columns.iter_mut() {
+                match self.column(&crate::schema::ident_name(c)) {
+                    Some((_, _, Some(base))) => *c = base.clone(),
+                    Some(_) => {
+                        return Err(QueryError::Engine {
+                            sqlstate: "42P10",
+                            message: "there is no unique or exclusion constraint matching the ON CONFLICT specification".into(),
+                        })
+                    }
+                    None => return Err(QueryError::UndefinedColumn(crate::schema::ident_name(c))),
+                }
+            }
+        }
+        let ast::OnConflictAction::DoUpdate(update) = &mut oc.action else { return Ok(()) };
+        let mut assignments = Vec::new();
+        for a in std::mem::take(&mut update.assignments) {
+            let AssignmentTarget::ColumnName(column) = &a.target else {
+                return Err(QueryError::NotSupported(format!(
+                    "ON CONFLICT DO UPDATE of view \"{}\" with a (column, ...) = ... assignment",
+                    self.view
+                )));
+            };
+            let written = self.written(&crate::schema::table_name(column), "insert into")?;
+            let mut value = a.value.clone();
+            self.map_excluded(&mut value);
+            self.map(&mut value, names);
+            assignments.push(Assignment { target: AssignmentTarget::ColumnName(ObjectName::from(vec![written])), value });
+        }
+        update.assignments = assignments;
+        if let Some(w) = update.selection.as_mut() {
+            self.map_excluded(w);
+            self.map(w, names);
+        }
+        Ok(())
+    }
+
+    /// `excluded.c`, for each of the view's columns `c`: the view's expression for it, its own column names
+    /// qualified by `excluded`.
+    fn map_excluded(&self, e: &mut Expr) {
+        let excluded = || Ident::new("excluded");
+        let base = [Some(crate::schema::table_name(&self.base)), self.alias.as_ref().map(|a| crate::schema::ident_name(&a.name))];
+        crate::names::replace(e, &mut |x, _| {
+            let Expr::CompoundIdentifier(parts) = x else { return None };
+            let [q, c] = parts.as_slice() else { return None };
+            if crate::schema::ident_name(q) != "excluded" {
+                return None;
+            }
+            let (_, expr, _) = self.column(&crate::schema::ident_name(c))?;
+            let mut expr = expr.clone();
+            crate::names::replace(&mut expr, &mut |y, own| match y {
+                Expr::Identifier(i) if own => Some(Expr::CompoundIdentifier(vec![excluded(), i.clone()])),
+                Expr::CompoundIdentifier(p) if p.len() == 2 && base.contains(&Some(crate::schema::ident_name(&p[0]))) => {
+                    Some(Expr::CompoundIdentifier(vec![excluded(), p[1].clone()]))
+                }
+                _ => None,
+            });
+            Some(Expr::Nested(Box::new(expr)))
+        });
+    }
+
     fn with_filter(&self, selection: Option<Expr>) -> Option<Expr> {
         let nested = |e: Expr| Expr::Nested(Box::new(e));
         match (self.filter.clone(), selection) {
@@ -260,18 +390,45 @@ impl ViewMap {
         }
     }
 
+    /// The names a statement on the view may qualify its columns with: the view's, and the alias the
+    /// statement gives it.
+    fn names(&self, stmt: &Statement) -> Vec<String> {
+        let alias = match stmt {
+            Statement::Insert(i) => i.table_alias.as_ref().map(|a| a.alias.value.clone()),
+            Statement::Update(u) => match &u.table.relation {
+                TableFactor::Table { alias: Some(a), .. } => Some(a.name.value.clone()),
+                _ => None,
+            },
+            Statement::Delete(d) => {
+                let (FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t)) = &d.from;
+                match t.first().map(|t| &t.relation) {
+                    Some(TableFactor::Table { alias: Some(a), .. }) => Some(a.name.value.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        std::iter::once(self.view.clone()).chain(alias).collect()
+    }
+
     fn rewrite(&self, stmt: Statement, verb: &str) -> Result<Statement> {
+        let names = self.names(&stmt);
         Ok(match stmt {
             Statement::Insert(mut i) => {
-                if i.on.is_some() {
-                    return Err(QueryError::NotSupported(format!("INSERT ... ON CONFLICT into view \"{}\"", self.view)));
+                i.table_alias = None;
+                match i.on.as_mut() {
+                    None => {}
+                    Some(ast::OnInsert::OnConflict(oc)) => self.on_conflict(oc, &names)?,
+                    Some(_) => return Err(QueryError::NotSupported(format!("ON DUPLICATE KEY UPDATE into view \"{}\"", self.view))),
                 }
-                let mut names = vec![self.view.clone()];
-                names.extend(i.table_alias.take().map(|a| a.alias.value));
                 // Without a column list, the values go to the view's first columns.
                 let given: Vec<String> = if i.columns.is_empty() {
+                    let plain = |items: &[SelectItem]| {
+                        !items.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)))
+                    };
                     let width = match i.source.as_deref().map(|q| q.body.as_ref()) {
                         Some(SetExpr::Values(v)) => v.rows.first().map_or(0, |r| r.len()),
+                        Some(SetExpr::Select(s)) if plain(&s.projection) => s.projection.len(),
                         _ => self.columns.len(),
                     };
                     self.columns.iter().take(width).map(|(n, ..)| n.clone()).collect()
@@ -287,10 +444,6 @@ impl ViewMap {
                 Statement::Insert(i)
             }
             Statement::Update(mut u) => {
-                let mut names = vec![self.view.clone()];
-                if let TableFactor::Table { alias: Some(a), .. } = &u.table.relation {
-                    names.push(a.name.value.clone());
-                }
                 u.table.relation = self.relation();
                 let mut assignments = Vec::new();
                 for a in std::mem::take(&mut u.assignments) {
@@ -314,11 +467,7 @@ impl ViewMap {
                 Statement::Update(u)
             }
             Statement::Delete(mut d) => {
-                let mut names = vec![self.view.clone()];
                 let (FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t)) = &mut d.from;
-                if let Some(TableFactor::Table { alias: Some(a), .. }) = t.first().map(|t| &t.relation) {
-                    names.push(a.name.value.clone());
-                }
                 if let Some(first) = t.first_mut() {
                     first.relation = self.relation();
                 }

@@ -25,6 +25,35 @@ pub struct ViewDef {
     pub columns: Vec<(String, SqlType)>,
     /// The tables and views the query reads.
     pub reads: Vec<String>,
+    /// `WITH [LOCAL | CASCADED] CHECK OPTION`: what a row written through the view must meet.
+    pub check: Option<CheckOption>,
+}
+
+/// A view's CHECK OPTION, as PostgreSQL's: a row inserted or updated through the view must be one the view
+/// shows (its WHERE true, not NULL), and, CASCADED, one every view under it shows too; LOCAL checks the
+/// views under it only where they have a CHECK OPTION of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckOption {
+    Local,
+    Cascaded,
+}
+
+impl CheckOption {
+    /// As `check_option` is spelt in pg_class's reloptions and in information_schema (upper case).
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckOption::Local => "local",
+            CheckOption::Cascaded => "cascaded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CheckOption> {
+        match s.to_ascii_lowercase().as_str() {
+            "local" => Some(CheckOption::Local),
+            "cascaded" => Some(CheckOption::Cascaded),
+            _ => None,
+        }
+    }
 }
 
 fn escape(s: &str) -> String {
@@ -32,7 +61,8 @@ fn escape(s: &str) -> String {
 }
 
 impl ViewDef {
-    /// The metadata lines: `!view`, the query; `!viewcol`, each column; `!reads`, the relations read.
+    /// The metadata lines: `!view`, the query; `!viewcol`, each column; `!reads`, the relations read;
+    /// `!viewcheck`, the CHECK OPTION (absent without one).
     pub fn encode(&self) -> String {
         let mut s = format!("!view\t{}\n", escape(&self.query));
         for (name, ty) in &self.columns {
@@ -43,6 +73,9 @@ impl ViewDef {
             s.push_str(&format!("\t{}", escape(r)));
         }
         s.push('\n');
+        if let Some(c) = self.check {
+            s.push_str(&format!("!viewcheck\t{}\n", c.name()));
+        }
         s
     }
 
@@ -84,6 +117,43 @@ impl ViewDef {
         };
         format!(" {query};")
     }
+}
+
+/// A view's options (`WITH (check_option = local)`, and what `WITH ... CHECK OPTION` became when parsed):
+/// `check_option` is the only one; PostgreSQL's others are 0A000, an unknown one or value 22023 as there.
+pub fn check_option(options: &ast::CreateTableOptions) -> Result<Option<CheckOption>> {
+    let options = match options {
+        ast::CreateTableOptions::None => return Ok(None),
+        ast::CreateTableOptions::With(o) => o,
+        _ => return Err(QueryError::NotSupported("CREATE VIEW ... OPTIONS: a view takes WITH (check_option = ...)".into())),
+    };
+    let mut check = None;
+    for o in options {
+        let ast::SqlOption::KeyValue { key, value } = o else {
+            return Err(QueryError::Syntax(format!("view option {o} is not understood")));
+        };
+        let text = match value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            ast::Expr::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        };
+        match crate::schema::ident_name(key).as_str() {
+            "check_option" => {
+                check = Some(CheckOption::parse(&text).ok_or_else(|| {
+                    QueryError::Engine { sqlstate: "22023", message: format!("invalid value for enum option \"check_option\": {text}") }
+                        .with_message("Valid values are \"local\" and \"cascaded\".".into())
+                })?);
+            }
+            "security_barrier" | "security_invoker" => {
+                return Err(QueryError::NotSupported(format!("view option \"{}\": Tabula's views check no row-level security", key.value)))
+            }
+            other => return Err(QueryError::Engine { sqlstate: "22023", message: format!("unrecognized parameter \"{other}\"") }),
+        }
+    }
+    Ok(check)
 }
 
 /// The names a query's WITH gives its CTEs: a relation of such a name in it is the CTE, not a view.

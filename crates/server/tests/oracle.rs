@@ -211,7 +211,8 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
            CREATE TABLE tickets (no bigint PRIMARY KEY DEFAULT nextval('ticket_no'), device bigint REFERENCES devices(id),
                price numeric(8,2));
            INSERT INTO tickets (device, price) VALUES (1, 9.999), (2, 1);
-           CREATE VIEW ticketed AS SELECT d.name, t.no FROM tickets t JOIN devices d ON d.id = t.device;"#,
+           CREATE VIEW ticketed AS SELECT d.name, t.no FROM tickets t JOIN devices d ON d.id = t.device;
+           CREATE VIEW cheap_tickets AS SELECT no, price FROM tickets WHERE price < 5 WITH LOCAL CHECK OPTION;"#,
     )
     .await
     .unwrap();
@@ -242,6 +243,8 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "INSERT INTO tickets (device) VALUES (3) RETURNING no",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'tickets'::regclass ORDER BY conname",
         "SELECT * FROM ticketed ORDER BY no",
+        "SELECT table_name, check_option, is_updatable FROM information_schema.views WHERE table_schema = 'public' ORDER BY 1",
+        "SELECT * FROM cheap_tickets ORDER BY no",
     ];
     same_answers(
         &bin,
@@ -276,6 +279,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
         "SELECT * FROM tickets ORDER BY no",
         "SELECT last_value, is_called FROM ticket_no",
         "SELECT * FROM ticketed ORDER BY no",
+        "SELECT table_name, check_option FROM information_schema.views WHERE table_schema = 'public' ORDER BY 1",
         "SELECT * FROM tabula.tables ORDER BY table_name",
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint ORDER BY conname",
         "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",

@@ -155,7 +155,7 @@ fn a_converting_rebuild_converts_every_version_or_leaves_the_table_as_it_was() {
         .update_row("t", &a, &[("n".into(), UpdateOp::Put { value: Value::Integer(2), version: Some(NOW - 5) })], &Condition::ignore())
         .unwrap();
     insert(&store, Some("b"), -1, NOW);
-    let as_text = |v: &Value| -> Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>> {
+    let as_text = |v: &Value, _: &dyn Fn(&str) -> Option<Value>| -> Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>> {
         match v {
             Value::Integer(i) if *i < 0 => Err("negative".into()),
             Value::Integer(i) => Ok(Some(Value::String(format!("#{i}")))),

@@ -31,7 +31,7 @@ pub(super) struct Guarded {
 
 impl Guarded {
     pub(super) fn wrap(inner: Arc<ScalarUDF>, check: Check) -> ScalarUDF {
-        let signature = if super::math::has_numeric_form(inner.name()) {
+        let signature = if crate::types::numeric_math::MathFn::has(inner.name()) {
             Signature::user_defined(inner.signature().volatility)
         } else {
             inner.signature().clone()
@@ -80,7 +80,7 @@ impl ScalarUDFImpl for Guarded {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if super::math::has_numeric_form(self.inner.name()) {
+        if crate::types::numeric_math::MathFn::has(self.inner.name()) {
             return super::math::coerce(self.inner.name(), arg_types);
         }
         self.inner.coerce_types(arg_types)

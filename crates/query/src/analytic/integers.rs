@@ -58,14 +58,12 @@ impl ScalarUDFImpl for CheckedArith {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let left = args.args[0].clone().into_array(rows)?;
-        let right = args.args[1].clone().into_array(rows)?;
+        let arrays = super::arrays(&args)?;
+        let (left, right) = (&arrays[0], &arrays[1]);
         let out: ArrayRef = match left.data_type() {
-            DataType::Int16 => Arc::new(apply::<Int16Type>(self.op, &left, &right, "smallint")?),
-            DataType::Int32 => Arc::new(apply::<Int32Type>(self.op, &left, &right, "integer")?),
-            DataType::Int64 => Arc::new(apply::<Int64Type>(self.op, &left, &right, "bigint")?),
+            DataType::Int16 => Arc::new(apply::<Int16Type>(self.op, left, right, "smallint")?),
+            DataType::Int32 => Arc::new(apply::<Int32Type>(self.op, left, right, "integer")?),
+            DataType::Int64 => Arc::new(apply::<Int64Type>(self.op, left, right, "bigint")?),
             other => return Err(DataFusionError::Internal(format!("{} of {other}", self.name))),
         };
         super::columnar(&args.args, out)

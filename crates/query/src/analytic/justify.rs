@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, IntervalMonthDayNanoArray};
+use datafusion::arrow::array::{Array, AsArray, Int32Array, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
@@ -92,10 +91,6 @@ impl JustifyUdf {
     }
 }
 
-fn scalar_or_array(scalar: bool, array: ArrayRef) -> Result<ColumnarValue> {
-    Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?) } else { ColumnarValue::Array(array) })
-}
-
 impl ScalarUDFImpl for JustifyUdf {
     fn name(&self) -> &str {
         match self.kind {
@@ -114,9 +109,8 @@ impl ScalarUDFImpl for JustifyUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let input = args.args[0].clone().into_array(if scalar { 1 } else { args.number_rows })?;
-        let input = input.as_primitive::<IntervalMonthDayNanoType>();
+        let arrays = super::arrays(&args)?;
+        let input = arrays[0].as_primitive::<IntervalMonthDayNanoType>();
         let out = (0..input.len())
             .map(|i| {
                 if input.is_null(i) {
@@ -129,7 +123,7 @@ impl ScalarUDFImpl for JustifyUdf {
                 Ok(Some(IntervalMonthDayNano { months, days, nanoseconds: us * 1000 }))
             })
             .collect::<Result<Vec<_>>>()?;
-        scalar_or_array(scalar, Arc::new(IntervalMonthDayNanoArray::from(out)))
+        super::columnar(&args.args, Arc::new(IntervalMonthDayNanoArray::from(out)))
     }
 }
 
@@ -164,11 +158,10 @@ impl ScalarUDFImpl for NumNulls {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let arrays = args.args.iter().map(|a| a.clone().into_array(rows)).collect::<Result<Vec<_>>>()?;
+        let arrays = super::arrays(&args)?;
+        let rows = arrays.first().map_or(1, |a| a.len());
         let counts: Int32Array = (0..rows).map(|i| Some(arrays.iter().filter(|a| a.is_null(i) != self.nonnull).count() as i32)).collect();
-        scalar_or_array(scalar, Arc::new(counts))
+        super::columnar(&args.args, Arc::new(counts))
     }
 }
 

@@ -89,9 +89,8 @@ impl ScalarUDFImpl for MakeTime {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let arrays = args.args.iter().map(|a| a.clone().into_array(rows)).collect::<Result<Vec<ArrayRef>>>()?;
+        let arrays = super::arrays(&args)?;
+        let rows = arrays.first().map_or(1, |a| a.len());
         let int = |c: usize, i: usize| arrays[c].as_primitive::<Int32Type>().value(i);
         let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         let mut days = Vec::with_capacity(rows);
@@ -113,10 +112,6 @@ impl ScalarUDFImpl for MakeTime {
         }
         let array: ArrayRef =
             if self.timestamp { Arc::new(TimestampMicrosecondArray::from(stamps)) } else { Arc::new(Date32Array::from(days)) };
-        Ok(if scalar {
-            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&array, 0)?)
-        } else {
-            ColumnarValue::Array(array)
-        })
+        super::columnar(&args.args, array)
     }
 }

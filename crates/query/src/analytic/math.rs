@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF};
 use num_bigint::BigInt;
@@ -113,10 +112,6 @@ pub(super) fn invoke(inner: &ScalarUDF, rule: Rule, args: ScalarFunctionArgs) ->
 pub(super) const NUMERIC_RESULT: DataType = DataType::Decimal128(38, super::quotient::QUOTIENT_SCALE as i8);
 
 /// Whether DataFusion's function `name` has a numeric form in PostgreSQL (`types::numeric_math`).
-pub(super) fn has_numeric_form(name: &str) -> bool {
-    matches!(name, "sqrt" | "exp" | "ln" | "log" | "log10" | "power")
-}
-
 fn kinds(types: &[DataType]) -> Vec<ArgKind> {
     types
         .iter()
@@ -171,9 +166,8 @@ fn own_digits(mut v: Fixed) -> Fixed {
 /// The numeric form of `name` over decimal arguments, row by row.
 pub(super) fn invoke_numeric(name: &str, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
     let f = MathFn::lookup(name, args.args.len()).ok_or_else(|| DataFusionError::Internal(format!("{name} has no numeric form")))?;
-    let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    let rows = if scalar { 1 } else { args.number_rows };
-    let arrays = args.args.iter().map(|a| a.clone().into_array(rows)).collect::<Result<Vec<_>>>()?;
+    let arrays = super::arrays(&args)?;
+    let rows = arrays.first().map_or(1, |a| a.len());
     let failed = |e: QueryError| DataFusionError::External(Box::new(e));
     let limit = BigInt::from(10).pow(38);
     let mut out = Vec::with_capacity(rows);
@@ -193,7 +187,7 @@ pub(super) fn invoke_numeric(name: &str, args: ScalarFunctionArgs) -> Result<Col
     }
     let DataType::Decimal128(p, s) = NUMERIC_RESULT else { unreachable!("a decimal type") };
     let array = Decimal128Array::from(out).with_precision_and_scale(p, s)?;
-    Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?) } else { ColumnarValue::Array(Arc::new(array)) })
+    super::columnar(&args.args, Arc::new(array))
 }
 
 #[cfg(test)]

@@ -60,6 +60,16 @@ pub use errors::map_err;
 pub use function_set::scalar_functions;
 use function_set::{checked_udfs, pg_functions};
 
+/// A scalar function's arguments as arrays: of one row when every argument is a scalar (the answer is
+/// then one too, by [`columnar`]), else of the batch's rows.
+pub(super) fn arrays(
+    args: &datafusion::logical_expr::ScalarFunctionArgs,
+) -> datafusion::error::Result<Vec<datafusion::arrow::array::ArrayRef>> {
+    use datafusion::logical_expr::ColumnarValue;
+    let rows = if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) { 1 } else { args.number_rows };
+    args.args.iter().map(|a| a.clone().into_array(rows)).collect()
+}
+
 /// A scalar function's answer as DataFusion takes it: a scalar when every argument was one (`out` then
 /// holds it first), else the array.
 pub(super) fn columnar(

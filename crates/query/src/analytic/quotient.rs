@@ -130,12 +130,10 @@ impl ScalarUDFImpl for NumericDiv {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let left = args.args[0].clone().into_array(rows)?;
-        let right = args.args[1].clone().into_array(rows)?;
-        let out = (0..rows)
-            .map(|i| match (fixed_at(&left, i)?, fixed_at(&right, i)?) {
+        let arrays = super::arrays(&args)?;
+        let (left, right) = (&arrays[0], &arrays[1]);
+        let out = (0..left.len())
+            .map(|i| match (fixed_at(left, i)?, fixed_at(right, i)?) {
                 (Some(a), Some(b)) => quotient(a, b).map(Some),
                 _ => Ok(None),
             })

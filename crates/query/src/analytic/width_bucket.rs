@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Int32Array};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int32Type};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use num_bigint::BigInt;
@@ -138,9 +137,8 @@ impl ScalarUDFImpl for WidthBucket {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let a = args.args.iter().map(|a| a.clone().into_array(rows)).collect::<Result<Vec<_>>>()?;
+        let a = super::arrays(&args)?;
+        let rows = a.first().map_or(1, |a| a.len());
         let numeric = matches!(a[0].data_type(), DataType::Decimal128(..));
         let out = (0..rows)
             .map(|i| {
@@ -157,6 +155,6 @@ impl ScalarUDFImpl for WidthBucket {
                 }
             })
             .collect::<Result<Int32Array>>()?;
-        Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?) } else { ColumnarValue::Array(Arc::new(out)) })
+        super::columnar(&args.args, Arc::new(out))
     }
 }

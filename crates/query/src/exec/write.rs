@@ -226,11 +226,17 @@ impl Executor<'_> {
 /// PostgreSQL). A key the engine generates is not drawn yet: NULL here.
 pub fn check_row(t: &TableSchema, checks: &[BoundCheck], row: &SqlRow, ctx: &EvalCtx) -> Result<()> {
     for c in checks {
-        if c.expr.eval(row, ctx)? == Datum::Bool(false) {
+        // A CHECK constraint fails only when false, a view's CHECK OPTION unless true (NULL too).
+        let value = c.expr.eval(row, ctx)?;
+        let failed = if c.of_view { value != Datum::Bool(true) } else { value == Datum::Bool(false) };
+        if failed {
             let values: Vec<String> =
                 (0..t.visible().len()).map(|i| row[i].to_pg_text(t.column_type(i)).unwrap_or_else(|| "null".into())).collect();
-            return Err(QueryError::CheckViolation { table: t.name.clone(), constraint: c.name.clone() }
-                .with_message(format!("Failing row contains ({}).", values.join(", "))));
+            let error = match c.of_view {
+                true => QueryError::Engine { sqlstate: "44000", message: format!("new row violates check option for view \"{}\"", c.name) },
+                false => QueryError::CheckViolation { table: t.name.clone(), constraint: c.name.clone() },
+            };
+            return Err(error.with_message(format!("Failing row contains ({}).", values.join(", "))));
         }
     }
     Ok(())

@@ -378,7 +378,7 @@ impl Binder<'_, '_> {
                 .map_err(|a| QueryError::UndefinedFunction(format!("mod with {} arguments", a.len())))?;
             return self.binary(BinOp::Mod, a, b);
         }
-        if super::math::is_math(&name) {
+        if crate::types::numeric_math::MathFn::has(&name) {
             let args = self.function_args(f)?;
             return self.math_call(&name, args);
         }

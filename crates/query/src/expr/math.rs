@@ -9,11 +9,7 @@ use crate::types::numeric::Fixed;
 use crate::types::numeric_math::{self, ArgKind, MathFn};
 use crate::types::{Datum, SqlType};
 
-/// The names this module takes first.
-pub(super) fn is_math(name: &str) -> bool {
-    matches!(name, "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "pow")
-}
-
+/// What PostgreSQL's resolution of these functions makes of an argument's type.
 pub(super) fn kind(ty: SqlType) -> ArgKind {
     match ty {
         SqlType::Float4 | SqlType::Float8 => ArgKind::Float,

@@ -175,8 +175,11 @@ pub struct UpdatePlan {
 /// the expression is false (NULL passes, as in PostgreSQL).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundCheck {
+    /// The constraint's name, or the view's.
     pub name: String,
     pub expr: Expr,
+    /// A view's CHECK OPTION (44000 unless true), not a CHECK constraint (23514 when false).
+    pub of_view: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -350,6 +353,7 @@ pub enum Plan {
         columns: Vec<String>,
         query: Box<sqlparser::ast::Query>,
         or_replace: bool,
+        check: Option<crate::views::CheckOption>,
     },
     DropView {
         names: Vec<String>,

@@ -371,8 +371,8 @@ impl Planner<'_> {
 impl Planner<'_> {
     /// `ALTER COLUMN c TYPE t [USING expr]` that rewrites the rows. Without USING the old type must be
     /// assignable to the new one (42804 with PostgreSQL's HINT otherwise); USING may name only the column.
-    /// A key column's rows move to their new keys. Not built (0A000): one a foreign key holds, an identity
-    /// key column's, and a USING that reads other columns.
+    /// A key column's rows move to their new keys. Not built (0A000): an identity key column's, and a USING
+    /// that reads `_version`.
     fn converted_column(
         &mut self,
         t: &Arc<TableSchema>,
@@ -396,8 +396,8 @@ impl Planner<'_> {
             return Err(refused("an identity key column's values are drawn as integers"));
         }
         // A foreign key's columns: the other side's type must still compare with the new one, as in
-        // PostgreSQL (integers with integers, text with text), else 42804; a conversion within those is
-        // not built (the key would have to be checked again).
+        // PostgreSQL (integers with integers, text with text), else 42804. Within those, the session checks
+        // the key again over the converted rows (`Session::convert_column`).
         let mut pairs = Vec::new(); // (constraint, referencing column and type, referenced column and type)
         for (child, f) in self.catalog.referencing(&t.name)? {
             let fk = &child.foreign_keys[f];
@@ -435,16 +435,13 @@ impl Planner<'_> {
             return Err(QueryError::DatatypeMismatch(format!("foreign key constraint \"{name}\" cannot be implemented"))
                 .with_message(format!("Key columns \"{c}\" and \"{p}\" are of incompatible types: {cty} and {pty}.")));
         }
-        if !pairs.is_empty() {
-            return Err(refused("a column of a foreign key"));
-        }
         let using = match using {
             Some(e) => {
                 let bound = self.binder(&Scope::table(t, None)).bind(e)?;
                 let mut reads = Vec::new();
                 bound.columns(&mut reads);
-                if reads.iter().any(|&c| c != i) {
-                    return Err(refused("a USING expression that reads other columns"));
+                if reads.contains(&t.columns.len()) {
+                    return Err(refused(&format!("a USING expression that reads \"{VERSION_COLUMN}\"")));
                 }
                 let et = bound.ty();
                 if !crate::planner::assignable(et, ty) {

@@ -81,9 +81,10 @@ impl Planner<'_> {
                     let mut pk = table.pk.clone();
                     pk.sort();
                     if idx != pk {
-                        return Err(QueryError::InvalidParameterValue(
-                            "there is no unique or exclusion constraint matching the ON CONFLICT specification".into(),
-                        ));
+                        return Err(QueryError::Engine {
+                            sqlstate: "42P10",
+                            message: "there is no unique or exclusion constraint matching the ON CONFLICT specification".into(),
+                        });
                     }
                 }
                 match &oc.action {
@@ -115,7 +116,8 @@ impl Planner<'_> {
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
         let returning = self.returning(&table, alias.as_deref(), i.returning.as_ref())?;
-        let checks = self.bound_checks(&table)?;
+        let mut checks = self.bound_checks(&table)?;
+        checks.extend(self.bound_view_checks(&table, alias.as_deref(), true)?);
         let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite, checks };
         insert.call = insert_call(&insert, values.is_some());
         // A foreign key's check reads its parent in the statement's transaction.
@@ -294,7 +296,8 @@ impl Planner<'_> {
         let filter = u.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
         let scan = self.dml_scan(&table, filter);
         let returning = self.returning(&table, alias.as_deref(), u.returning.as_ref())?;
-        let checks = self.bound_checks(&scan.table)?;
+        let mut checks = self.bound_checks(&scan.table)?;
+        checks.extend(self.bound_view_checks(&scan.table, alias.as_deref(), false)?);
         let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
         let moves = update.assignments.iter().any(|(c, _)| update.scan.table.is_pk(*c));

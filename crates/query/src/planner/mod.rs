@@ -76,11 +76,15 @@ pub struct Planner<'a> {
     /// The session's `TimeZone`, in which a `timestamptz` literal is read (as PostgreSQL reads it when
     /// the statement is parsed: a prepared statement keeps the instant).
     pub zone: crate::types::Zone,
+    /// The checks of the views WITH CHECK OPTION the statement writes through (`view_writes`): the
+    /// INSERT or UPDATE planned takes them among its checks. Left here after planning, they were not
+    /// taken, and the session refuses the statement.
+    pub view_checks: Vec<crate::view_writes::ViewCheck>,
 }
 
 impl<'a> Planner<'a> {
     pub fn new(catalog: &'a dyn Catalog, params: Vec<SqlType>) -> Self {
-        Planner { catalog, params, zone: crate::types::Zone::UTC }
+        Planner { catalog, params, zone: crate::types::Zone::UTC, view_checks: Vec::new() }
     }
 
     fn binder<'b, 's>(&'b mut self, scope: &'b Scope<'s>) -> Binder<'b, 's> {
@@ -104,14 +108,12 @@ impl<'a> Planner<'a> {
                 if v.materialized || v.temporary || v.or_alter || v.if_not_exists || v.with_no_schema_binding || v.to.is_some() {
                     return Err(QueryError::NotSupported(format!("{}: a plain view is supported", first_words(&stmt.to_string()))));
                 }
-                if !matches!(v.options, ast::CreateTableOptions::None) {
-                    return Err(QueryError::NotSupported("CREATE VIEW ... WITH (options)".into()));
-                }
                 Ok(Plan::CreateView {
                     name: object_name(&v.name),
                     columns: v.columns.iter().map(|c| ident_name(&c.name)).collect(),
                     query: v.query.clone(),
                     or_replace: v.or_replace,
+                    check: crate::views::check_option(&v.options)?,
                 })
             }
             Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, cascade, .. } => {

@@ -1,11 +1,14 @@
 //! `ALTER TABLE ... ALTER COLUMN c TYPE t [USING expr]` between types stored differently: the table is
 //! rebuilt with each version of the column's cells converted (`Store::rebuild_converting`), its indexes
 //! built again; in a transaction, undone with it. The first value that does not convert fails the
-//! statement with its own error (22P02, 22001, 22003, ...), and the table is left as it was.
+//! statement with its own error (22P02, 22001, 22003, ...), and the table is left as it was. The foreign
+//! keys of the column are checked again over the converted rows. A USING may read the row's other columns
+//! (their newest values).
 
 use super::Session;
 use crate::error::{QueryError, Result};
 use crate::expr::Expr;
+use crate::foreign_key::ForeignKey;
 use crate::output::Output;
 use crate::planner::Catalog;
 use crate::schema::ColumnDef;
@@ -13,6 +16,10 @@ use crate::types::{Datum, SqlType};
 use tabula_store::{Convert, RebuildError};
 
 impl Session {
+    /// The conversion, then each foreign key the column is part of, on either side, checked again over the
+    /// converted rows (23503), as PostgreSQL adds such keys back after its rewrite. With foreign keys to
+    /// check, a statement outside a transaction block runs in a transaction of its own, so that a failed
+    /// check leaves the table as it was.
     pub(super) fn convert_column(
         &mut self,
         table: &str,
@@ -23,6 +30,50 @@ impl Session {
         using: Option<&Expr>,
     ) -> Result<Output> {
         self.not_under_a_view(table, "ALTER COLUMN TYPE")?;
+        let schema = self.db.table(table)?;
+        let mut keys: Vec<(String, ForeignKey)> = schema
+            .foreign_keys
+            .iter()
+            .filter(|fk| fk.columns.iter().any(|c| c == column))
+            .map(|fk| (table.to_string(), fk.clone()))
+            .collect();
+        for (child, f) in self.db.referencing(table)? {
+            let fk = &child.foreign_keys[f];
+            if fk.parent_columns.iter().any(|c| c == column) && !keys.iter().any(|(t, k)| *t == child.name && k.name == fk.name) {
+                keys.push((child.name.clone(), fk.clone()));
+            }
+        }
+        let own = self.txn.is_none() && !keys.is_empty();
+        if own {
+            self.txn = Some(self.db.store().begin());
+        }
+        let done = self.convert_rows(table, column, ty, max_chars, numeric, using).and_then(|out| {
+            keys.iter().try_for_each(|(child, fk)| self.verify_foreign_key(child, fk))?;
+            Ok(out)
+        });
+        if !own {
+            return done;
+        }
+        let t = self.txn.take().expect("the statement's own transaction");
+        let ended = match &done {
+            Ok(_) => t.commit(),
+            Err(_) => t.rollback(),
+        };
+        self.db.invalidate();
+        let out = done?;
+        ended?;
+        Ok(out)
+    }
+
+    fn convert_rows(
+        &mut self,
+        table: &str,
+        column: &str,
+        ty: SqlType,
+        max_chars: Option<u32>,
+        numeric: Option<(u32, u32)>,
+        using: Option<&Expr>,
+    ) -> Result<Output> {
         let schema = self.db.table(table)?;
         let i = schema.column_index(column).ok_or_else(|| QueryError::UndefinedColumn(column.to_string()))?;
         let old = schema.columns[i].ty;
@@ -50,18 +101,35 @@ impl Session {
                 zone: self.zone(),
                 sequences: None,
             };
-            let convert = |v: &tabula_store::value::Value| -> std::result::Result<_, Box<dyn std::error::Error + Send + Sync>> {
-                let d = Datum::from_value(v, old)?;
-                let d = match using {
-                    Some(e) => {
-                        let mut row = vec![Datum::Null; width];
-                        row[i] = d;
-                        e.eval(&row, &ctx)?
-                    }
-                    None => d,
+            // The other columns a USING reads, with their types.
+            let mut reads = Vec::new();
+            if let Some(e) = using {
+                e.columns(&mut reads);
+            }
+            reads.sort_unstable();
+            reads.dedup();
+            reads.retain(|&j| j != i && j < schema.columns.len());
+            let reads: Vec<(usize, &str, SqlType)> =
+                reads.iter().map(|&j| (j, schema.columns[j].name.as_str(), schema.columns[j].ty)).collect();
+            type Other<'o> = &'o dyn Fn(&str) -> Option<tabula_store::value::Value>;
+            let convert =
+                |v: &tabula_store::value::Value, other: Other| -> std::result::Result<_, Box<dyn std::error::Error + Send + Sync>> {
+                    let d = Datum::from_value(v, old)?;
+                    let d = match using {
+                        Some(e) => {
+                            let mut row = vec![Datum::Null; width];
+                            row[i] = d;
+                            for &(j, name, ty) in &reads {
+                                if let Some(v) = other(name) {
+                                    row[j] = Datum::from_value(&v, ty)?;
+                                }
+                            }
+                            e.eval(&row, &ctx)?
+                        }
+                        None => d,
+                    };
+                    Ok(new.fit(d)?.to_value())
                 };
-                Ok(new.fit(d)?.to_value())
-            };
             let convert = Convert { column, f: &convert };
             self.ddl().rebuild_converting(def, &convert)
         };

@@ -117,7 +117,19 @@ impl Session {
     pub(super) fn add_foreign_key(&mut self, table: &str, fk: &ForeignKey, validate: bool) -> Result<Output> {
         self.need_owner(table)?;
         crate::temp::no_foreign_key(table)?;
-        if validate && fk.match_full && fk.columns.len() > 1 {
+        if validate {
+            self.verify_foreign_key(table, fk)?;
+        }
+        let mut altered = (*self.db.table(table)?).clone();
+        altered.foreign_keys.push(fk.clone());
+        self.store_schema(table, &altered)?;
+        Ok(Output::Command { tag: "ALTER TABLE".into() })
+    }
+
+    /// Every row of table `table` finds its parent under foreign key `fk` (23503 naming the first that does
+    /// not), as a new key, or one whose columns were converted, is checked in PostgreSQL.
+    pub(super) fn verify_foreign_key(&mut self, table: &str, fk: &ForeignKey) -> Result<()> {
+        if fk.match_full && fk.columns.len() > 1 {
             let nulls: Vec<String> = fk.columns.iter().map(|c| format!("{} IS NULL", quote(c))).collect();
             let sql = format!("SELECT 1 FROM {} WHERE ({}) AND NOT ({}) LIMIT 1", quote(table), nulls.join(" OR "), nulls.join(" AND "));
             let q = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&sql)?.parse_query()?;
@@ -130,43 +142,38 @@ impl Session {
                 .with_message("MATCH FULL does not allow mixing of null and nonnull key values.".into()));
             }
         }
-        if validate {
-            let child: Vec<String> = fk.columns.iter().map(|c| format!("c.{}", quote(c))).collect();
-            let present = child.iter().map(|c| format!("{c} IS NOT NULL")).collect::<Vec<_>>().join(" AND ");
-            let matched: Vec<String> = fk.parent_columns.iter().zip(&child).map(|(p, c)| format!("p.{} = {c}", quote(p))).collect();
-            let sql = format!(
-                "SELECT {} FROM {} c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {} p WHERE {}) LIMIT 1",
-                child.join(", "),
-                quote(table),
-                quote(&fk.parent),
-                matched.join(" AND ")
-            );
-            let q = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&sql)?.parse_query()?;
-            if let Some(row) = self.query_rows(&q, &[])?.pop() {
-                let t = self.db.table(table)?;
-                let vals: Vec<String> = fk
-                    .columns
-                    .iter()
-                    .zip(&row)
-                    .map(|(c, v)| v.to_pg_text(t.column_type(t.column_index(c).unwrap_or(0))).unwrap_or_default())
-                    .collect();
-                return Err(QueryError::ForeignKey {
-                    table: table.to_string(),
-                    constraint: fk.name.clone(),
-                    message: format!("insert or update on table \"{table}\" violates foreign key constraint \"{}\"", fk.name),
-                }
-                .with_message(format!(
-                    "Key ({})=({}) is not present in table \"{}\".",
-                    fk.columns.join(", "),
-                    vals.join(", "),
-                    fk.parent
-                )));
+        let child: Vec<String> = fk.columns.iter().map(|c| format!("c.{}", quote(c))).collect();
+        let present = child.iter().map(|c| format!("{c} IS NOT NULL")).collect::<Vec<_>>().join(" AND ");
+        let matched: Vec<String> = fk.parent_columns.iter().zip(&child).map(|(p, c)| format!("p.{} = {c}", quote(p))).collect();
+        let sql = format!(
+            "SELECT {} FROM {} c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {} p WHERE {}) LIMIT 1",
+            child.join(", "),
+            quote(table),
+            quote(&fk.parent),
+            matched.join(" AND ")
+        );
+        let q = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(&sql)?.parse_query()?;
+        if let Some(row) = self.query_rows(&q, &[])?.pop() {
+            let t = self.db.table(table)?;
+            let vals: Vec<String> = fk
+                .columns
+                .iter()
+                .zip(&row)
+                .map(|(c, v)| v.to_pg_text(t.column_type(t.column_index(c).unwrap_or(0))).unwrap_or_default())
+                .collect();
+            return Err(QueryError::ForeignKey {
+                table: table.to_string(),
+                constraint: fk.name.clone(),
+                message: format!("insert or update on table \"{table}\" violates foreign key constraint \"{}\"", fk.name),
             }
+            .with_message(format!(
+                "Key ({})=({}) is not present in table \"{}\".",
+                fk.columns.join(", "),
+                vals.join(", "),
+                fk.parent
+            )));
         }
-        let mut altered = (*self.db.table(table)?).clone();
-        altered.foreign_keys.push(fk.clone());
-        self.store_schema(table, &altered)?;
-        Ok(Output::Command { tag: "ALTER TABLE".into() })
+        Ok(())
     }
 
     /// The foreign keys of tables outside `names` that reference a table in `names`.

@@ -254,7 +254,14 @@ impl Session {
         };
         let given: Vec<SqlType> = param_types.iter().map(|t| t.unwrap_or(SqlType::Unknown)).collect();
         let stmt = self.temp_names(stmt)?;
-        let stmt = self.through_views(stmt)?;
+        let (stmt, view_checks) = self.through_views(stmt)?;
+        // Only a plain INSERT or UPDATE takes a view's CHECK OPTION among its checks.
+        let checked_apart = |what: &str| -> Result<()> {
+            match view_checks.first() {
+                Some(c) => Err(QueryError::FeatureNotSupported(format!("{what} through view \"{}\" WITH CHECK OPTION", c.view))),
+                None => Ok(()),
+            }
+        };
         let (plan, params, stmt) = match stmt {
             ParsedStatement::Reset { table, options } => (Plan::SetOptions { table, set: vec![], reset: options }, given, None),
             ParsedStatement::SetConstraints { names, deferred } => (Plan::SetConstraints { names, deferred }, given, None),
@@ -265,15 +272,18 @@ impl Session {
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
             }
             ParsedStatement::Ast(s) if crate::joined::target(&s).is_some() => {
+                checked_apart("an UPDATE ... FROM")?;
                 let (plan, params) = self.plan_joined(&s, param_types)?;
                 (plan, params, Some(s))
             }
             ParsedStatement::Ast(s) if matches!(&*s, Statement::Explain { statement, .. } if crate::joined::target(statement).is_some()) => {
                 let Statement::Explain { statement, analyze, .. } = &*s else { unreachable!() };
+                checked_apart("an UPDATE ... FROM")?;
                 let (plan, params) = self.plan_joined(statement, param_types)?;
                 (Plan::Explain { plan: Box::new(plan), analyze: *analyze }, params, Some(s))
             }
             ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
+                checked_apart("a write with a subquery")?;
                 // Typed with NULLs where the subqueries' results will be.
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
                 planner.zone = self.zone();
@@ -286,7 +296,17 @@ impl Session {
             ParsedStatement::Ast(s) => {
                 let mut planner = Planner::new(self.db.as_ref(), given.clone());
                 planner.zone = self.zone();
-                match planner.plan(&s) {
+                planner.view_checks = view_checks.clone();
+                let planned = planner.plan(&s);
+                if planned.is_ok() && !planner.view_checks.is_empty() {
+                    checked_apart("this write")?;
+                }
+                if let Err(e) = &planned {
+                    if !view_checks.is_empty() && e.is_analytic_retry() {
+                        checked_apart("a write the analytic engine plans")?;
+                    }
+                }
+                match planned {
                     // The parameters are those of the cursor's query, whichever engine runs it.
                     Ok(plan @ Plan::DeclareCursor { .. }) => {
                         let Plan::DeclareCursor { query, .. } = &plan else { unreachable!() };
@@ -312,6 +332,7 @@ impl Session {
                         (Plan::ExecutePrepared { name, args, columns }, planner.params, Some(s))
                     }
                     Ok(plan) => (plan, planner.params, Some(s)),
+                    Err(e) if !view_checks.is_empty() => return Err(e),
                     Err(e) => return self.prepare_analytic(sql, s, e, &given, version),
                 }
             }
@@ -553,7 +574,7 @@ impl Session {
             Plan::Maintenance(m) => self.maintain(m),
             Plan::Sequence(s) => self.run_sequence(s),
             Plan::DropSequence { names, if_exists, cascade } => self.drop_sequences(names, *if_exists, *cascade),
-            Plan::CreateView { name, columns, query, or_replace } => self.create_view(name, columns, query, *or_replace),
+            Plan::CreateView { name, columns, query, or_replace, check } => self.create_view(name, columns, query, *or_replace, *check),
             Plan::DropView { names, if_exists, cascade } => self.drop_views(names, *if_exists, *cascade),
             Plan::DropIndex { names, if_exists } => self.drop_indexes(names, *if_exists),
             Plan::RenameIndex { name, to } => self.rename_index(name, to),

@@ -28,7 +28,14 @@ fn replace_error(message: String) -> QueryError {
 }
 
 impl Session {
-    pub(super) fn create_view(&mut self, name: &str, given: &[String], query: &ast::Query, or_replace: bool) -> Result<Output> {
+    pub(super) fn create_view(
+        &mut self,
+        name: &str,
+        given: &[String],
+        query: &ast::Query,
+        or_replace: bool,
+        check: Option<crate::views::CheckOption>,
+    ) -> Result<Output> {
         let old = match self.db.relation(name) {
             Ok(t) if t.view.is_some() && or_replace => Some(t),
             Ok(_) => return Err(QueryError::DuplicateTable(name.into())),
@@ -94,7 +101,10 @@ impl Session {
                 }
             }
         }
-        let view = ViewDef { query: query.to_string(), columns, reads };
+        let view = ViewDef { query: query.to_string(), columns, reads, check };
+        if check.is_some() {
+            self.check_option_allowed(name, &view)?;
+        }
         if let Some(old) = old {
             let replaced = TableSchema { view: Some(view), ..(*old).clone() };
             self.store_schema(name, &replaced)?;
@@ -191,22 +201,35 @@ impl crate::view_writes::Relations for Relations<'_> {
 }
 
 impl Session {
-    /// An INSERT, UPDATE or DELETE of a view as one of the table under it (`crate::view_writes`).
-    pub(super) fn through_views(&self, stmt: crate::parse::ParsedStatement) -> Result<crate::parse::ParsedStatement> {
+    /// An INSERT, UPDATE or DELETE of a view as one of the table under it (`crate::view_writes`), with the
+    /// checks of the views WITH CHECK OPTION it writes through.
+    pub(super) fn through_views(
+        &self,
+        stmt: crate::parse::ParsedStatement,
+    ) -> Result<(crate::parse::ParsedStatement, Vec<crate::view_writes::ViewCheck>)> {
         let writes = |s: &ast::Statement| matches!(s, ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_));
         let relations = Relations(self.db.as_ref());
         match stmt {
             crate::parse::ParsedStatement::Ast(s) if writes(&s) => {
-                Ok(crate::parse::ParsedStatement::Ast(Box::new(crate::view_writes::through_views(*s, &relations)?)))
+                let (s, checks) = crate::view_writes::through_views(*s, &relations)?;
+                Ok((crate::parse::ParsedStatement::Ast(Box::new(s)), checks))
             }
             crate::parse::ParsedStatement::Ast(mut s) if matches!(&*s, ast::Statement::Explain { statement, .. } if writes(statement)) => {
+                let mut checks = Vec::new();
                 if let ast::Statement::Explain { statement, .. } = s.as_mut() {
                     let inner = std::mem::replace(statement.as_mut(), ast::Statement::Commit { chain: false, end: false, modifier: None });
-                    **statement = crate::view_writes::through_views(inner, &relations)?;
+                    let (written, found) = crate::view_writes::through_views(inner, &relations)?;
+                    **statement = written;
+                    checks = found;
                 }
-                Ok(crate::parse::ParsedStatement::Ast(s))
+                Ok((crate::parse::ParsedStatement::Ast(s), checks))
             }
-            other => Ok(other),
+            other => Ok((other, Vec::new())),
         }
+    }
+
+    /// 0A000 for a view WITH CHECK OPTION that is not automatically updatable, as PostgreSQL refuses it.
+    pub(super) fn check_option_allowed(&self, name: &str, view: &ViewDef) -> Result<()> {
+        crate::view_writes::check_option_allowed(name, view, &Relations(self.db.as_ref()))
     }
 }

@@ -11,6 +11,7 @@ use crate::error::{QueryError, Result};
 
 mod binary;
 mod interval;
+mod lent;
 pub mod letter_case;
 pub mod numeric;
 pub mod numeric_math;
@@ -20,6 +21,7 @@ mod zone;
 
 pub use binary::{decode_binary, encode_binary};
 pub use interval::{duration_text, interval_text};
+pub use lent::{DatumRef, Lent};
 pub use numeric::{arithmetic as numeric_arithmetic, fit_numeric, numeric_spec, NumericOp};
 use text::*;
 pub use text::{format_float, parse_text_array};
@@ -274,54 +276,6 @@ pub enum Datum {
     /// Days since the epoch.
     Date(i32),
     Uuid(u128),
-}
-
-/// A value lent to whoever encodes a row: text and integers borrowed from where they lie (the engine's
-/// buffer), anything else as a datum.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum DatumRef<'a> {
-    Null,
-    Int(i64),
-    Text(&'a str),
-    Datum(&'a Datum),
-}
-
-impl<'a> From<&'a Datum> for DatumRef<'a> {
-    fn from(d: &'a Datum) -> Self {
-        match d {
-            Datum::Null => DatumRef::Null,
-            Datum::Int(i) => DatumRef::Int(*i),
-            Datum::Text(s) => DatumRef::Text(s),
-            d => DatumRef::Datum(d),
-        }
-    }
-}
-
-impl DatumRef<'_> {
-    pub fn to_datum(self) -> Datum {
-        match self {
-            DatumRef::Null => Datum::Null,
-            DatumRef::Int(i) => Datum::Int(i),
-            DatumRef::Text(s) => Datum::Text(s.to_string()),
-            DatumRef::Datum(d) => d.clone(),
-        }
-    }
-}
-
-/// A value on its way out: lent as it is when it needs no conversion, else converted.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Lent<'a> {
-    Ref(DatumRef<'a>),
-    Owned(Datum),
-}
-
-impl Lent<'_> {
-    pub fn as_ref(&self) -> DatumRef<'_> {
-        match self {
-            Lent::Ref(r) => *r,
-            Lent::Owned(d) => DatumRef::from(d),
-        }
-    }
 }
 
 fn invalid(ty: SqlType, s: &str) -> QueryError {

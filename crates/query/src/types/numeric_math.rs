@@ -51,6 +51,11 @@ pub enum ArgKind {
 
 impl MathFn {
     /// The function called `name` with `arity` arguments, if it is one of these.
+    /// Whether `name` is one of these functions, by any number of arguments.
+    pub fn has(name: &str) -> bool {
+        (1..=2).any(|arity| MathFn::lookup(name, arity).is_some())
+    }
+
     pub fn lookup(name: &str, arity: usize) -> Option<MathFn> {
         Some(match (name, arity) {
             ("sqrt", 1) => MathFn::Sqrt,

@@ -38,13 +38,24 @@ pub enum RebuildError {
 }
 
 /// A column whose cells are converted as the rows move (ALTER COLUMN TYPE): each version's value becomes
-/// what `f` returns, or goes (`None`, a NULL). A key column's value becomes the row's new key (a NULL
-/// there is [`RebuildError::Null`]; rows whose keys now collide, [`RebuildError::Duplicate`]). An error
-/// stops the rebuild, which then leaves nothing done.
+/// what `f` returns, or goes (`None`, a NULL). `f` is also given the row's other columns by name (key
+/// columns included; an attribute's newest value), for a conversion that reads them (SQL's `USING a + b`).
+/// A key column's value becomes the row's new key (a NULL there is [`RebuildError::Null`]; rows whose keys
+/// now collide, [`RebuildError::Duplicate`]). An error stops the rebuild, which then leaves nothing done.
 pub struct Convert<'a> {
     pub column: &'a str,
     #[allow(clippy::type_complexity)]
-    pub f: &'a dyn Fn(&Value) -> std::result::Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>>,
+    pub f:
+        &'a dyn Fn(&Value, &dyn Fn(&str) -> Option<Value>) -> std::result::Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// A key's value as a cell's.
+fn pk_value(v: &PkValue) -> Value {
+    match v {
+        PkValue::Integer(v) => Value::Integer(*v),
+        PkValue::String(v) => Value::String(v.clone()),
+        PkValue::Binary(v) => Value::Binary(v.clone()),
+    }
 }
 
 impl Store {
@@ -187,11 +198,22 @@ impl Store {
                     // Stored rows keep their columns sorted by name.
                     row.columns.sort_by(|a, b| a.0.cmp(&b.0));
                 }
+                let mut kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
+                // The row's columns as they were, for a conversion that reads others.
+                let before = convert.map(|_| (row.columns.clone(), kept.values.clone()));
+                let other = |name: &str| -> Option<Value> {
+                    let (columns, key) = before.as_ref()?;
+                    if let Some(i) = old_key.iter().position(|n| n == name) {
+                        return Some(pk_value(&key[i]));
+                    }
+                    let (_, cells) = columns.iter().find(|(n, _)| n == name)?;
+                    cells.first().map(|c| c.value.clone())
+                };
                 if let Some(c) = convert {
                     if let Some(i) = row.columns.iter().position(|(n, _)| n == c.column) {
                         let mut cells = Vec::new();
                         for cell in std::mem::take(&mut row.columns[i].1) {
-                            if let Some(value) = (c.f)(&cell.value).map_err(RebuildError::Convert)? {
+                            if let Some(value) = (c.f)(&cell.value, &other).map_err(RebuildError::Convert)? {
                                 cells.push(Cell { version: cell.version, value });
                             }
                         }
@@ -202,17 +224,12 @@ impl Store {
                         }
                     }
                 }
-                let mut kept = Kept { names: &old_key, values: old.decode_pk(cursor.key())? };
                 // A key column converted: its value, as the new key's type holds it.
                 if let Some(c) = convert {
                     if let Some(i) = old_key.iter().position(|n| n == c.column) {
-                        let value = match std::mem::replace(&mut kept.values[i], PkValue::Integer(0)) {
-                            PkValue::Integer(v) => Value::Integer(v),
-                            PkValue::String(v) => Value::String(v),
-                            PkValue::Binary(v) => Value::Binary(v),
-                        };
+                        let value = pk_value(&kept.values[i]);
                         let ty = def.primary_key.iter().find(|k| k.name == c.column).map(|k| k.ty);
-                        kept.values[i] = match ((c.f)(&value).map_err(RebuildError::Convert)?, ty) {
+                        kept.values[i] = match ((c.f)(&value, &other).map_err(RebuildError::Convert)?, ty) {
                             (None, _) => return Err(RebuildError::Null(c.column.to_string())),
                             (Some(Value::Integer(v)), Some(PkType::Integer)) => PkValue::Integer(v),
                             (Some(Value::String(v)), Some(PkType::String)) => PkValue::String(v),

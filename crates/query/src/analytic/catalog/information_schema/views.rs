@@ -25,8 +25,9 @@ impl Relation for Views {
     fn rows(&self, s: &Snapshot) -> DfResult<Vec<Vec<Cell>>> {
         let rows = s.rels.iter().filter_map(|r| {
             let v = r.view.as_ref()?;
+            let check = v.check.map_or("NONE".to_string(), |c| c.name().to_uppercase());
             let mut row: Vec<Cell> =
-                vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition(false).into(), "NONE".into()];
+                vec![CATALOG.into(), r.schema.clone().into(), r.name.clone().into(), v.definition(false).into(), check.into()];
             // PostgreSQL's automatically updatable views (`crate::view_writes`); no triggers.
             let yes = crate::view_writes::updatable_columns(&r.name, v, &Writable(s.db.as_ref())).is_some();
             let yes = if yes { "YES" } else { "NO" };

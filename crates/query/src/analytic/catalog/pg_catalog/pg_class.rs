@@ -59,6 +59,11 @@ impl Relation for PgClass {
                 }
                 None => (-1.0, Cell::Null),
             };
+            // A view's CHECK OPTION, where pg_dump and psql's `\d+` look for it.
+            let options = match r.view.as_ref().and_then(|v| v.check) {
+                Some(c) => Cell::Texts(vec![format!("check_option={}", c.name())]),
+                None => options,
+            };
             let keyed = r.tabula.as_ref().filter(|(t, _)| !t.keyless());
             let has_index = keyed.is_some() || r.tabula.as_ref().is_some_and(|(t, _)| !t.indexes.is_empty());
             let owned = || match &r.tabula {
