@@ -199,10 +199,12 @@ pub fn local_casts(plan: LogicalPlan, zone: Zone) -> Result<LogicalPlan> {
             }
             _ => {}
         }
-        // A quoted literal cast to a timestamp type.
+        // A quoted literal cast to a timestamp type: of microseconds, as Tabula's (and PostgreSQL's)
+        // timestamps are, where DataFusion's SQL types are of nanoseconds, which end in 2262
+        // (`'9999-12-31'::timestamp + interval '1 day'` failed).
         if let Expr::Cast(Cast { expr, field }) = &e {
             if let Some(literal) = timestamp_literal(expr, field.data_type(), &zone)? {
-                return Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(literal), field: field.clone() })));
+                return Ok(Transformed::yes(literal));
             }
         }
         let (inner, to) = match &e {
