@@ -20,6 +20,8 @@ mod array_in;
 pub mod arrow;
 mod bpchar;
 pub mod catalog;
+mod columnar;
+mod date_trunc;
 mod errors;
 mod extract;
 mod format;
@@ -56,33 +58,10 @@ mod uuid;
 mod width_bucket;
 mod zoned;
 
+use columnar::{arrays, columnar};
 pub use errors::map_err;
 pub use function_set::scalar_functions;
 use function_set::{checked_udfs, pg_functions};
-
-/// A scalar function's arguments as arrays: of one row when every argument is a scalar (the answer is
-/// then one too, by [`columnar`]), else of the batch's rows.
-pub(super) fn arrays(
-    args: &datafusion::logical_expr::ScalarFunctionArgs,
-) -> datafusion::error::Result<Vec<datafusion::arrow::array::ArrayRef>> {
-    use datafusion::logical_expr::ColumnarValue;
-    let rows = if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) { 1 } else { args.number_rows };
-    args.args.iter().map(|a| a.clone().into_array(rows)).collect()
-}
-
-/// A scalar function's answer as DataFusion takes it: a scalar when every argument was one (`out` then
-/// holds it first), else the array.
-pub(super) fn columnar(
-    args: &[datafusion::logical_expr::ColumnarValue],
-    out: datafusion::arrow::array::ArrayRef,
-) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
-    use datafusion::logical_expr::ColumnarValue;
-    Ok(if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-        ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-    } else {
-        ColumnarValue::Array(out)
-    })
-}
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -277,6 +256,7 @@ impl Analytics {
         let zone: Arc<str> = read.zone.arrow_name().into();
         options.execution.time_zone = Some(zone.to_string());
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(age::Age::new(zone.clone())))).map_err(map_err)?;
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(date_trunc::DateTrunc::new(zone.clone())))).map_err(map_err)?;
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(at_time_zone::AtTimeZone::new(zone)))).map_err(map_err)?;
         state.config_mut().set_extension(Arc::new(read));
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(TextUdf::setting(info.settings.clone())))).map_err(map_err)?;
