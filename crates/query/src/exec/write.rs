@@ -36,16 +36,28 @@ impl Executor<'_> {
     pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.table;
         let n = t.columns.len();
+        // CHECK constraints are checked before the row is written; a view's CHECK OPTION after, on the row
+        // as written (its drawn key filled in), and only when it was (not by ON CONFLICT DO NOTHING), as in
+        // PostgreSQL. The planner runs such a write in a transaction, which a failure rolls back.
+        let split: (Vec<BoundCheck>, Vec<BoundCheck>);
+        let (views, checks): (&[BoundCheck], &[BoundCheck]) = match p.checks.iter().any(|c| c.of_view) {
+            true => {
+                split = p.checks.iter().cloned().partition(|c| c.of_view);
+                (&split.0, &split.1)
+            }
+            false => (&[], &p.checks),
+        };
         let mut rows = Vec::with_capacity(p.rows.len());
         for exprs in &p.rows {
             let values = exprs.iter().map(|e| self.eval_const(e)).collect::<Result<Vec<_>>>()?;
             let row = prepare_row(t, &p.targets, values)?;
-            check_row(t, &p.checks, &row.row, &self.ctx)?;
+            check_row(t, checks, &row.row, &self.ctx)?;
             rows.push(row);
         }
         let mut returned = Vec::new();
-        // Plain multi-row inserts: one existence check and one atomic write for all rows.
-        if matches!(p.on_conflict, OnConflict::Error) && rows.len() > 1 {
+        // Plain multi-row inserts: one existence check and one atomic write for all rows (through a view
+        // WITH CHECK OPTION, row by row, each checked once written, as PostgreSQL reports the first failure).
+        if matches!(p.on_conflict, OnConflict::Error) && rows.len() > 1 && views.is_empty() {
             let writes: Vec<(Vec<Option<PkValue>>, Vec<CellWrite>)> = rows.iter().map(|r| (r.pk.clone(), r.cells.clone())).collect();
             let pks = self.access.insert_rows(&t.name, &writes).map_err(|e| match e {
                 StoreError::RowExists => QueryError::UniqueViolation(t.name.clone()),
@@ -68,6 +80,7 @@ impl Executor<'_> {
                 Ok(outcome) => {
                     self.note_drawn(t, &prepared.pk, &outcome.pk);
                     prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
+                    check_row(t, views, &prepared.row, &self.ctx)?;
                     self.child_written(t, &prepared.row, None)?;
                     count += 1;
                     self.returning(&p.returning, &prepared.row, &mut returned)?;

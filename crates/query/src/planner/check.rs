@@ -58,9 +58,8 @@ impl Planner<'_> {
 
     /// The conditions of the views WITH CHECK OPTION the statement writes through, taken from
     /// `view_checks` and bound over the row of table `t`, named `alias` in the statement (the view's own
-    /// alias for it). A subquery in one is not built (0A000), nor, `inserting`, one that reads a key column
-    /// whose values the engine draws.
-    pub(super) fn bound_view_checks(&mut self, t: &TableSchema, alias: Option<&str>, inserting: bool) -> Result<Vec<BoundCheck>> {
+    /// alias for it). A subquery in one is not built (0A000).
+    pub(super) fn bound_view_checks(&mut self, t: &TableSchema, alias: Option<&str>) -> Result<Vec<BoundCheck>> {
         let mut out = Vec::new();
         for c in std::mem::take(&mut self.view_checks) {
             let mut subquery = false;
@@ -76,16 +75,6 @@ impl Planner<'_> {
             let scope = Scope::table(t, alias);
             let b = self.binder(&scope).bind(&c.condition)?;
             let expr = self.binder(&scope).coerce(b, SqlType::Bool)?;
-            // An inserted row's key the engine draws is not known when the row is checked.
-            let mut reads = Vec::new();
-            expr.columns(&mut reads);
-            let drawn = |i: &usize| inserting && t.pk[..t.partition_key_len].contains(i) && t.columns[*i].identity;
-            if let Some(&i) = reads.iter().find(|i| drawn(i)) {
-                return Err(QueryError::FeatureNotSupported(format!(
-                    "an INSERT through view \"{}\", whose CHECK OPTION condition reads the key column \"{}\" the engine draws",
-                    c.view, t.columns[i].name
-                )));
-            }
             out.push(BoundCheck { name: c.view, expr, of_view: true });
         }
         Ok(out)

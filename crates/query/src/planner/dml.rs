@@ -117,7 +117,7 @@ impl Planner<'_> {
         };
         let returning = self.returning(&table, alias.as_deref(), i.returning.as_ref())?;
         let mut checks = self.bound_checks(&table)?;
-        checks.extend(self.bound_view_checks(&table, alias.as_deref(), true)?);
+        checks.extend(self.bound_view_checks(&table, alias.as_deref())?);
         let mut insert = InsertPlan { table, targets, rows, on_conflict, returning, call: WriteCall::ReadModifyWrite, checks };
         insert.call = insert_call(&insert, values.is_some());
         // A foreign key's check reads its parent in the statement's transaction.
@@ -297,7 +297,7 @@ impl Planner<'_> {
         let scan = self.dml_scan(&table, filter);
         let returning = self.returning(&table, alias.as_deref(), u.returning.as_ref())?;
         let mut checks = self.bound_checks(&scan.table)?;
-        checks.extend(self.bound_view_checks(&scan.table, alias.as_deref(), false)?);
+        checks.extend(self.bound_view_checks(&scan.table, alias.as_deref())?);
         let mut update = UpdatePlan { scan, assignments, version, returning, call: WriteCall::ReadModifyWrite, checks };
         update.call = update_call(&update);
         let moves = update.assignments.iter().any(|(c, _)| update.scan.table.is_pk(*c));

@@ -20,6 +20,8 @@ pub fn streams(scan: Option<&Scan>, sort: &[(Expr, bool)]) -> bool {
 pub fn insert_call(i: &InsertPlan, rows_known: bool) -> WriteCall {
     let one_row = rows_known && i.rows.len() == 1;
     match &i.on_conflict {
+        // A view's CHECK OPTION is checked after the row is written: in a transaction, undone on a failure.
+        _ if i.checks.iter().any(|c| c.of_view) => WriteCall::ReadModifyWrite,
         // An upsert's update must see the row to check it.
         OnConflict::DoUpdate { .. } if !i.checks.is_empty() => WriteCall::ReadModifyWrite,
         OnConflict::Error => WriteCall::Single,
