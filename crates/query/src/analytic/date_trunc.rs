@@ -15,6 +15,7 @@ use datafusion::common::exec_err;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
+use super::extract::Unit;
 use crate::error::QueryError;
 use crate::types::Zone;
 
@@ -37,46 +38,17 @@ fn failed(e: QueryError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
 
-/// What a field truncates to (PostgreSQL's `DecodeUnits` names, lower-cased).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Unit {
-    Microseconds,
-    Milliseconds,
-    Second,
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-    Quarter,
-    Year,
-    Decade,
-    Century,
-    Millennium,
-}
-
+/// The field truncated to, by any of PostgreSQL's names (`extract`'s): 22023 for a name PostgreSQL does not
+/// truncate to, 0A000 for a zone's fields, as PostgreSQL words them.
 fn unit(field: &str, type_name: &str) -> std::result::Result<Unit, QueryError> {
     let lower = field.to_lowercase();
-    Ok(match lower.as_str() {
-        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" | "microsecon" => Unit::Microseconds,
-        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" | "millisecon" => Unit::Milliseconds,
-        "second" | "seconds" | "s" | "sec" | "secs" => Unit::Second,
-        "minute" | "minutes" | "m" | "min" | "mins" => Unit::Minute,
-        "hour" | "hours" | "h" | "hr" | "hrs" => Unit::Hour,
-        "day" | "days" | "d" => Unit::Day,
-        "week" | "weeks" | "w" => Unit::Week,
-        "month" | "months" | "mon" | "mons" => Unit::Month,
-        "quarter" | "qtr" => Unit::Quarter,
-        "year" | "years" | "y" | "yr" | "yrs" => Unit::Year,
-        "decade" | "decades" | "dec" | "decs" => Unit::Decade,
-        "century" | "centuries" | "c" | "cent" => Unit::Century,
-        "millennium" | "millennia" | "mil" | "mils" | "millenniums" => Unit::Millennium,
-        // Fields PostgreSQL knows and does not truncate to.
-        "timezone" | "timezone_h" | "timezone_m" => {
-            return Err(QueryError::FeatureNotSupported(format!("unit \"{lower}\" not supported for type {type_name}")))
+    match super::extract::unit(field) {
+        Some(u) if u <= Unit::Millennium => Ok(u),
+        Some(Unit::Timezone | Unit::TimezoneHour | Unit::TimezoneMinute) => {
+            Err(QueryError::FeatureNotSupported(format!("unit \"{lower}\" not supported for type {type_name}")))
         }
-        _ => return Err(QueryError::InvalidParameterValue(format!("unit \"{lower}\" not recognized for type {type_name}"))),
-    })
+        _ => Err(QueryError::InvalidParameterValue(format!("unit \"{lower}\" not recognized for type {type_name}"))),
+    }
 }
 
 /// A local time truncated to `unit`, as PostgreSQL's `timestamp_trunc` (years in astronomical numbering,

@@ -55,8 +55,10 @@ impl Extract {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unit {
+/// A field of a date or time, by PostgreSQL's names; ordered from the microsecond up to the millennium
+/// first (`date_trunc` truncates to those).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Unit {
     Microseconds,
     Milliseconds,
     Second,
@@ -83,7 +85,7 @@ enum Unit {
 
 /// A unit by any of PostgreSQL's names for it, which it compares in lower case and cut to 10 characters
 /// (its `TOKMAXLEN`: `microseconds` is `microsecon`).
-fn unit(name: &str) -> Option<Unit> {
+pub(super) fn unit(name: &str) -> Option<Unit> {
     use Unit::*;
     let lower = name.to_lowercase();
     let cut = match lower.char_indices().nth(10) {
