@@ -68,6 +68,10 @@ fn parse_tokens(mut tokens: Vec<TokenWithSpan>) -> std::result::Result<Vec<State
 /// reloptions). Returns, for each such statement, its place among the text's statements.
 fn take_check_option(tokens: &mut Vec<TokenWithSpan>) -> Vec<(usize, crate::views::CheckOption)> {
     let word = |t: &TokenWithSpan, k: Keyword| matches!(&t.token, Token::Word(w) if w.keyword == k);
+    // Every statement comes through here: one pass without allocating for the usual text without OPTION.
+    if !tokens.iter().any(|t| word(t, Keyword::OPTION)) {
+        return Vec::new();
+    }
     let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon | Token::EOF);
     let (mut found, mut cut) = (Vec::new(), Vec::new()); // (statement, option), token ranges to drop
     let (mut start, mut depth, mut statement) = (0, 0i32, 0);
