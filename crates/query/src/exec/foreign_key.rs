@@ -58,13 +58,17 @@ impl Executor<'_> {
         self.catalog.ok_or_else(|| QueryError::Internal("foreign keys need the catalog".into()))
     }
 
-    /// The rows of `t` whose columns `cols` hold `values` (of another table's columns: cast to these), read
-    /// by the path the planner would choose, up to `limit`.
-    fn rows_where(&self, t: &Arc<TableSchema>, cols: &[usize], values: &[Datum], limit: Option<u64>) -> Result<Vec<SqlRow>> {
+    /// The rows of `t` whose columns `cols` hold `values` (of another table's columns: cast to these; NULL
+    /// matches NULL), read by the path the planner would choose, up to `limit`.
+    pub(super) fn rows_where(&self, t: &Arc<TableSchema>, cols: &[usize], values: &[Datum], limit: Option<u64>) -> Result<Vec<SqlRow>> {
         let mut conjuncts = Vec::with_capacity(cols.len());
         for (&c, v) in cols.iter().zip(values) {
             let ty = t.column_type(c);
             let column = Expr::Column { index: c, ty, name: t.column_name(c).to_string() };
+            if v.is_null() {
+                conjuncts.push(Expr::IsNull { expr: Box::new(column), negated: false });
+                continue;
+            }
             let value = Expr::Literal(v.clone().cast(ty)?, ty);
             conjuncts.push(Expr::Binary { op: crate::expr::BinOp::Eq, left: Box::new(column), right: Box::new(value) });
         }
@@ -241,7 +245,7 @@ impl Executor<'_> {
         if cols.iter().any(|&c| t.is_pk(c)) {
             let assignments: Vec<(usize, Expr)> =
                 cols.iter().zip(values).map(|(&c, v)| (c, Expr::Literal(v.clone(), t.column_type(c)))).collect();
-            return self.move_row(t, &pk, r, &assignments, None, &[]);
+            return self.move_row(t, &pk, r, r, &assignments, None, &[]);
         }
         let set: Vec<(String, UpdateOp)> = cols
             .iter()

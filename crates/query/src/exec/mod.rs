@@ -21,6 +21,7 @@ mod modify;
 mod one_call;
 mod pages;
 mod scan;
+mod upsert;
 mod write;
 
 pub use foreign_key::FkCheck;

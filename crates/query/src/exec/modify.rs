@@ -63,7 +63,7 @@ impl Executor<'_> {
         self.modify(&p.scan, p.streamed(), from, enough, &mut |row, m| {
             let pk = self.pk_of(t, &row)?;
             let changed = if moves {
-                self.move_row(t, &pk, &row, &p.assignments, version, &p.checks)
+                self.move_row(t, &pk, &row, &row, &p.assignments, version, &p.checks)
             } else {
                 self.apply_update(t, &pk, &row, &row, &p.assignments, version, &p.checks)
             };

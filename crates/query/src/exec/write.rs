@@ -1,5 +1,6 @@
 //! Writes: INSERT, UPDATE and DELETE as conditional engine calls, with RETURNING.
 
+use super::upsert::{insert_error, Touched};
 use super::*;
 
 impl Executor<'_> {
@@ -35,7 +36,6 @@ impl Executor<'_> {
 
     pub fn insert(&self, p: &InsertPlan) -> Result<(u64, Vec<SqlRow>)> {
         let t = &p.table;
-        let n = t.columns.len();
         // CHECK constraints are checked before the row is written; a view's CHECK OPTION after, on the row
         // as written (its drawn key filled in), and only when it was (not by ON CONFLICT DO NOTHING), as in
         // PostgreSQL. The planner runs such a write in a transaction, which a failure rolls back.
@@ -72,59 +72,29 @@ impl Executor<'_> {
             return Ok((p.rows.len() as u64, returned));
         }
         let mut count = 0;
+        let mut touched = Touched::default();
         for mut prepared in rows {
             self.interrupt.check()?;
-            let result = self.access.put_row(&t.name, &prepared.pk, &prepared.cells, &Condition::expect_not_exist());
-            let pk = prepared.pk.clone();
-            match result {
+            if let Some(existing) = self.arbiter_row(t, &p.on_conflict, &prepared.row)? {
+                self.draw_unused(t, &prepared)?;
+                count += self.on_existing(p, &prepared, existing, &mut touched, &mut returned)?;
+                continue;
+            }
+            match self.access.put_row(&t.name, &prepared.pk, &prepared.cells, &Condition::expect_not_exist()) {
                 Ok(outcome) => {
                     self.note_drawn(t, &prepared.pk, &outcome.pk);
+                    touched.add(&p.on_conflict, &outcome.pk);
                     prepared.fill_pk(t, &outcome.pk, self.ctx.now_us / 1000);
                     check_row(t, views, &prepared.row, &self.ctx)?;
                     self.child_written(t, &prepared.row, None)?;
                     count += 1;
                     self.returning(&p.returning, &prepared.row, &mut returned)?;
                 }
-                // ON CONFLICT DO NOTHING without a conflict target skips a row any unique index refuses.
-                Err(StoreError::UniqueViolation { .. }) if matches!(p.on_conflict, OnConflict::DoNothing { arbiter: false }) => {}
-                Err(StoreError::RowExists) => match &p.on_conflict {
-                    OnConflict::Error => {
-                        // PostgreSQL's DETAIL names the key: Key (a, b)=(x, 1) already exists.
-                        let cols: Vec<&str> = t.pk.iter().map(|&c| t.columns[c].name.as_str()).collect();
-                        let vals: Vec<String> =
-                            t.pk.iter().map(|&c| prepared.row[c].to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
-                        return Err(QueryError::UniqueViolation(t.name.clone()).with_message(format!(
-                            "Key ({})=({}) already exists.",
-                            cols.join(", "),
-                            vals.join(", ")
-                        )));
+                Err(e) => {
+                    if let Some(existing) = self.conflicting_row(p, &prepared, e)? {
+                        count += self.on_existing(p, &prepared, existing, &mut touched, &mut returned)?;
                     }
-                    OnConflict::DoNothing { .. } => {}
-                    OnConflict::DoUpdate { assignments, filter, version } => {
-                        let Some(pk) = pk.into_iter().collect::<Option<Vec<PkValue>>>() else { continue };
-                        let Some(existing) = self.get(t, &pk)? else { continue };
-                        // Row layout: existing columns, existing _version, then `excluded`'s columns and the
-                        // version the insert would have written at.
-                        let mut combined = existing.clone();
-                        combined.extend(prepared.row.iter().take(n).cloned());
-                        combined.push(Datum::Int(prepared.version.unwrap_or(self.ctx.now_us / 1000)));
-                        if let Some(f) = filter {
-                            if !f.eval_predicate(&combined, &self.ctx)? {
-                                continue;
-                            }
-                        }
-                        let version = match version {
-                            Some(e) => e.eval(&combined, &self.ctx)?.cast(SqlType::Int8)?.as_int(),
-                            None => None,
-                        };
-                        let updated = self.apply_update(t, &pk, &existing, &combined, assignments, version, &p.checks)?;
-                        self.child_written(t, &updated, Some(&existing))?;
-                        self.parent_changed(t, existing, Some(&updated))?;
-                        count += 1;
-                        self.returning(&p.returning, &updated, &mut returned)?;
-                    }
-                },
-                Err(e) => return Err(e.into()),
+                }
             }
         }
         Ok((count, returned))
@@ -181,7 +151,7 @@ impl Executor<'_> {
         Ok(after)
     }
 
-    /// An UPDATE that assigns key columns: the row moves to its new key, deleted and written again (its
+    /// An UPDATE that assigns key columns (their values evaluated over `eval_row`): the row moves to its new key, deleted and written again (its
     /// cells at the statement's version: the old versions stay behind with the old key). A row already at
     /// the new key is 23505, as in PostgreSQL.
     pub(super) fn move_row(
@@ -189,13 +159,14 @@ impl Executor<'_> {
         t: &TableSchema,
         pk: &[PkValue],
         before: &SqlRow,
+        eval_row: &SqlRow,
         assignments: &[(usize, Expr)],
         version: Option<i64>,
         checks: &[BoundCheck],
     ) -> Result<SqlRow> {
         let mut after = before.clone();
         for (col, e) in assignments {
-            let v = t.fit(*col, e.eval(before, &self.ctx)?)?;
+            let v = t.fit(*col, e.eval(eval_row, &self.ctx)?)?;
             if v.is_null() && (t.columns[*col].not_null || t.is_pk(*col)) {
                 return Err(QueryError::NotNull { table: t.name.clone(), column: t.columns[*col].name.clone() });
             }
@@ -211,7 +182,7 @@ impl Executor<'_> {
         if new_pk.as_slice() == pk {
             // The key stays: an update of the other columns.
             let rest: Vec<(usize, Expr)> = assignments.iter().filter(|(c, _)| !t.is_pk(*c)).cloned().collect();
-            return self.apply_update(t, pk, before, before, &rest, version, checks);
+            return self.apply_update(t, pk, before, eval_row, &rest, version, checks);
         }
         self.access.delete_row(&t.name, pk, &Condition::expect_exist()).map_err(store_err)?;
         let key: Vec<Option<PkValue>> = new_pk.iter().cloned().map(Some).collect();
@@ -220,17 +191,7 @@ impl Executor<'_> {
                 after[t.columns.len()] = Datum::Int(version.unwrap_or(outcome.version));
                 Ok(after)
             }
-            Err(StoreError::RowExists) => {
-                let cols: Vec<&str> = t.pk.iter().map(|&c| t.columns[c].name.as_str()).collect();
-                let vals: Vec<String> =
-                    t.pk.iter().map(|&c| after[c].to_pg_text(t.column_type(c)).unwrap_or_else(|| "null".into())).collect();
-                Err(QueryError::UniqueViolation(t.name.clone()).with_message(format!(
-                    "Key ({})=({}) already exists.",
-                    cols.join(", "),
-                    vals.join(", ")
-                )))
-            }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(insert_error(t, &after, e)),
         }
     }
 }

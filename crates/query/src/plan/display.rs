@@ -179,10 +179,18 @@ impl Plan {
                 writeln!(f, "{pad}  Query: {query}")
             }
             Plan::Insert(i) => {
+                // The arbiters as PostgreSQL's EXPLAIN lists them ("Conflict Arbiter Indexes").
+                let names = |a: &Arbiters| {
+                    let key = a.key.then(|| format!("{}_pkey", i.table.name));
+                    let names: Vec<String> = key.into_iter().chain(a.indexes.iter().map(|&x| i.table.indexes[x].name.clone())).collect();
+                    format!(" ({})", names.join(", "))
+                };
                 let conflict = match &i.on_conflict {
-                    OnConflict::Error => "",
-                    OnConflict::DoNothing { .. } => " on conflict do nothing",
-                    OnConflict::DoUpdate { .. } => " on conflict do update",
+                    OnConflict::Error => String::new(),
+                    OnConflict::DoNothing { arbiters } => {
+                        format!(" on conflict{} do nothing", arbiters.as_ref().map(names).unwrap_or_default())
+                    }
+                    OnConflict::DoUpdate { arbiters, .. } => format!(" on conflict{} do update", names(arbiters)),
                 };
                 writeln!(f, "{pad}Insert into {} ({} rows{conflict}) {}", i.table.name, i.rows.len(), i.call)
             }

@@ -129,16 +129,28 @@ pub enum WriteCall {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnConflict {
     Error,
-    /// `arbiter`: the conflict's columns were named (`ON CONFLICT (k)`), so they are read.
+    /// `arbiters`: the constraints named (`ON CONFLICT (k)`), whose rows are read; without, a conflict
+    /// with any unique constraint skips the row.
     DoNothing {
-        arbiter: bool,
+        arbiters: Option<Arbiters>,
     },
     /// `version`: `SET _version = v`, the version the updated cells are written at.
     DoUpdate {
+        arbiters: Arbiters,
         assignments: Vec<(usize, Expr)>,
         filter: Option<Expr>,
         version: Option<Expr>,
     },
+}
+
+/// The unique constraints whose conflicts ON CONFLICT takes over (PostgreSQL's arbiter indexes); a
+/// conflict with another is 23505 as without ON CONFLICT.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arbiters {
+    /// The primary key.
+    pub key: bool,
+    /// Unique indexes, by position in the table's `indexes`.
+    pub indexes: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

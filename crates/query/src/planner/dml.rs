@@ -74,45 +74,7 @@ impl Planner<'_> {
         targets.extend(defaults.iter().map(|(c, _)| *c));
         let on_conflict = match &i.on {
             None => OnConflict::Error,
-            Some(ast::OnInsert::OnConflict(oc)) => {
-                if let Some(ast::ConflictTarget::Columns(cols)) = &oc.conflict_target {
-                    let mut idx: Vec<usize> = cols.iter().filter_map(|c| table.column_index(&ident_name(c))).collect();
-                    idx.sort();
-                    let mut pk = table.pk.clone();
-                    pk.sort();
-                    if idx != pk {
-                        return Err(QueryError::Engine {
-                            sqlstate: "42P10",
-                            message: "there is no unique or exclusion constraint matching the ON CONFLICT specification".into(),
-                        });
-                    }
-                }
-                match &oc.action {
-                    ast::OnConflictAction::DoNothing => OnConflict::DoNothing { arbiter: oc.conflict_target.is_some() },
-                    ast::OnConflictAction::DoUpdate(du) => {
-                        if oc.conflict_target.is_none() {
-                            return Err(QueryError::Syntax(
-                                "ON CONFLICT DO UPDATE requires inference specification or constraint name".into(),
-                            ));
-                        }
-                        // Existing row's columns first, then `excluded`'s.
-                        let offset = table.columns.len() + 1;
-                        let scope = Scope {
-                            tables: vec![
-                                (&table, alias.clone().unwrap_or_else(|| tabula_store::value::public_part(&table.name).to_string()), 0),
-                                (&table, "excluded".to_string(), offset),
-                            ],
-                        };
-                        let (version, assignments): (Vec<_>, Vec<_>) = self
-                            .assignments(&scope, &table, &du.assignments, false)?
-                            .into_iter()
-                            .partition(|(c, _)| *c == table.columns.len());
-                        let version = version.into_iter().next().map(|(_, e)| e);
-                        let filter = du.selection.as_ref().map(|w| self.predicate(&scope, w)).transpose()?;
-                        OnConflict::DoUpdate { assignments, filter, version }
-                    }
-                }
-            }
+            Some(ast::OnInsert::OnConflict(oc)) => self.on_conflict(&table, alias.as_deref(), oc)?,
             Some(_) => return Err(QueryError::NotSupported("ON DUPLICATE KEY".into())),
         };
         let returning = self.returning(&table, alias.as_deref(), i.returning.as_ref())?;
@@ -198,14 +160,8 @@ impl Planner<'_> {
         })
     }
 
-    /// SET's assignments; of key columns only when `key_allowed` (UPDATE moves such a row to its new key).
-    pub(super) fn assignments(
-        &mut self,
-        scope: &Scope,
-        table: &TableSchema,
-        list: &[ast::Assignment],
-        key_allowed: bool,
-    ) -> Result<Vec<(usize, Expr)>> {
+    /// SET's assignments (of key columns too: the row moves to its new key).
+    pub(super) fn assignments(&mut self, scope: &Scope, table: &TableSchema, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>> {
         let mut out = Vec::new();
         for a in list {
             let names: Vec<String> = match &a.target {
@@ -215,11 +171,6 @@ impl Planner<'_> {
             let name = &names[0];
             let idx =
                 table.column_index(name).ok_or_else(|| QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)))?;
-            if table.is_pk(idx) && !key_allowed {
-                return Err(QueryError::NotSupported(format!(
-                    "ON CONFLICT DO UPDATE of primary key column \"{name}\": update the row with UPDATE"
-                )));
-            }
             if table.is_pk(idx) && table.columns[idx].hidden.is_some() {
                 return Err(QueryError::UndefinedColumn(format!("{name}\" of relation \"{}", table.name)));
             }
@@ -288,7 +239,7 @@ impl Planner<'_> {
         }
         let (table, alias) = self.table_target(&u.table.relation)?;
         let scope = Scope::table(&table, alias.as_deref());
-        let mut assignments = self.assignments(&scope, &table, &u.assignments, true)?;
+        let mut assignments = self.assignments(&scope, &table, &u.assignments)?;
         let version = assignments.iter().position(|(c, _)| *c == table.columns.len()).map(|i| assignments.remove(i).1);
         if version.is_some() && assignments.is_empty() {
             return Err(QueryError::Syntax("SET _version needs at least one column to write at that version".into()));

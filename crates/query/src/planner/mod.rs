@@ -25,6 +25,7 @@ mod dml;
 mod foreign_key;
 mod index;
 mod index_path;
+mod on_conflict;
 mod routes;
 mod select;
 mod utility;

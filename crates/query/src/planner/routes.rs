@@ -27,7 +27,10 @@ pub fn insert_call(i: &InsertPlan, rows_known: bool) -> WriteCall {
         OnConflict::Error => WriteCall::Single,
         OnConflict::DoNothing { .. } if one_row => WriteCall::Single,
         OnConflict::DoNothing { .. } => WriteCall::ReadModifyWrite,
-        OnConflict::DoUpdate { assignments, filter: None, version: None } if one_row && i.returning.is_none() => {
+        // The engine's upsert arbitrates by the key alone.
+        OnConflict::DoUpdate { arbiters: Arbiters { key: true, indexes }, assignments, filter: None, version: None }
+            if one_row && i.returning.is_none() && indexes.is_empty() && !assignments.iter().any(|(c, _)| i.table.is_pk(*c)) =>
+        {
             let n = i.table.columns.len();
             // The key must be given (a generated one needs the general path), and no value may be written at a
             // version of its own, which the engine's increment does not take.

@@ -126,7 +126,7 @@ impl Session {
                 self.need(&i.table, Privilege::Update)?;
                 self.need(&i.table, Privilege::Select)?;
             }
-            OnConflict::DoNothing { arbiter: true } => self.need(&i.table, Privilege::Select)?,
+            OnConflict::DoNothing { arbiters: Some(_) } => self.need(&i.table, Privilege::Select)?,
             _ => {}
         }
         if i.returning.is_some() {
