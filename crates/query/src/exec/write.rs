@@ -154,6 +154,7 @@ impl Executor<'_> {
     /// An UPDATE that assigns key columns (their values evaluated over `eval_row`): the row moves to its new key, deleted and written again (its
     /// cells at the statement's version: the old versions stay behind with the old key). A row already at
     /// the new key is 23505, as in PostgreSQL.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn move_row(
         &self,
         t: &TableSchema,
