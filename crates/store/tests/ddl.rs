@@ -132,11 +132,31 @@ fn a_rebuild_in_a_transaction_is_undone_and_reads_its_moved_rows() {
     assert_eq!(keys(&store, "t"), vec![1, 2]);
     put(&store, "t", 3);
 
-    // After rows were written in the transaction it is refused, so that none is lost.
+    // After rows were written in the transaction, the rows move through it, its own included; other
+    // transactions may not use the table until it ends.
     let mut txn = store.begin_with_view();
     put(&txn, "t", 4);
-    let err = store.ddl(Some(&mut txn)).rebuild(def, &[]).unwrap_err();
-    assert!(matches!(err, RebuildError::Store(StoreError::NotSupported(_))), "{err}");
+    store.ddl(Some(&mut txn)).rebuild(def.clone(), &[("v".into(), Some("w".into()))]).unwrap();
+    let row = txn.get_row("t", &[int(4)], &ReadSpec::default()).unwrap().unwrap();
+    assert_eq!(row.get("w"), Some(&Value::Integer(40)));
+    assert_eq!(store.get_row("t", &[int(1)], &ReadSpec::default()).unwrap_err().sqlstate(), "55P03");
+    let other = store.begin_with_view();
+    assert_eq!(other.put_row("t", &[Some(int(9))], &[], &Condition::ignore()).unwrap_err().sqlstate(), "55P03");
+    other.rollback().unwrap();
+    txn.commit().unwrap();
+    assert_eq!(keys(&store, "t"), vec![1, 2, 3, 4]);
+    assert_eq!(store.get_row("t", &[int(3)], &ReadSpec::default()).unwrap().unwrap().get("w"), Some(&Value::Integer(30)));
+    assert_eq!(store.table("t").unwrap().user_meta, b"rebuilt");
+
+    // A row another transaction committed after the snapshot would be missed: a conflict, nothing changed.
+    let mut txn = store.begin_with_view();
+    put(&txn, "t", 5);
+    put(&store, "t", 6);
+    let err = store.ddl(Some(&mut txn)).rebuild(def, &[("w".into(), Some("v".into()))]).unwrap_err();
+    assert!(matches!(err, RebuildError::Store(StoreError::Conflict)), "{err}");
+    txn.rollback().unwrap();
+    assert_eq!(keys(&store, "t"), vec![1, 2, 3, 4, 6]);
+    assert!(store.get_row("t", &[int(4)], &ReadSpec::default()).unwrap().unwrap().get("w").is_some(), "the old table is back");
 }
 
 /// A crash in the middle of a transaction (its journal left, no `Drop` run): the next open undoes its DDL.

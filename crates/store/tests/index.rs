@@ -408,8 +408,9 @@ fn a_build_reports_its_progress() {
 
 /// A migration tool runs several migrations, and writes its version table, in one transaction: an index
 /// made after those writes is built (from the committed rows), the transaction commits, and until then it
-/// reads the table without the index, whose entries its snapshot does not hold. Not after rows of the
-/// table itself were written in it.
+/// reads the table without the index, whose entries its snapshot does not hold. After rows of the table
+/// itself were written in it, the rows move through the transaction to a table that has the index: it
+/// reads through the index at once, and other transactions may not use the table until it ends.
 #[test]
 fn an_index_made_in_a_transaction_after_writes_to_other_tables() {
     let dir = tempfile::tempdir().unwrap();
@@ -425,11 +426,27 @@ fn an_index_made_in_a_transaction_after_writes_to_other_tables() {
     txn.commit().unwrap();
     assert_eq!(by_card(&store, Some(7)), vec![1, 2], "the committed row's entry, and the transaction's");
 
-    let mut txn = store.begin();
-    put(&txn, 3, Some(8));
-    let err = store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_v", &["v".into()], false, false), &|| false).unwrap_err();
-    assert_eq!(err.sqlstate(), "0A000");
-    txn.rollback().unwrap();
+    for commit in [false, true] {
+        let mut txn = store.begin_with_view();
+        put(&txn, 3, Some(8));
+        store.ddl(Some(&mut txn)).create_index("t", IndexDef::new("by_c", &["card".into()], false, false), &|| false).unwrap();
+        assert!(txn.index_readable("t", "by_c"));
+        let eights = txn.index_pks("t", "by_c", &IndexRange { eq: vec![Some(Value::Integer(8))], ..IndexRange::default() }, None, 10);
+        assert_eq!(eights.unwrap().0, vec![vec![int(3)]], "the transaction's own row, through the index");
+        let other = store.get_row("t", &[int(1)], &ReadSpec::default()).unwrap_err();
+        assert_eq!(other.sqlstate(), "55P03", "the table holds rows only the transaction sees");
+        match commit {
+            true => txn.commit().unwrap(),
+            false => txn.rollback().unwrap(),
+        }
+        let pks = store.index_pks("t", "by_c", &IndexRange { eq: vec![Some(Value::Integer(7))], ..IndexRange::default() }, None, 10);
+        match commit {
+            true => assert_eq!(pks.unwrap().0.len(), 2, "rows 1 and 2, each with its entry"),
+            false => assert!(pks.is_err(), "the index was rolled back with the rows"),
+        }
+        assert_eq!(by_card(&store, Some(7)), vec![1, 2]);
+        assert_eq!(store.get_row("t", &[int(3)], &ReadSpec::default()).unwrap().is_some(), commit);
+    }
 }
 
 /// A descending column: its entries run from the largest value down, NULLs first; ranges cover the same

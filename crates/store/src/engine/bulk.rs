@@ -74,7 +74,7 @@ impl Streamed {
 impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
-        let table = self.inner.table(table)?;
+        let table = self.inner.usable_table(table)?;
         let def = table.def.read().clone();
         Ok(BulkLoad {
             def,
@@ -98,7 +98,7 @@ impl Store {
     /// Inserts the row, or when it exists applies `ops` to it instead: atomically, in one call (SQL's
     /// `INSERT ... ON CONFLICT DO UPDATE`). `existed` tells which happened.
     pub fn upsert_row(&self, table: &str, pk: &[PkValue], cells: &[CellWrite], ops: &[(String, UpdateOp)]) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.inner.usable_table(table)?;
         let key = t.key(pk)?;
         let full: Vec<Option<PkValue>> = pk.iter().cloned().map(Some).collect();
         self.inner.autocommit(&[key], |ctx| match ctx.put_row(&t, &full, cells, &Condition::expect_not_exist()) {

@@ -102,12 +102,11 @@ impl Ddl<'_> {
         self.store.set_user_meta(name, meta)
     }
 
-    /// `Store::rebuild`. In a transaction the old table is set aside, and the transaction reads from then
-    /// on at a new snapshot, which holds the moved rows: so it must not have written rows before (they
-    /// would be lost with its engine transaction). One that has written rows keeps its snapshot, in which
-    /// the new table holds nothing: it may rebuild only a table that holds nothing in its snapshot either,
-    /// as a table made earlier in the same migration does (Knex and Alembic run several migrations, and
-    /// record each, in one transaction).
+    /// `Store::rebuild`. In a transaction the old table is set aside (journaled, for an undo). One that has
+    /// not written rows reads from then on at a new snapshot, which holds the moved rows. One that has
+    /// cannot leave its snapshot: the rows move through it instead (`rebuild_txn`), and the new table is
+    /// private to it until it ends (Knex and Alembic run several migrations, and record each, in one
+    /// transaction; a data migration writes rows before the next one alters the table).
     pub fn rebuild(&mut self, def: TableDef, columns: &[(String, Option<String>)]) -> std::result::Result<(), RebuildError> {
         self.rebuild_with(def, columns, None)
     }
@@ -126,31 +125,14 @@ impl Ddl<'_> {
         let name = def.name.clone();
         self.check(&[&name])?;
         let Some(t) = self.txn.as_deref_mut() else { return self.store.rebuild_keeping(def, columns, convert, false) };
-        let renew = !t.wrote.get();
-        if !renew && !t.get_range(&name, &RangeRequest { limit: Some(1), ..RangeRequest::full(Direction::Forward) })?.rows.is_empty() {
-            return Err(StoreError::NotSupported(
-                "an ALTER TABLE that moves a table's rows (ADD PRIMARY KEY, RENAME COLUMN, ALTER COLUMN TYPE, a dropped column's name added again) \
-                 of a table that holds rows, after rows were written in the same transaction"
-                    .into(),
-            )
-            .into());
-        }
         t.record_aside(&name)?;
-        let epoch = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
-        let indexes = self.store.inner.table(&name)?.def.read().indexes.len() as u64;
+        if t.wrote.get() {
+            self.store.rebuild_in_txn(t, def, columns, convert, None)?;
+            return Ok(t.private(&name)?);
+        }
         self.store.rebuild_keeping(def, columns, convert, true)?;
         t.created(&name)?;
-        if renew {
-            t.renew_snapshot(self.store);
-        } else {
-            // The rebuild moved the bulk epoch (a load of its rows, once per index built again), which
-            // fails the commit of a transaction that wrote before it; this one wrote other tables only.
-            // Another move meanwhile (a bulk load) still counts.
-            let now = self.store.inner.bulk_epoch.load(Ordering::SeqCst);
-            if t.epoch == epoch && now - epoch <= 1 + indexes {
-                t.epoch = now;
-            }
-        }
+        t.renew_snapshot(self.store);
         Ok(())
     }
 }
@@ -165,7 +147,8 @@ impl Ddl<'_> {
         let Some(t) = self.txn.as_deref() else { return self.store.bulk_load(table).map(Some) };
         let target = self.store.inner.table(table)?;
         let written = t.deltas.borrow().iter().any(|d| Arc::ptr_eq(&d.retired, &target.retired));
-        if written || !target.def.read().indexes.is_empty() || !t.made_since_savepoint(target.id) {
+        let private = target.private_to.load(Ordering::SeqCst) != 0;
+        if written || private || !target.def.read().indexes.is_empty() || !t.made_since_savepoint(target.id) {
             return Ok(None);
         }
         self.store.bulk_load(table).map(Some)
@@ -202,8 +185,19 @@ impl Ddl<'_> {
         let Some(t) = self.txn.as_deref_mut() else { return self.store.create_index_until(table, spec, watch) };
         if t.wrote.get() {
             let target = self.store.inner.table(table)?;
+            // Entries of rows only the transaction sees are written in it, with the rows moved to a table
+            // that has the index (`rebuild_txn`).
             if t.deltas.borrow().iter().any(|d| Arc::ptr_eq(&d.retired, &target.retired)) {
-                return Err(StoreError::NotSupported("CREATE INDEX on a table written earlier in the same transaction".into()));
+                if target.def.read().indexes.iter().any(|i| i.name == spec.name) {
+                    return Err(StoreError::IndexExists(spec.name));
+                }
+                let def = target.def.read().clone();
+                t.record_aside(table)?;
+                return match self.store.rebuild_in_txn(t, def, &[], None, Some(spec)) {
+                    Ok(()) => t.private(table),
+                    Err(RebuildError::Store(e)) => Err(e),
+                    Err(e) => Err(StoreError::Storage(format!("CREATE INDEX: {e}"))),
+                };
             }
             t.before_change(table, &[])?;
             let name = spec.name.clone();

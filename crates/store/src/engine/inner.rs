@@ -13,6 +13,13 @@ impl Inner {
         self.tables.read().get(name).cloned().ok_or_else(|| StoreError::UnknownTable(name.to_string()))
     }
 
+    /// Table `name`, for a read or write outside any transaction: not one a transaction made private.
+    pub(super) fn usable_table(&self, name: &str) -> Result<Arc<Table>> {
+        let t = self.table(name)?;
+        t.usable_by(0)?;
+        Ok(t)
+    }
+
     /// See [`Access::partition_starts`]. Empty for hash-prefixed tables, whose partitions cover hash buckets
     /// rather than key ranges.
     pub(super) fn partition_starts(&self, name: &str) -> Result<Vec<Vec<PkValue>>> {
@@ -53,6 +60,7 @@ impl Inner {
             seq: sequence::Sequence::new(id),
             seq_columns: (0..def.partition_key_len).filter(|&i| def.primary_key[i].auto_increment).collect(),
             retired: Arc::new(AtomicBool::new(false)),
+            private_to: AtomicU64::new(0),
             building_writes: AtomicU64::new(0),
             def: RwLock::new(def.clone()),
         };

@@ -405,7 +405,7 @@ impl Access for Store {
     }
     fn insert_rows(&self, table: &str, rows: &[(Vec<Option<PkValue>>, Vec<CellWrite>)]) -> Result<Vec<Vec<PkValue>>> {
         // Values of a generated partition-key column are drawn first: rows complete with them are a bulk load.
-        let t = self.inner.table(table)?;
+        let t = self.inner.usable_table(table)?;
         let mut drawn = Vec::new();
         for (i, (pk, cells)) in rows.iter().enumerate() {
             if let Some(full) = t.draw_sequence(&*self.inner.kv, pk)? {
@@ -443,19 +443,19 @@ impl Access for Store {
     }
     access_reads!();
     fn put_row(&self, table: &str, pk: &[Option<PkValue>], cells: &[CellWrite], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.inner.usable_table(table)?;
         let drawn = t.draw_sequence(&*self.inner.kv, pk)?;
         let pk = drawn.as_deref().unwrap_or(pk);
         let lock = t.write_lock_key(pk)?;
         self.inner.autocommit(&[lock], |ctx| ctx.put_row(&t, pk, cells, cond))
     }
     fn update_row(&self, table: &str, pk: &[PkValue], ops: &[(String, UpdateOp)], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.inner.usable_table(table)?;
         let key = t.key(pk)?;
         self.inner.autocommit(&[key], |ctx| ctx.update_row(&t, pk, ops, cond))
     }
     fn delete_row(&self, table: &str, pk: &[PkValue], cond: &Condition) -> Result<WriteOutcome> {
-        let t = self.inner.table(table)?;
+        let t = self.inner.usable_table(table)?;
         let key = t.key(pk)?;
         self.inner.autocommit(&[key], |ctx| ctx.delete_row(&t, pk, cond))
     }
@@ -471,6 +471,7 @@ mod maintain;
 mod partitions;
 mod pending;
 mod rebuild;
+mod rebuild_txn;
 mod sequence;
 mod shares;
 mod sweep;

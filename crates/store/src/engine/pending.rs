@@ -298,6 +298,14 @@ impl Txn {
         self.record(Undo::Created(t.id), &[name])
     }
 
+    /// Journals table `name` as made by this transaction, and makes it private to it until it ends: its
+    /// rows moved through the transaction (`rebuild_txn`), uncommitted.
+    pub(super) fn private(&self, name: &str) -> Result<()> {
+        self.created(name)?;
+        self.inner.table(name)?.private_to.store(self.owner(), Ordering::SeqCst);
+        Ok(())
+    }
+
     /// Journals that table `name` is about to be set aside.
     pub(super) fn record_aside(&self, name: &str) -> Result<()> {
         let t = self.inner.table(name)?;
@@ -395,6 +403,9 @@ impl Txn {
         }
         if done {
             let _ = self.inner.kv.meta_write(&[(catalog::journal_key(j.id), None), (catalog::committed_key(j.id), None)], &[]);
+        }
+        for t in self.inner.tables.read().values() {
+            let _ = t.private_to.compare_exchange(j.id, 0, Ordering::SeqCst, Ordering::SeqCst);
         }
         self.inner.claims.lock().retain(|_, owner| *owner != j.id);
     }

@@ -61,7 +61,7 @@ pub(super) trait ReadSource {
 
     /// The table a read names.
     fn source_table(&self, name: &str) -> Result<Arc<Table>> {
-        self.read_source().0.table(name)
+        self.read_source().0.usable_table(name)
     }
 }
 

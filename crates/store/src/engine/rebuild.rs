@@ -82,25 +82,7 @@ impl Store {
     ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
         let old = self.inner.table(&name)?;
-        // The indexes are built again over the moved rows, on their columns' new names (an index of a
-        // dropped column was dropped with it).
-        let indexes: Vec<IndexDef> = old
-            .def
-            .read()
-            .indexes
-            .iter()
-            .filter_map(|ix| {
-                let renamed = |names: &[String]| -> Option<Vec<String>> {
-                    let new_name = |c: &String| match columns.iter().find(|(o, _)| o == c) {
-                        Some((_, new)) => new.clone(),
-                        None => Some(c.clone()),
-                    };
-                    names.iter().map(new_name).collect()
-                };
-                let (columns, include) = (renamed(&ix.columns)?, renamed(&ix.include)?);
-                Some(IndexDef { columns, include, id: 0, ready: false, ..ix.clone() })
-            })
-            .collect();
+        let indexes = rebuilt_indexes(&old, columns);
         let def = TableDef { indexes: vec![], ..def };
         let temp = format!("tabula_rebuild_{}", old.id);
         match self.inner.drop_table(&temp) {
@@ -138,7 +120,7 @@ impl Store {
         let new = self.inner.table(temp)?;
         let mut load = self.bulk_load(temp)?;
         let mut null = None;
-        self.each_moved_row(old, def, columns, convert, |moved| {
+        self.each_moved_row(old, def, columns, convert, self.inner.reader(), None, |_, moved| {
             match moved {
                 Ok((pk, row)) => load.add_stored(new.key(&pk)?, &row.into_stored())?,
                 Err(column) => {
@@ -154,7 +136,7 @@ impl Store {
         };
         // The load names the first row it could not insert: read the rows again up to it for its key.
         let (mut pos, mut key) = (0, Vec::new());
-        self.each_moved_row(old, def, columns, convert, |moved| {
+        self.each_moved_row(old, def, columns, convert, self.inner.reader(), None, |_, moved| {
             let Ok((pk, _)) = moved else { return Ok(false) };
             pos += 1;
             if pos - 1 == duplicate_at {
@@ -166,15 +148,19 @@ impl Store {
         Err(RebuildError::Duplicate(key))
     }
 
-    /// Calls `f` with each visible row of `old` in key order, until it answers true: the row's new key and
-    /// the row without the key's columns, or the first key column the row has no value in.
-    fn each_moved_row(
+    /// Calls `f` with each visible row of `old` in key order as `src` reads it, from key `from` on, until it
+    /// answers true: the row's old key, and its new key and the row without the key's columns, or the first
+    /// key column the row has no value in.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn each_moved_row(
         &self,
         old: &Table,
         def: &TableDef,
         columns: &[(String, Option<String>)],
         convert: Option<&Convert>,
-        mut f: impl FnMut(Moved) -> Result<bool>,
+        src: &dyn Read,
+        from: Option<Vec<u8>>,
+        mut f: impl FnMut(&[u8], Moved) -> Result<bool>,
     ) -> std::result::Result<(), RebuildError> {
         let (rules, now) = (old.rules(), self.inner.config.clock.now_ms());
         let renamed = |n: &str| -> Option<String> {
@@ -184,8 +170,9 @@ impl Store {
             }
         };
         let old_key: Vec<String> = old.def.read().primary_key.iter().map(|c| renamed(&c.name).unwrap_or_else(|| c.name.clone())).collect();
-        let reader = self.inner.reader();
-        let mut cursor = reader.scan(keys::table_prefix(old.id).to_vec(), keys::table_end(old.id).to_vec(), false);
+        let reader = src;
+        let lower = from.unwrap_or_else(|| keys::table_prefix(old.id).to_vec());
+        let mut cursor = reader.scan(lower, keys::table_end(old.id).to_vec(), false);
         cursor.seek_to_first();
         while cursor.valid() {
             if let Some(row) = StoredRow::decode(cursor.value())?.visible(rules, now) {
@@ -243,7 +230,7 @@ impl Store {
                         };
                     }
                 }
-                if f(new_key(def, &kept, row)?)? {
+                if f(key, new_key(def, &kept, row)?)? {
                     return Ok(());
                 }
             }
@@ -254,8 +241,29 @@ impl Store {
     }
 }
 
+/// The indexes of `old`, to build again over its moved rows, on their columns' new names (an index of a
+/// dropped column was dropped with it).
+pub(super) fn rebuilt_indexes(old: &Table, columns: &[(String, Option<String>)]) -> Vec<IndexDef> {
+    old.def
+        .read()
+        .indexes
+        .iter()
+        .filter_map(|ix| {
+            let renamed = |names: &[String]| -> Option<Vec<String>> {
+                let new_name = |c: &String| match columns.iter().find(|(o, _)| o == c) {
+                    Some((_, new)) => new.clone(),
+                    None => Some(c.clone()),
+                };
+                names.iter().map(new_name).collect()
+            };
+            let (columns, include) = (renamed(&ix.columns)?, renamed(&ix.include)?);
+            Some(IndexDef { columns, include, id: 0, ready: false, ..ix.clone() })
+        })
+        .collect()
+}
+
 /// A row under its new key, with the key's columns out of its cells; or the key column it has no value in.
-type Moved = std::result::Result<(Vec<PkValue>, StoredRow), String>;
+pub(super) type Moved = std::result::Result<(Vec<PkValue>, StoredRow), String>;
 
 /// A row's old key: its columns' names and values.
 struct Kept<'a> {

@@ -22,12 +22,25 @@ pub(crate) struct Table {
     /// Set while the table's rows are rebuilt (`rebuild`): every commit that wrote it from then on
     /// is refused, so that no write lands in rows already copied.
     pub retired: Arc<AtomicBool>,
+    /// The journal id of the transaction whose uncommitted rows it holds (a rebuild in a transaction that
+    /// had written, `rebuild_txn`), which alone may use it until it ends; 0 for none.
+    pub private_to: AtomicU64,
     /// Row writes made while one of its indexes was being built. A build that saw any sweeps its index
     /// before it is ready: an entry the build wrote for a row a writer changed meanwhile is stale.
     pub building_writes: AtomicU64,
 }
 
 impl Table {
+    /// Refuses the use of a table another transaction made private (`mine`: the caller's journal id, 0
+    /// outside a transaction): 55P03, where PostgreSQL's lock would make the caller wait.
+    pub(super) fn usable_by(&self, mine: u64) -> Result<()> {
+        match self.private_to.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            owner if owner == mine => Ok(()),
+            _ => Err(StoreError::TableLocked(self.def.read().name.clone())),
+        }
+    }
+
     /// Bytes before the primary-key columns: table id and the hash bucket, if any.
     pub(super) fn prefix_len(&self) -> usize {
         if self.buckets > 0 {

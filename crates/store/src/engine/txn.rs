@@ -70,7 +70,7 @@ impl Txn {
         &**self.txn.as_ref().expect("transaction is open until commit or rollback")
     }
 
-    fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
+    pub(super) fn write<T>(&self, f: impl FnOnce(&mut WriteCtx) -> Result<T>) -> Result<T> {
         self.wrote.set(true);
         let mut ctx = WriteCtx {
             txn: self.kv(),
@@ -127,6 +127,7 @@ impl Txn {
                  there once the transaction commits"
             )));
         }
+        t.usable_by(self.owner())?;
         Ok(t)
     }
 
