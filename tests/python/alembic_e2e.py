@@ -2,7 +2,8 @@
 foreign key with ON DELETE CASCADE, UNIQUE, CHECK, a server default, indexes), then a second revision
 (a column added with an index, a varchar widened), all upgraded in one transaction as Alembic runs them,
 downgraded to nothing and upgraded again; `alembic check` then finds the database matching the models,
-which needs the catalog to describe every table, column, index and constraint as PostgreSQL does.
+which needs the catalog to describe every table, column, index and constraint as PostgreSQL does. A third
+revision seeds a row, then renames a column and narrows a varchar of that table, in the same transaction.
 
 Usage: alembic_e2e.py PORT
 """
@@ -84,4 +85,32 @@ with engine.begin() as c:
         assert e.orig.sqlstate == "23503", e
     c.execute(sa.text("DELETE FROM users WHERE id = 1"))
     assert c.execute(sa.text("SELECT count(*) FROM orders")).scalar() == 0, "ON DELETE CASCADE"
+
+# A third revision written by hand: a data migration, then changes that move the table's rows, upgraded
+# with the others in one transaction (the rows move through it), then downgraded again.
+third = command.revision(cfg, message="seed and rename")
+with open(third.path, "a") as f:
+    f.write("""
+
+def upgrade() -> None:
+    op.execute("INSERT INTO users (id, email) VALUES (100, 'seed@x')")
+    op.alter_column("users", "active", new_column_name="enabled")
+    op.alter_column("users", "email", type_=sa.String(100))
+
+
+def downgrade() -> None:
+    op.alter_column("users", "email", type_=sa.String(200))
+    op.alter_column("users", "enabled", new_column_name="active")
+    op.execute("DELETE FROM users WHERE id = 100")
+""")
+command.downgrade(cfg, "base")
+command.upgrade(cfg, "head")
+with engine.begin() as c:
+    assert c.execute(sa.text("SELECT email, enabled FROM users")).all() == [("seed@x", True)]
+command.downgrade(cfg, "-1")
+with engine.begin() as c:
+    assert c.execute(sa.text("SELECT count(*) FROM users")).scalar() == 0
+    assert c.execute(sa.text("SELECT character_maximum_length FROM information_schema.columns WHERE table_name = 'users' AND column_name = 'email'")).scalar() == 200
+    c.execute(sa.text("INSERT INTO users (id, email) VALUES (1, 'a@x')"))
+    assert c.execute(sa.text("SELECT active FROM users")).scalar() is True
 print("alembic: ok")

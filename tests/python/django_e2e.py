@@ -1,6 +1,7 @@
 """Django with its defaults on Tabula, end to end: `migrate` of the contrib apps and an app of its own
 (foreign keys declared DEFERRABLE INITIALLY DEFERRED, CHECK and UNIQUE constraints, pattern-ops indexes,
-ALTER COLUMN TYPE, a non-null field added to a table with rows, bulk_create through UNNEST of arrays),
+ALTER COLUMN TYPE, a non-null field added to a table with rows, bulk_create through UNNEST of arrays, and
+with update_conflicts by a UNIQUE field),
 ORM reads and writes, the integrity errors Django reports, and the app migrated to zero and back (a
 downgrade-then-upgrade cycle).
 
@@ -38,6 +39,13 @@ assert user.groups.count() == 1 and group.permissions.count() >= 6, group.permis
 assert User.objects.get(username="ann").check_password("pw")
 
 seller = Seller.objects.create(name="acme", rating=3)
+# An upsert by a UNIQUE field, not the key: ON CONFLICT("name") DO UPDATE.
+Seller.objects.bulk_create(
+    [Seller(name="acme", rating=5), Seller(name="zeta", rating=1)], update_conflicts=True, unique_fields=["name"], update_fields=["rating"]
+)
+assert dict(Seller.objects.values_list("name", "rating")) == {"acme": 5, "zeta": 1}, list(Seller.objects.values_list("name", "rating"))
+assert Seller.objects.get(name="acme").pk == seller.pk
+Seller.objects.filter(name="zeta").delete()
 Product.objects.bulk_create([Product(seller=seller, title=f"p{i}", price=Decimal(i), stock=i * 10) for i in range(5)])
 assert Product.objects.filter(seller__name="acme").count() == 5
 assert [p.title for p in Product.objects.select_related("seller").order_by("-price")[:2]] == ["p4", "p3"]

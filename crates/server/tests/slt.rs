@@ -95,9 +95,11 @@ fn text_of(row: &tokio_postgres::Row, i: usize, zone: &Zone) -> Result<Option<St
         }),
         Type::JSONB => row.try_get::<_, Option<Raw>>(i)?.map(|r| String::from_utf8_lossy(&r.0[1..]).into_owned()),
         // Decoded by tokio-postgres from the binary array format, printed as PostgreSQL's text form.
-        Type::TEXT_ARRAY => row
-            .try_get::<_, Option<Vec<Option<String>>>>(i)?
-            .map(|v| format!("{{{}}}", v.into_iter().map(|e| e.unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join(","))),
+        Type::TEXT_ARRAY => row.try_get::<_, Option<Vec<Option<String>>>>(i)?.map(|v| {
+            let elements: Vec<String> =
+                v.into_iter().map(|e| e.map_or_else(|| "NULL".into(), |e| tabula_query::types::quote_array_element(&e))).collect();
+            format!("{{{}}}", elements.join(","))
+        }),
         // interval_send: microseconds, days, months.
         Type::INTERVAL => row.try_get::<_, Option<Raw>>(i)?.map(|r| {
             let b = &r.0;

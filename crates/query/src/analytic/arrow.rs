@@ -417,7 +417,7 @@ pub(super) fn pg_text(a: &ArrayRef, i: usize) -> Result<String> {
                     Datum::Text(s) if matches!(inner.data_type(), D::List(_) | D::LargeList(_)) => s,
                     other => other.to_pg_text(ty).unwrap_or_default(),
                 };
-                parts.push(quote_array_element(&text));
+                parts.push(crate::types::quote_array_element(&text));
             }
             let vector = matches!(a.data_type(), D::List(f) if f.name() == VECTOR_FIELD);
             Ok(if vector { parts.join(" ") } else { format!("{{{}}}", parts.join(",")) })
@@ -455,18 +455,6 @@ fn quote_record_element(s: &str) -> String {
         return s.to_string();
     }
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\"\""))
-}
-
-fn quote_array_element(s: &str) -> String {
-    let plain = !s.is_empty()
-        && !s.eq_ignore_ascii_case("null")
-        && !s.starts_with('{')
-        && !s.chars().any(|c| matches!(c, ',' | '"' | '\\' | '{' | '}') || c.is_whitespace());
-    if plain {
-        s.to_string()
-    } else {
-        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-    }
 }
 
 /// A parameter value as DataFusion's scalar of type `dt` (or its natural type when DataFusion has none).

@@ -24,7 +24,7 @@ pub use interval::{duration_text, interval_text};
 pub use lent::{DatumRef, Lent};
 pub use numeric::{arithmetic as numeric_arithmetic, fit_numeric, numeric_spec, NumericOp};
 use text::*;
-pub use text::{format_float, parse_text_array};
+pub use text::{format_float, parse_text_array, quote_array_element};
 pub use zone::{Setting as ZoneSetting, Zone};
 
 /// A declared SQL type. The catalog keeps it so clients see what was declared, whatever the engine stores.

@@ -226,6 +226,20 @@ pub(super) fn parse_uuid(s: &str) -> Option<u128> {
     u128::from_str_radix(&hex, 16).ok()
 }
 
+/// An array's element in PostgreSQL's text form: quoted when empty, `NULL`, or holding what delimits
+/// elements or whitespace, with `"` and `\\` escaped.
+pub fn quote_array_element(s: &str) -> String {
+    let plain = !s.is_empty()
+        && !s.eq_ignore_ascii_case("null")
+        && !s.starts_with('{')
+        && !s.chars().any(|c| matches!(c, ',' | '"' | '\\' | '{' | '}') || c.is_whitespace());
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
 /// The elements of a one-dimensional array in PostgreSQL's text form (`{a,"b c",NULL}`).
 pub fn parse_text_array(s: &str) -> Option<Vec<Option<String>>> {
     let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;

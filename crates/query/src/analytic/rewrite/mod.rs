@@ -97,7 +97,6 @@ impl Rewriter {
             Arc::new(RewriteArrayAnyAllOperation),
             Arc::new(PrependUnqualifiedPgTableName),
             Arc::new(StripCallableQualifier),
-            Arc::new(FixArrayLiteral),
             Arc::new(StripCollate),
             Arc::new(RewritePgCatalogOperator),
             Arc::new(RewriteRegCastToSubquery::new()),
