@@ -21,6 +21,9 @@ pub enum QueryError {
     UndefinedTableReference(String),
     #[error("column \"{0}\" does not exist")]
     UndefinedColumn(String),
+    /// A qualified column no table of that name has: PostgreSQL writes the reference as it was given.
+    #[error("column {qualifier}.{column} does not exist")]
+    UndefinedColumnOf { qualifier: String, column: String },
     #[error("column reference \"{0}\" is ambiguous")]
     AmbiguousColumn(String),
     #[error("function {0} does not exist")]
@@ -142,6 +145,11 @@ pub enum QueryError {
     /// An error with PostgreSQL's HINT for it (`Use DROP SEQUENCE to remove a sequence.`).
     #[error("{inner}")]
     WithHint { inner: Box<QueryError>, hint: String },
+    /// An error about a name, with where the statement's text writes it (sqlparser's 1-based line and
+    /// column, and the name as written); its character position once the text is known
+    /// ([`QueryError::located`]), for the caret psql draws under it.
+    #[error("{inner}")]
+    At { inner: Box<QueryError>, line: u64, column: u64, written: String, position: Option<usize> },
 }
 
 impl QueryError {
@@ -150,7 +158,7 @@ impl QueryError {
         match self {
             Syntax(_) | SyntaxAt { .. } => "42601",
             UndefinedTable(_) | UndefinedTableReference(_) => "42P01",
-            UndefinedColumn(_) => "42703",
+            UndefinedColumn(_) | UndefinedColumnOf { .. } => "42703",
             AmbiguousColumn(_) => "42702",
             UndefinedFunction(_) | UndefinedOperator(_) => "42883",
             DateOutOfRange => "22008",
@@ -179,7 +187,7 @@ impl QueryError {
             UndefinedParameter(_) => "42704",
             CantChangeParameter(_) => "55P02",
             Store(e) => e.sqlstate(),
-            WithContext { inner, .. } | WithHint { inner, .. } => inner.sqlstate(),
+            WithContext { inner, .. } | WithHint { inner, .. } | At { inner, .. } => inner.sqlstate(),
             ProgramLimitExceeded(_) => "54000",
             TooComplex(_) => "54001",
             UndefinedSavepoint(_) => "3B001",
@@ -212,7 +220,7 @@ impl QueryError {
                 Some(d) => format!("{d} ({context})"),
                 None => context.clone(),
             }),
-            QueryError::WithHint { inner, .. } => inner.detail(),
+            QueryError::WithHint { inner, .. } | QueryError::At { inner, .. } => inner.detail(),
             _ => None,
         }
     }
@@ -221,7 +229,7 @@ impl QueryError {
     pub fn hint(&self) -> Option<String> {
         match self {
             QueryError::WithHint { hint, .. } => return Some(hint.clone()),
-            QueryError::WithContext { inner, .. } => return inner.hint(),
+            QueryError::WithContext { inner, .. } | QueryError::At { inner, .. } => return inner.hint(),
             _ => {}
         }
         match self.root() {
@@ -249,7 +257,7 @@ impl QueryError {
             QueryError::CheckViolation { table, constraint } | QueryError::ForeignKey { table, constraint, .. } => {
                 (Some(table.clone()), None, Some(constraint.clone()))
             }
-            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.object(),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } | QueryError::At { inner, .. } => inner.object(),
             _ => (None, None, None),
         }
     }
@@ -258,8 +266,45 @@ impl QueryError {
     pub fn position(&self) -> Option<usize> {
         match self {
             QueryError::SyntaxAt { position, .. } => Some(*position),
-            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.position(),
+            QueryError::At { position: Some(p), .. } => Some(*p),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } | QueryError::At { inner, .. } => inner.position(),
             _ => None,
+        }
+    }
+
+    /// The error, with where `ident` is written in the statement's text (see [`QueryError::At`]).
+    pub fn at(self, ident: &sqlparser::ast::Ident) -> QueryError {
+        let start = ident.span.start;
+        self.at_location(start.line, start.column, &ident.value)
+    }
+
+    /// The error, with where the name `written` stands in the statement's text (line and column, 1-based;
+    /// line 0: not known).
+    pub fn at_location(self, line: u64, column: u64, written: &str) -> QueryError {
+        if line == 0 || matches!(self, QueryError::At { .. }) {
+            return self;
+        }
+        QueryError::At { inner: Box::new(self), line, column, written: written.to_string(), position: None }
+    }
+
+    /// The error with its name's character position in `sql`, the text the statement came from: where
+    /// the name stands there as written (a statement planned from another text, a view's query say, gets
+    /// none rather than a wrong one).
+    pub fn located(self, sql: &str) -> QueryError {
+        match self {
+            QueryError::At { inner, line, column, written, position: None } => {
+                let before: usize = sql.split('\n').take(line.saturating_sub(1) as usize).map(|l| l.chars().count() + 1).sum();
+                let at = before + column as usize;
+                // A quoted name's position is its opening quote's.
+                let mut rest = sql.chars().skip(at.saturating_sub(1)).peekable();
+                rest.next_if_eq(&'"');
+                let here: String = rest.take(written.chars().count()).collect();
+                let position = (at > 0 && here.to_lowercase() == written.to_lowercase()).then_some(at);
+                QueryError::At { inner, line, column, written, position }
+            }
+            QueryError::WithContext { inner, context } => QueryError::WithContext { inner: Box::new(inner.located(sql)), context },
+            QueryError::WithHint { inner, hint } => QueryError::WithHint { inner: Box::new(inner.located(sql)), hint },
+            other => other,
         }
     }
 
@@ -307,7 +352,7 @@ impl QueryError {
     /// The error under any added context.
     pub fn root(&self) -> &QueryError {
         match self {
-            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } => inner.root(),
+            QueryError::WithContext { inner, .. } | QueryError::WithHint { inner, .. } | QueryError::At { inner, .. } => inner.root(),
             other => other,
         }
     }

@@ -112,7 +112,10 @@ fn replacement(e: &Expr, run: &mut impl FnMut(&Query) -> Result<(Vec<OutputColum
 /// A subquery that does not plan on its own most likely names the outer statement.
 fn correlated(e: QueryError) -> QueryError {
     match e.root() {
-        QueryError::UndefinedColumn(_) | QueryError::UndefinedTable(_) | QueryError::UndefinedTableReference(_) => {
+        QueryError::UndefinedColumn(_)
+        | QueryError::UndefinedColumnOf { .. }
+        | QueryError::UndefinedTable(_)
+        | QueryError::UndefinedTableReference(_) => {
             QueryError::NotSupported(format!("a subquery in UPDATE or DELETE that refers to the outer statement ({e})"))
         }
         _ => e,

@@ -4,6 +4,8 @@ use super::*;
 
 /// DataFusion's error as the PostgreSQL error it is.
 pub fn map_err(e: DataFusionError) -> QueryError {
+    // Where the text names what the error is about, when DataFusion kept it (`collect_spans`).
+    let span = e.diagnostic().and_then(|d| d.span);
     let root = e.find_root();
     let internal = matches!(
         root,
@@ -30,7 +32,18 @@ pub fn map_err(e: DataFusionError) -> QueryError {
                     Some(q) if !valid_fields.iter().any(|f| f.relation.as_ref().is_some_and(|r| r.table() == q.table())) => {
                         QueryError::UndefinedTableReference(format!("missing FROM-clause entry for table \"{}\"", q.table()))
                     }
-                    _ => QueryError::UndefinedColumn(field.name.clone()),
+                    _ => {
+                        let e = match &field.relation {
+                            Some(q) => QueryError::UndefinedColumnOf { qualifier: q.table().to_string(), column: field.name.clone() },
+                            None => QueryError::UndefinedColumn(field.name.clone()),
+                        };
+                        // Where the text names it, checked against the name (or its qualifier) written there.
+                        let written = field.relation.as_ref().map_or(field.name.as_str(), |r| r.table());
+                        match field.spans().first().or(span) {
+                            Some(span) => e.at_location(span.start.line, span.start.column, written),
+                            None => e,
+                        }
+                    }
                 },
                 SchemaError::AmbiguousReference { field } => QueryError::AmbiguousColumn(field.name.clone()),
                 other => QueryError::Engine { sqlstate: "42P10", message: other.to_string() },

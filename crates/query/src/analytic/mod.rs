@@ -165,6 +165,8 @@ impl Analytics {
         // A constant with a fraction (`1.5`, `1e3`) is a numeric, as in PostgreSQL: exact, with the places
         // it is written with (`price * 1.1` is 1.650, not the double 1.6500000000000001).
         config.options_mut().sql_parser.parse_float_as_decimal = true;
+        // Columns keep where the text names them: an unknown one's error gives its position (psql's caret).
+        config.options_mut().sql_parser.collect_spans = true;
         let mut ctx = SessionContext::new_with_config(config);
         ctx.register_expr_planner(Arc::new(literals::BooleanLiterals)).map_err(map_err)?;
         let catalog = ctx.catalog(CATALOG).ok_or_else(|| QueryError::Internal("no default catalog".into()))?;

@@ -40,11 +40,9 @@ impl<'a> Scope<'a> {
                 return Err(QueryError::UndefinedTableReference(format!("missing FROM-clause entry for table \"{q}\"")));
             }
         }
-        found.ok_or_else(|| {
-            QueryError::UndefinedColumn(match qualifier {
-                Some(q) => format!("{q}.{name}"),
-                None => name.to_string(),
-            })
+        found.ok_or_else(|| match qualifier {
+            Some(q) => QueryError::UndefinedColumnOf { qualifier: q.to_string(), column: name.to_string() },
+            None => QueryError::UndefinedColumn(name.to_string()),
         })
     }
 }
@@ -100,14 +98,15 @@ impl Binder<'_, '_> {
             E::Identifier(id) if id.quote_style.is_none() && ["current_role", "user"].iter().any(|k| id.value.eq_ignore_ascii_case(k)) => {
                 Expr::Func { func: Func::CurrentUser, args: vec![] }
             }
-            E::Identifier(id) => self.scope.resolve(None, &ident_name(id))?,
+            E::Identifier(id) => self.scope.resolve(None, &ident_name(id)).map_err(|e| e.at(id))?,
             E::CompoundIdentifier(ids) => {
                 let names: Vec<String> = ids.iter().map(ident_name).collect();
-                match names.as_slice() {
-                    [q, c] => self.scope.resolve(Some(q), c)?,
-                    [_, q, c] => self.scope.resolve(Some(q), c)?,
-                    _ => return Err(QueryError::UndefinedColumn(names.join("."))),
-                }
+                let resolved = match names.as_slice() {
+                    [q, c] => self.scope.resolve(Some(q), c),
+                    [_, q, c] => self.scope.resolve(Some(q), c),
+                    _ => Err(QueryError::UndefinedColumn(names.join("."))),
+                };
+                resolved.map_err(|e| e.at(&ids[0]))?
             }
             E::Value(v) => self.value(&v.value)?,
             E::Nested(e) => self.bind(e)?,

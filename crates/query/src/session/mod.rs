@@ -232,7 +232,8 @@ impl Session {
                 self.check_not_failed(s)?;
             }
             self.prepare_parsed(sql, stmts.pop(), param_types)
-        })();
+        })()
+        .map_err(|e| e.located(sql));
         self.interrupt.deadline = Arc::default();
         if r.is_err() {
             self.note_error();

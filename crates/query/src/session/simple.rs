@@ -32,6 +32,7 @@ impl Session {
         while let Some(s) = stmts.next() {
             self.arm_timeout();
             let r = self.check_not_failed(&s).and_then(|_| self.prepare_parsed(sql, Some(s), &[])).and_then(|p| self.execute(&p, &[]));
+            let r = r.map_err(|e| e.located(sql));
             self.interrupt.deadline = Arc::default();
             // A streamed result is read as the client takes it, which is after the whole string has run: the
             // statements after it could change what it reads. It is read out before they run.

@@ -78,6 +78,28 @@ async fn tokio_postgres_typed_params_binary_results_and_errors() {
     let e = client.prepare("SELECT 1 +").await.unwrap_err();
     let db = e.as_db_error().unwrap();
     assert_eq!((db.message(), db.position()), ("syntax error at end of input", Some(&tokio_postgres::error::ErrorPosition::Original(11))));
+    // An unknown column's error is at the name, as PostgreSQL's (the positions it gives for these), on both
+    // engine routes and in both protocols.
+    for (sql, position) in [
+        ("SELECT nosuch FROM items", 8),
+        ("SELECT id, items.nosuch FROM items", 12),
+        ("SELECT id FROM items WHERE\n  \"Nosuch\" = 1", 30),
+        ("UPDATE items SET qty = nosuch WHERE shop = 's1' AND id = 0", 24),
+        ("SELECT count(nosuch) FROM items", 14),
+        ("SELECT a.id FROM items a JOIN items b ON a.id = b.nosuch", 49),
+        ("SELECT shop FROM items GROUP BY shop HAVING max(zz) > 1", 49),
+    ] {
+        let simple = client.batch_execute(sql).await.unwrap_err();
+        let extended = client.prepare(sql).await.unwrap_err();
+        for e in [simple, extended] {
+            let db = e.as_db_error().unwrap();
+            assert_eq!(
+                (db.code(), db.position()),
+                (&SqlState::UNDEFINED_COLUMN, Some(&tokio_postgres::error::ErrorPosition::Original(position))),
+                "{sql}"
+            );
+        }
+    }
     // Pipelining: many queries in flight on one connection.
     let ids: Vec<i64> = (0..5).collect();
     let futures: Vec<_> = ids.iter().map(|i| async { client.query_one(&get, &[&"s1", i]).await }).collect();
