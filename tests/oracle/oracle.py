@@ -38,7 +38,7 @@ DIFFERENCES = {
 
 TABLES = {
     "t1": ("CREATE TABLE t1 (k bigint PRIMARY KEY, a bigint, b text, c double precision, "
-           "d boolean DEFAULT true, e bigint DEFAULT 7)", ["k"], ["k", "a", "b", "c", "d", "e"]),
+           "d boolean DEFAULT true, e bigint DEFAULT 7, u bigint UNIQUE)", ["k"], ["k", "a", "b", "c", "d", "e", "u"]),
     "t2": ("CREATE TABLE t2 (p text, q bigint, v bigint, w text DEFAULT 'none', PRIMARY KEY (p, q))",
            ["p", "q"], ["p", "q", "v", "w"]),
 }
@@ -63,7 +63,7 @@ NAMED = [
     "'2024-01-02'), coalesce(max(a), 0) FROM t1) s",
     "WITH w AS (SELECT k, lower(b) FROM t1) SELECT w.lower FROM w ORDER BY k",
 ]
-INTS = {"k", "a", "e", "q", "v"}
+INTS = {"k", "a", "e", "q", "v", "u"}
 TEXTS = {"b", "p", "w"}
 WORDS = ["ab", "abc", "b", "x", "X", "", "a%", "zz"]
 
@@ -180,8 +180,12 @@ class Gen:
                     f"DO UPDATE SET {col} = EXCLUDED.{col}",
                     f"DO UPDATE SET {col} = {table}.{col} + 1" if col in INTS else f"DO UPDATE SET {col} = EXCLUDED.{col}",
                 ])
-                # One row per key: PostgreSQL refuses a second proposal for a row in one statement.
-                sql = f"INSERT INTO {table} ({', '.join(chosen)}) VALUES {rows[0]} ON CONFLICT ({', '.join(key)}) {action}"
+                # The arbiter: the key, or t1's UNIQUE column (named, or its constraint). Two proposals for one
+                # row in a statement are 21000 for DO UPDATE, as in PostgreSQL.
+                arbiter = f"({', '.join(key)})"
+                if "u" in chosen and self.r.random() < 0.5:
+                    arbiter = self.r.choice(["(u)", "ON CONSTRAINT t1_u_key"])
+                sql = f"INSERT INTO {table} ({', '.join(chosen)}) VALUES {', '.join(rows)} ON CONFLICT {arbiter} {action}"
             if self.r.random() < 0.2:
                 sql += f" RETURNING {', '.join(self.r.sample(cols, 2))}"
             return sql, False
