@@ -20,18 +20,23 @@ use crate::types::{Datum, SqlType};
 
 /// Whether an UPDATE or DELETE holds a subquery (other statements plan theirs elsewhere, or not at all).
 pub fn has_subquery(stmt: &Statement) -> bool {
-    if !matches!(stmt, Statement::Update(_) | Statement::Delete(_)) {
-        return false;
-    }
-    ast::visit_expressions(stmt, |e| match e {
+    matches!(stmt, Statement::Update(_) | Statement::Delete(_)) && holds_subquery(stmt)
+}
+
+/// Whether a statement or an expression holds a subquery.
+pub fn holds_subquery<V: ast::Visit>(node: &V) -> bool {
+    ast::visit_expressions(node, |e| match e {
         Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => ControlFlow::Break(()),
         _ => ControlFlow::Continue(()),
     })
     .is_break()
 }
 
-/// The statement with its subqueries replaced by their results; `run` runs one subquery.
-pub fn substitute(stmt: &Statement, mut run: impl FnMut(&Query) -> Result<(Vec<OutputColumn>, Vec<SqlRow>)>) -> Result<Statement> {
+/// The statement (or expression) with its subqueries replaced by their results; `run` runs one subquery.
+pub fn substitute<V: ast::VisitMut + Clone>(
+    stmt: &V,
+    mut run: impl FnMut(&Query) -> Result<(Vec<OutputColumn>, Vec<SqlRow>)>,
+) -> Result<V> {
     let mut stmt = stmt.clone();
     let mut failure = None;
     let _ = ast::visit_expressions_mut(&mut stmt, |e| {
@@ -53,7 +58,7 @@ pub fn substitute(stmt: &Statement, mut run: impl FnMut(&Query) -> Result<(Vec<O
 
 /// The statement with each subquery replaced by a NULL of no type (or `false` for EXISTS): what its
 /// parameters and result columns are typed from when it is prepared, before anything runs.
-pub fn placeholder(stmt: &Statement) -> Statement {
+pub fn placeholder<V: ast::VisitMut + Clone>(stmt: &V) -> V {
     let mut stmt = stmt.clone();
     let _ = ast::visit_expressions_mut(&mut stmt, |e| {
         let null = || Expr::Value(ast::Value::Null.into());

@@ -56,7 +56,17 @@ pub fn through_views(mut stmt: Statement, rel: &dyn Relations) -> Result<(Statem
             Statement::Update(_) => "update",
             _ => "delete from",
         };
-        let map = ViewMap::of(&name, &view, verb, rel)?;
+        let mut map = ViewMap::of(&name, &view, verb, rel)?;
+        // Beside other tables (UPDATE ... FROM, DELETE ... USING) a column of the view's table may share a
+        // name with theirs: its references are qualified.
+        let joined = match &stmt {
+            Statement::Update(u) => u.from.is_some(),
+            Statement::Delete(d) => d.using.is_some(),
+            _ => false,
+        };
+        if joined {
+            map.qualify();
+        }
         let names = map.names(&stmt);
         for c in checks.iter_mut() {
             map.map(&mut c.condition, &names);
@@ -378,6 +388,27 @@ impl ViewMap {
             });
             Some(Expr::Nested(Box::new(expr)))
         });
+    }
+
+    /// Qualifies the references to the table's columns in the view's expressions and WHERE with the name
+    /// the rewritten statement gives the table.
+    fn qualify(&mut self) {
+        let q = match &self.alias {
+            Some(a) => a.name.clone(),
+            None => self.base.0.last().and_then(|p| p.as_ident()).cloned().unwrap_or_else(|| Ident::new(self.view.clone())),
+        };
+        let qualify = |e: &mut Expr| {
+            crate::names::replace(e, &mut |x, own| match x {
+                Expr::Identifier(i) if own => Some(Expr::CompoundIdentifier(vec![q.clone(), i.clone()])),
+                _ => None,
+            })
+        };
+        for (_, e, _) in &mut self.columns {
+            qualify(e);
+        }
+        if let Some(f) = &mut self.filter {
+            qualify(f);
+        }
     }
 
     fn with_filter(&self, selection: Option<Expr>) -> Option<Expr> {

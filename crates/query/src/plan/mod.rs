@@ -435,6 +435,8 @@ pub enum Plan {
         param_types: Vec<SqlType>,
         /// What the statement returns (RETURNING), typed when it was prepared.
         columns: Vec<OutputColumn>,
+        /// The CHECK OPTIONs of the views it writes through, whose subqueries run first too.
+        view_checks: Vec<crate::view_writes::ViewCheck>,
     },
     /// `SELECT set_config(name, value, false)`: SET, answering the new value. With `if_exists`, a setting
     /// that does not exist is no error and no row (pg_dump's form over pg_settings).

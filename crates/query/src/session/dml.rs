@@ -18,6 +18,7 @@ use crate::plan::*;
 use crate::planner::Planner;
 use crate::types::SqlRow;
 use crate::types::{Datum, SqlType};
+use crate::view_writes::ViewCheck;
 
 impl Session {
     /// All rows of a query, planned by whichever engine takes it (the source of INSERT ... SELECT).
@@ -169,10 +170,50 @@ impl Session {
         Ok((out, Some(ex.stats.get())))
     }
 
-    /// An UPDATE or DELETE with subqueries: they run first, and the statement is planned with their results.
-    pub(super) fn with_subqueries(&mut self, statement: &Statement, param_types: &[SqlType], params: &[Datum]) -> Result<Output> {
-        let stmt = crate::subqueries::substitute(statement, |q| self.subquery_rows(q, params))?;
-        let plan = Planner { zone: self.zone(), ..Planner::new(self.db.as_ref(), param_types.to_vec()) }.plan(&stmt)?;
+    /// A write whose subqueries run at each execution, before it is planned: an UPDATE or DELETE with
+    /// subqueries, or a write through a view WITH CHECK OPTION whose condition has one. Typed now with
+    /// NULLs where their results will be.
+    pub(super) fn plan_with_subqueries(
+        &self,
+        s: &Statement,
+        given: Vec<SqlType>,
+        view_checks: Vec<ViewCheck>,
+    ) -> Result<(Plan, Vec<SqlType>)> {
+        let mut planner = Planner::new(self.db.as_ref(), given);
+        planner.zone = self.zone();
+        planner.view_checks = view_checks
+            .iter()
+            .map(|c| ViewCheck { view: c.view.clone(), condition: crate::subqueries::placeholder(&c.condition) })
+            .collect();
+        let typed = planner.plan(&crate::subqueries::placeholder(s))?;
+        checks_taken(&planner)?;
+        let param_types: Vec<SqlType> = planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
+        let columns = typed.output_columns();
+        Ok((Plan::WithSubqueries { statement: Box::new(s.clone()), param_types: param_types.clone(), columns, view_checks }, param_types))
+    }
+
+    /// Runs a [`Plan::WithSubqueries`]: its subqueries first (in the statement's transaction), then the
+    /// statement planned with their results, as PostgreSQL evaluates an uncorrelated subquery once.
+    pub(super) fn with_subqueries(
+        &mut self,
+        statement: &Statement,
+        param_types: &[SqlType],
+        view_checks: &[ViewCheck],
+        params: &[Datum],
+    ) -> Result<Output> {
+        let stmt = match crate::subqueries::has_subquery(statement) {
+            true => crate::subqueries::substitute(statement, |q| self.subquery_rows(q, params))?,
+            false => statement.clone(),
+        };
+        let mut checks = Vec::with_capacity(view_checks.len());
+        for c in view_checks {
+            let condition = crate::subqueries::substitute(&c.condition, |q| self.subquery_rows(q, params))?;
+            checks.push(ViewCheck { view: c.view.clone(), condition });
+        }
+        let mut planner = Planner { zone: self.zone(), ..Planner::new(self.db.as_ref(), param_types.to_vec()) };
+        planner.view_checks = checks;
+        let plan = planner.plan(&stmt)?;
+        checks_taken(&planner)?;
         self.run(&plan, params)
     }
 
@@ -199,6 +240,15 @@ impl Session {
             })
             .collect();
         self.run_dml(&Plan::Insert(insert), params, false).map(|(o, _)| o)
+    }
+}
+
+/// 0A000 unless the planner bound every view CHECK OPTION it was given (a plain INSERT, UPDATE or DELETE
+/// does; what is planned otherwise could not check them).
+pub(super) fn checks_taken(planner: &Planner) -> Result<()> {
+    match planner.view_checks.first() {
+        Some(c) => Err(QueryError::FeatureNotSupported(format!("this write through view \"{}\" WITH CHECK OPTION", c.view))),
+        None => Ok(()),
     }
 }
 

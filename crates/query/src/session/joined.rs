@@ -20,7 +20,12 @@ impl Session {
     /// Plans a joined write: its query is prepared as any query (for its parameters' types); its keyed
     /// write is planned once, its values and key typed by the columns they go to. The statement's
     /// parameters, as the query types them.
-    pub(super) fn plan_joined(&self, stmt: &Statement, given: &[Option<SqlType>]) -> Result<(Plan, Vec<SqlType>)> {
+    pub(super) fn plan_joined(
+        &self,
+        stmt: &Statement,
+        given: &[Option<SqlType>],
+        view_checks: Vec<crate::view_writes::ViewCheck>,
+    ) -> Result<(Plan, Vec<SqlType>)> {
         let (target, _) = crate::joined::target(stmt).ok_or_else(|| QueryError::Internal("not a joined write".into()))?;
         let TableFactor::Table { name, .. } = &target.relation else {
             return Err(QueryError::NotSupported("only plain tables can be updated".into()));
@@ -42,7 +47,15 @@ impl Session {
         write_params.extend(query.columns[first..].iter().map(|c| c.ty));
         let mut planner = Planner::new(self.db.as_ref(), write_params);
         planner.zone = self.zone();
+        // A view's CHECK OPTION is checked on each row the write changes.
+        if view_checks.iter().any(|c| crate::subqueries::holds_subquery(&c.condition)) {
+            return Err(QueryError::FeatureNotSupported(
+                "an UPDATE ... FROM through a view WITH CHECK OPTION whose condition has a subquery".into(),
+            ));
+        }
+        planner.view_checks = view_checks;
         let write = planner.plan(&split.write)?;
+        super::dml::checks_taken(&planner)?;
         let write_types: Vec<SqlType> = planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
         // What the join computes must be assignable to its column, as any UPDATE's value.
         for (((column, untyped), from), to) in split.targets.iter().zip(&query.columns[split.keys..]).zip(&write_types[split.params..]) {

@@ -273,25 +273,18 @@ impl Session {
                 (Plan::Fetch { name: f.name, direction: f.direction, move_only: f.move_only, columns }, given, None)
             }
             ParsedStatement::Ast(s) if crate::joined::target(&s).is_some() => {
-                checked_apart("an UPDATE ... FROM")?;
-                let (plan, params) = self.plan_joined(&s, param_types)?;
+                let (plan, params) = self.plan_joined(&s, param_types, view_checks.clone())?;
                 (plan, params, Some(s))
             }
             ParsedStatement::Ast(s) if matches!(&*s, Statement::Explain { statement, .. } if crate::joined::target(statement).is_some()) => {
                 let Statement::Explain { statement, analyze, .. } = &*s else { unreachable!() };
-                checked_apart("an UPDATE ... FROM")?;
-                let (plan, params) = self.plan_joined(statement, param_types)?;
+                let (plan, params) = self.plan_joined(statement, param_types, view_checks.clone())?;
                 (Plan::Explain { plan: Box::new(plan), analyze: *analyze }, params, Some(s))
             }
-            ParsedStatement::Ast(s) if crate::subqueries::has_subquery(&s) => {
-                checked_apart("a write with a subquery")?;
-                // Typed with NULLs where the subqueries' results will be.
-                let mut planner = Planner::new(self.db.as_ref(), given.clone());
-                planner.zone = self.zone();
-                let typed = planner.plan(&crate::subqueries::placeholder(&s))?;
-                let param_types: Vec<SqlType> =
-                    planner.params.iter().map(|t| if *t == SqlType::Unknown { SqlType::Text } else { *t }).collect();
-                let plan = Plan::WithSubqueries { statement: s.clone(), param_types: param_types.clone(), columns: typed.output_columns() };
+            ParsedStatement::Ast(s)
+                if crate::subqueries::has_subquery(&s) || view_checks.iter().any(|c| crate::subqueries::holds_subquery(&c.condition)) =>
+            {
+                let (plan, param_types) = self.plan_with_subqueries(&s, given.clone(), view_checks.clone())?;
                 (plan, param_types, Some(s))
             }
             ParsedStatement::Ast(s) => {
@@ -587,7 +580,9 @@ impl Session {
             Plan::CopyTo { select, format } => self.copy_to(select, format, params),
             Plan::Select(_) | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => self.run_dml(plan, params, true).map(|(o, _)| o),
             Plan::InsertSelect { insert, query, defaults } => self.insert_select(insert, query, defaults, params),
-            Plan::WithSubqueries { statement, param_types, .. } => self.with_subqueries(statement, param_types, params),
+            Plan::WithSubqueries { statement, param_types, view_checks, .. } => {
+                self.with_subqueries(statement, param_types, view_checks, params)
+            }
             Plan::Joined(j) => self.run_joined(j, params),
         }
     }
