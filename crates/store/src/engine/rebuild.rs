@@ -84,27 +84,37 @@ impl Store {
         let old = self.inner.table(&name)?;
         let indexes = rebuilt_indexes(&old, columns);
         let def = TableDef { indexes: vec![], ..def };
-        let temp = format!("tabula_rebuild_{}", old.id);
-        match self.inner.drop_table(&temp) {
-            Ok(()) | Err(StoreError::UnknownTable(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        self.inner.create_table(TableDef { name: temp.clone(), ..def.clone() })?;
-        {
-            let _exclusive = self.inner.commit_gate.write();
-            old.retired.store(true, Ordering::SeqCst);
-        }
+        let temp = self.rebuild_begin(&old, &def)?;
         let moved =
             self.move_rows(&old, &temp, &def, columns, convert).and_then(|()| Ok(self.inner.replace_table(&name, &temp, keep_old)?));
         if moved.is_err() {
-            let _ = self.inner.drop_table(&temp);
-            old.retired.store(false, Ordering::SeqCst);
+            self.rebuild_abandon(&old, &temp);
             return moved;
         }
         for ix in indexes {
             self.create_index(&name, ix)?;
         }
         Ok(())
+    }
+
+    /// Steps 1 and 2's start: the new table, empty, under a temporary name (one a crash left is dropped
+    /// first), and the old one retired. Returns the temporary name.
+    pub(super) fn rebuild_begin(&self, old: &Table, def: &TableDef) -> Result<String> {
+        let temp = format!("tabula_rebuild_{}", old.id);
+        match self.inner.drop_table(&temp) {
+            Ok(()) | Err(StoreError::UnknownTable(_)) => {}
+            Err(e) => return Err(e),
+        }
+        self.inner.create_table(TableDef { name: temp.clone(), ..def.clone() })?;
+        let _exclusive = self.inner.commit_gate.write();
+        old.retired.store(true, Ordering::SeqCst);
+        Ok(temp)
+    }
+
+    /// A failed rebuild: the new table dropped, the old one taken back into service.
+    pub(super) fn rebuild_abandon(&self, old: &Table, temp: &str) {
+        let _ = self.inner.drop_table(temp);
+        old.retired.store(false, Ordering::SeqCst);
     }
 
     /// A row without a value in a key column is not loaded; duplicates are reported before NULLs, as

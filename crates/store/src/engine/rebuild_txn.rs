@@ -38,22 +38,12 @@ impl Store {
         let mut indexes = rebuilt_indexes(&old, columns);
         indexes.extend(added);
         let def = TableDef { indexes: vec![], ..def };
-        let temp = format!("tabula_rebuild_{}", old.id);
-        match self.inner.drop_table(&temp) {
-            Ok(()) | Err(StoreError::UnknownTable(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        self.inner.create_table(TableDef { name: temp.clone(), ..def.clone() })?;
-        {
-            let _exclusive = self.inner.commit_gate.write();
-            old.retired.store(true, Ordering::SeqCst);
-        }
+        let temp = self.rebuild_begin(&old, &def)?;
         let moved = self
             .move_in_txn(t, &old, &temp, &def, indexes, columns, convert)
             .and_then(|()| Ok(self.inner.replace_table(&name, &temp, true)?));
         if moved.is_err() {
-            let _ = self.inner.drop_table(&temp);
-            old.retired.store(false, Ordering::SeqCst);
+            self.rebuild_abandon(&old, &temp);
         }
         moved
     }
