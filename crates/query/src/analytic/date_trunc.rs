@@ -4,13 +4,16 @@
 //! "valid until" sentinel). A `timestamptz` is truncated as a local time in the session's zone: below a
 //! day it keeps its offset, from a day up the offset is the one that local time has (`Zone::instant_of`).
 //! Centuries and millennia start at year 1 (2001-01-01), decades at a year that ends in 0, weeks on Monday
-//! (ISO), and years before 1 as PostgreSQL counts them.
+//! (ISO), and years before 1 as PostgreSQL counts them. An interval is truncated field by field, as
+//! PostgreSQL's `interval_trunc`.
 
 use std::sync::Arc;
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Timelike};
-use datafusion::arrow::array::{Array, AsArray, TimestampMicrosecondArray};
-use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
+use datafusion::arrow::array::{Array, AsArray, IntervalMonthDayNanoArray, TimestampMicrosecondArray};
+use datafusion::arrow::datatypes::{
+    DataType, DurationMicrosecondType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::common::exec_err;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
@@ -94,6 +97,35 @@ fn truncate(t: NaiveDateTime, unit: Unit) -> Option<NaiveDateTime> {
     NaiveDate::from_ymd_opt(year, month, day)?.and_hms_micro_opt(hour, minute, second, micros)
 }
 
+/// An interval truncated to `unit` as PostgreSQL's `interval_trunc`: its years and months, days, and time
+/// of day kept down to the unit, each part cut toward zero (`date_trunc('hour', '2 days 3:40')` is 2 days
+/// 03:00; 25 hours stay hours). A week is 0A000: months have fractional weeks.
+fn truncate_interval(months: i32, days: i32, us: i64, unit: Unit) -> std::result::Result<(i32, i32, i64), QueryError> {
+    if unit == Unit::Week {
+        return Err(QueryError::FeatureNotSupported("unit \"week\" not supported for type interval".into())
+            .with_message("Months usually have fractional weeks.".into()));
+    }
+    let (years, month) = (months / 12, months % 12);
+    let months = match unit {
+        Unit::Millennium => years / 1000 * 1000 * 12,
+        Unit::Century => years / 100 * 100 * 12,
+        Unit::Decade => years / 10 * 10 * 12,
+        Unit::Year => years * 12,
+        Unit::Quarter => years * 12 + month / 3 * 3,
+        _ => months,
+    };
+    let days = if unit >= Unit::Month { 0 } else { days };
+    let step = match unit {
+        u if u >= Unit::Day => return Ok((months, days, 0)),
+        Unit::Hour => 3_600_000_000,
+        Unit::Minute => 60_000_000,
+        Unit::Second => 1_000_000,
+        Unit::Milliseconds => 1000,
+        _ => 1,
+    };
+    Ok((months, days, us / step * step))
+}
+
 /// A timestamp (µs since the epoch) truncated: as a local time in `zone` for a `timestamptz`.
 fn truncate_us(us: i64, unit: Unit, zone: Option<&Zone>) -> Option<i64> {
     match zone {
@@ -136,9 +168,9 @@ impl ScalarUDFImpl for DateTrunc {
             DataType::Date32 | DataType::Date64 | DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null => {
                 DataType::Timestamp(US, Some(self.session.clone()))
             }
-            DataType::Interval(_) => {
-                return Err(failed(QueryError::NotSupported("date_trunc of an interval on the analytic route".into())))
-            }
+            DataType::Interval(_) => DataType::Interval(IntervalUnit::MonthDayNano),
+            // `ts - ts`: DataFusion's duration is PostgreSQL's interval of days and time.
+            DataType::Duration(_) => DataType::Duration(US),
             other => return Err(failed(QueryError::UndefinedFunction(format!("date_trunc(text, {other})")))),
         };
         Ok(vec![DataType::Utf8, value])
@@ -147,6 +179,7 @@ impl ScalarUDFImpl for DateTrunc {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types.get(1) {
             Some(DataType::Timestamp(_, tz)) => Ok(DataType::Timestamp(US, tz.clone())),
+            Some(DataType::Interval(_) | DataType::Duration(_)) => Ok(DataType::Interval(IntervalUnit::MonthDayNano)),
             _ => Ok(DataType::Timestamp(US, Some(self.session.clone()))),
         }
     }
@@ -154,6 +187,33 @@ impl ScalarUDFImpl for DateTrunc {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let arrays = super::arrays(&args)?;
         let [fields, values] = arrays.as_slice() else { return exec_err!("date_trunc takes two arguments") };
+        if let DataType::Interval(_) | DataType::Duration(_) = values.data_type() {
+            let fields = datafusion::arrow::compute::cast(fields, &DataType::Utf8)?;
+            let fields = fields.as_string::<i32>();
+            // A duration (µs) is the interval `timestamp - timestamp` gives: whole days, then the time.
+            let parts = |i: usize| match values.data_type() {
+                DataType::Duration(_) => {
+                    let us = values.as_primitive::<DurationMicrosecondType>().value(i);
+                    (0, (us / 86_400_000_000) as i32, us % 86_400_000_000)
+                }
+                _ => {
+                    let v = values.as_primitive::<IntervalMonthDayNanoType>().value(i);
+                    (v.months, v.days, v.nanoseconds / 1000)
+                }
+            };
+            let mut out = Vec::with_capacity(values.len());
+            for i in 0..values.len() {
+                if fields.is_null(i) || values.is_null(i) {
+                    out.push(None);
+                    continue;
+                }
+                let unit = unit(fields.value(i), "interval").map_err(failed)?;
+                let (months, days, us) = parts(i);
+                let (months, days, us) = truncate_interval(months, days, us, unit).map_err(failed)?;
+                out.push(Some(IntervalMonthDayNano::new(months, days, us * 1000)));
+            }
+            return super::columnar(&args.args, Arc::new(IntervalMonthDayNanoArray::from(out)));
+        }
         let (zone, type_name) = match values.data_type() {
             DataType::Timestamp(TimeUnit::Microsecond, Some(tz)) => (Some(Zone::of_arrow(tz)), "timestamp with time zone"),
             DataType::Timestamp(TimeUnit::Microsecond, None) => (None, "timestamp without time zone"),
@@ -190,6 +250,22 @@ mod tests {
     }
 
     /// PostgreSQL 15's answers.
+    #[test]
+    fn intervals_truncated_as_postgresql_truncates() {
+        let hour = 3_600_000_000;
+        assert_eq!(truncate_interval(0, 2, 3 * hour + 40 * 60_000_000 + 5_500_000, Unit::Hour).unwrap(), (0, 2, 3 * hour));
+        assert_eq!(truncate_interval(17, 3, 0, Unit::Quarter).unwrap(), (15, 0, 0));
+        assert_eq!(truncate_interval(303, 0, 0, Unit::Decade).unwrap(), (240, 0, 0));
+        assert_eq!(truncate_interval(0, 0, 1_234_567, Unit::Milliseconds).unwrap(), (0, 0, 1_234_000));
+        assert_eq!(truncate_interval(0, 0, -(90 * 60_000_000 + 20_000_000), Unit::Minute).unwrap(), (0, 0, -90 * 60_000_000));
+        assert_eq!(truncate_interval(-14, -3, 0, Unit::Month).unwrap(), (-14, 0, 0));
+        assert_eq!(truncate_interval(-3000, 0, 0, Unit::Century).unwrap(), (-2400, 0, 0));
+        assert_eq!(truncate_interval(0, 3, 25 * hour, Unit::Day).unwrap(), (0, 3, 0));
+        assert_eq!(truncate_interval(0, 1, -1_000_000, Unit::Second).unwrap(), (0, 1, -1_000_000));
+        assert_eq!(truncate_interval(-1, 0, 0, Unit::Year).unwrap(), (0, 0, 0));
+        assert_eq!(truncate_interval(0, 2, 0, Unit::Week).unwrap_err().sqlstate(), "0A000");
+    }
+
     #[test]
     fn truncated_as_postgresql_truncates() {
         let cut = |s: &str, u: Unit| truncate(at(s), u).unwrap().format("%Y-%m-%d %H:%M:%S%.6f").to_string();

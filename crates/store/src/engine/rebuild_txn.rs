@@ -34,7 +34,8 @@ impl Store {
         added: Option<IndexDef>,
     ) -> std::result::Result<(), RebuildError> {
         let name = def.name.clone();
-        let old = self.inner.table(&name)?;
+        // As the transaction may use it: not a table it bulk-loaded after writing (0A000).
+        let old = t.table(&name)?;
         let mut indexes = rebuilt_indexes(&old, columns);
         indexes.extend(added);
         let def = TableDef { indexes: vec![], ..def };
