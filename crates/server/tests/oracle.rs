@@ -301,7 +301,7 @@ async fn a_pg_dump_of_tabula_loads_into_postgresql_and_into_tabula() {
 /// (`--no-owner`: the roles are not the same), loads into Tabula with psql stopping at the first error:
 /// serial and identity keys (a sequence each, OWNED BY its column, its value set by `setval`), a sequence
 /// of its own with START and INCREMENT, foreign keys, CHECK, UNIQUE, defaults, an index and a view. Both
-/// then answer alike, and go on drawing the same keys.
+/// then answer alike, and go on drawing the same keys. Dumped as INSERTs, it loads in one transaction too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgresql_dump_with_sequences_loads_into_tabula() {
     let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
@@ -341,6 +341,21 @@ async fn a_postgresql_dump_with_sequences_loads_into_tabula() {
         "DELETE FROM authors WHERE id = 2",
         "SELECT id, title FROM books ORDER BY id",
     ];
+    // The same database dumped as INSERTs and restored in one transaction (`psql --single-transaction`):
+    // each key is added after its table's rows, in the transaction that wrote them.
+    let inserts = tokio::task::block_in_place(|| pg_dump_of(&bin, port, &user, "postgres", &["--no-owner", "--inserts"]));
+    let single = TestServer::start().await;
+    let (ok, _, err) = tokio::task::block_in_place(|| {
+        psql(&bin, single.port(), "tabula", "tabula", &["-q", "--single-transaction", "-f", "-"], Some(&inserts))
+    });
+    assert!(ok, "the dump does not load into Tabula in one transaction: {err}\n{inserts}");
+    same_answers(
+        &bin,
+        [(single.port(), "tabula", "tabula"), (port, &user, "postgres")],
+        &queries[..7],
+        "Tabula after a restore in one transaction",
+    );
+    single.stop().await;
     same_answers(
         &bin,
         [(server.port(), "tabula", "tabula"), (port, &user, "postgres")],
