@@ -46,11 +46,8 @@ impl Executor<'_> {
     /// A proposed row an arbiter turned away before it was written still draws its generated key, as
     /// PostgreSQL evaluates the key's `nextval` default for every row proposed.
     pub(super) fn draw_unused(&self, t: &TableSchema, prepared: &PreparedRow) -> Result<()> {
-        let generated = t.pk[..t.partition_key_len].iter().position(|&c| t.columns[c].identity);
-        if let (Some(i), Some(store)) = (generated, self.system) {
-            if prepared.pk.get(i).is_some_and(Option::is_none) {
-                self.drawn.set(Some(store.sequence_next(&t.name).map_err(store_err)?));
-            }
+        if let (Some(_), Some(store)) = (super::write::drawn_key(t, &prepared.pk), self.system) {
+            self.drawn.set(Some(store.sequence_next(&t.name).map_err(store_err)?));
         }
         Ok(())
     }

@@ -26,8 +26,7 @@ impl Executor<'_> {
 
     /// Notes a value the engine drew for the key's generated partition-key column, if the row lacked one.
     fn note_drawn(&self, t: &TableSchema, given: &[Option<PkValue>], written: &[PkValue]) {
-        let generated = t.pk[..t.partition_key_len].iter().position(|&c| t.columns[c].identity);
-        if let Some(i) = generated.filter(|&i| given.get(i).is_some_and(|v| v.is_none())) {
+        if let Some(i) = drawn_key(t, given) {
             if let Some(PkValue::Integer(v)) = written.get(i) {
                 self.drawn.set(Some(*v));
             }
@@ -195,6 +194,13 @@ impl Executor<'_> {
             Err(e) => Err(insert_error(t, &after, e)),
         }
     }
+}
+
+/// Where in the key the engine draws a value for this row: its generated partition-key column, when the
+/// row gives it none.
+pub(super) fn drawn_key(t: &TableSchema, given: &[Option<PkValue>]) -> Option<usize> {
+    let generated = t.pk[..t.partition_key_len].iter().position(|&c| t.columns[c].identity)?;
+    given.get(generated).is_some_and(Option::is_none).then_some(generated)
 }
 
 /// 23514 unless `row` meets every one of its table's CHECK constraints: none is false (NULL passes, as in
