@@ -137,6 +137,44 @@ def big_statements(server, csv, rows, results):
     server.psql("DROP TABLE big_stmt")
 
 
+IDLE = "idle CPU with a 1 GB partition-key value"
+IDLE_ROWS = 1_000_000  # of about 1 KB each, all under one partition-key value
+IDLE_WINDOW_S = 10
+IDLE_WINDOWS = 18
+
+
+def write_idle_csv(path):
+    """One partition-key value (`dev` 'd0') with IDLE_ROWS rows of a 1000-byte value: about 1 GB. The values
+    are random hex, so that the engines' compression does not shrink the partition to nothing."""
+    with open(path, "w") as f:
+        for start in range(0, IDLE_ROWS, 10_000):
+            f.write("".join(f"d0,{i},{os.urandom(500).hex()}\n" for i in range(start, start + 10_000)))
+
+
+def idle_cpu(server, csv, results):
+    """The server's CPU use while nothing happens, after a load of 1 GB under one partition-key value (the
+    seeds allow 10 GB under one): IDLE_WINDOWS consecutive windows of IDLE_WINDOW_S seconds, in cores. The
+    first windows hold the load's own background work (compaction, autovacuum); the last ones are what the
+    server costs at rest with such a partition. Tabula's split must find no cut inside one key value and
+    then leave the partition alone until it changes."""
+    server.psql("DROP TABLE IF EXISTS idle_big")
+    server.psql("CREATE TABLE idle_big (dev text, seq bigint, v text, PRIMARY KEY (dev, seq))")
+    load_s = timed(lambda: server.psql(f"\\copy idle_big FROM '{csv}' WITH (FORMAT csv)"))
+    hz = os.sysconf("SC_CLK_TCK")
+    cores = []
+    for _ in range(IDLE_WINDOWS):
+        before = server.cpu_ticks()
+        time.sleep(IDLE_WINDOW_S)
+        cores.append((server.cpu_ticks() - before) / hz / IDLE_WINDOW_S)
+    seen = {"load_s": load_s, "cores": cores}
+    if server.name == "tabula":
+        # That the partition is one key's 1 GB, and what Tabula advises about it.
+        seen["partitions"] = server.psql("SELECT approx_bytes, stored_bytes, advice FROM tabula.partitions WHERE table_name = 'idle_big'").strip()
+        log(f"  tabula.partitions of idle_big:\n{seen['partitions']}")
+    results.setdefault("idle", {})[server.name] = seen
+    server.psql("DROP TABLE idle_big")
+
+
 def load_wide(server):
     server.psql(f"INSERT INTO wide1 SELECT g, 0, repeat('x', 100) FROM generate_series(1, {WIDE_ROWS}) g")
     server.psql(f"INSERT INTO wide100 SELECT g, 0, {', '.join('g' for _ in range(99))} FROM generate_series(1, {WIDE_ROWS}) g")
@@ -610,6 +648,16 @@ def main():
                 big_statements(server, csv, a.rows, results)
                 b = results["big_statements"][server.name]
                 log(f"  {BIG_STATEMENTS}, round {rnd}: {server.name} UPDATE {b['update_s'][-1]:.2f} s, DELETE {b['delete_s'][-1]:.2f} s")
+        if not a.only or a.only in IDLE:
+            idle_csv = work / "idle.csv"
+            write_idle_csv(idle_csv)
+            os.chmod(idle_csv, 0o644)
+            for server in (tabula, pg):
+                server.start("sync")
+                idle_cpu(server, idle_csv, results)
+                c = results["idle"][server.name]["cores"]
+                log(f"  {IDLE}: {server.name} {' '.join(f'{x:.3f}' for x in c)} cores")
+            idle_csv.unlink()
         tabula.start("sync")
         if a.growth_rows > a.rows and not a.only:
             growth(a, tabula, pg, work, variables, results)
@@ -771,6 +819,15 @@ def markdown(results, rows):
             ratio = median([b / x for x, b in zip(ts, ps) if x])
             peak = lambda side: max(side.get(f"{key}_peak_mb", []), default=None)
             lines.append(f"| {label} | {fmt(median(ts), '.2f')} | {fmt(median(ps), '.2f')} | {fmt(ratio, '.2f')} | {fmt(peak(t))} / {fmt(peak(p))} |")
+    idle = results.get("idle", {})
+    if idle:
+        lines += ["", f"| {IDLE} ({IDLE_ROWS} rows of 1 KB under one key, loaded by COPY) | load s | CPU in cores, first {IDLE_WINDOW_S} s after the load | last {IDLE_WINDOW_S} s of {IDLE_WINDOWS * IDLE_WINDOW_S} s | mean of the last minute |", "|---|---:|---:|---:|---:|"]
+        last_minute = 60 // IDLE_WINDOW_S
+        for name, label in (("tabula", "Tabula"), ("postgres", "PostgreSQL")):
+            v = idle.get(name)
+            if v:
+                c = v["cores"]
+                lines.append(f"| {label} | {fmt(v['load_s'], '.1f')} | {fmt(c[0], '.3f')} | {fmt(c[-1], '.3f')} | {fmt(sum(c[-last_minute:]) / len(c[-last_minute:]), '.3f')} |")
     g = results.get("growth")
     if g:
         lines += ["", "| growth: prepared point select | p50 / p99 ms small | p50 / p99 ms big | p99 big/small |", "|---|---:|---:|---:|"]
