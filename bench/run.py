@@ -742,12 +742,13 @@ def report(results, out, partial=False):
     if CEILING in w and POINT in w:
         results["ceiling_share"] = [p["tps"] / c["tps"] for c, p in zip(w[CEILING]["tabula"], w[POINT]["tabula"]) if c["tps"] and p["tps"]]
     (out / f"{stamp}.json").write_text(json.dumps(results, indent=2))
-    chart = ROOT / "bench" / "chart.svg"
-    chart.write_text(svg(rows))
     md = markdown(results, rows)
     if partial:
+        # BENCHMARKS.md's chart is the last full run's: a partial run's goes beside its results.
+        (out / f"{stamp}.svg").write_text(svg(rows))
         print(md)
         return
+    (ROOT / "bench" / "chart.svg").write_text(svg(rows))
     (out / "latest.md").write_text(md)
     bm = ROOT / "BENCHMARKS.md"
     text = bm.read_text() if bm.exists() else "# Benchmarks\n"
