@@ -516,10 +516,15 @@ def pgbench_mixed_latencies(server, scripts, protocol, seconds, variables, logdi
     return dict(zip(scripts, lat))
 
 
+def csv_lines(start, count):
+    """The suite's key-value rows `start` .. `start + count`, in CSV, in chunks of 100,000 lines."""
+    for s in range(start, start + count, 100_000):
+        yield "".join(f"{k},value-{k},{k % 1000}\n" for k in range(s, min(s + 100_000, start + count)))
+
+
 def write_csv(path, start, count):
     with open(path, "w") as f:
-        for k in range(start, start + count):
-            f.write(f"{k},value-{k},{k % 1000}\n")
+        f.writelines(csv_lines(start, count))
 
 
 def write_inserts(path, count, per_statement=1000):
@@ -589,9 +594,14 @@ def main():
     ap.add_argument("--growth-rows", type=int, default=10_000_000, help="0 skips the growth measurement")
     ap.add_argument("--port", type=int, default=55432)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
-    ap.add_argument("--only", help="run only the workloads whose name contains this (no bulk loads, no growth; "
+    ap.add_argument("--only", help="run only the workloads whose name contains this (no bulk loads, no growth: "
+                    "`--only growth` runs the growth step alone; "
                     "BENCHMARKS.md is left alone, the report goes to bench/results)")
+    ap.add_argument("--write-rows", type=int, help=argparse.SUPPRESS)  # the growth step's rows, to stdout
     a = ap.parse_args()
+    if a.write_rows:
+        sys.stdout.writelines(csv_lines(1, a.write_rows))
+        return
     if a.rounds < 5:
         log("fewer than 5 rounds: fine for a try, not for BENCHMARKS.md")
 
@@ -659,7 +669,7 @@ def main():
                 log(f"  {IDLE}: {server.name} {' '.join(f'{x:.3f}' for x in c)} cores")
             idle_csv.unlink()
         tabula.start("sync")
-        if a.growth_rows > a.rows and not a.only:
+        if a.growth_rows > a.rows and (not a.only or a.only == "growth"):
             growth(a, tabula, pg, work, variables, results)
     finally:
         for s in (tabula, pg):
@@ -672,21 +682,37 @@ def main():
     report(results, Path(a.out), partial=bool(a.only))
 
 
+def settle(server, limit_s=1200, window_s=5, idle_cores=0.05):
+    """Waits until the server's background work after a load is done (compaction of the loaded files,
+    autovacuum and checkpoints): its CPU under `idle_cores` over one window, or `limit_s`. Returns the seconds
+    waited. Latency measured while one core compacts 100M rows is the compaction's, on either server."""
+    hz = os.sysconf("SC_CLK_TCK")
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        before = server.cpu_ticks()
+        time.sleep(window_s)
+        if (server.cpu_ticks() - before) / hz / window_s < idle_cores:
+            break
+    return time.monotonic() - start
+
+
 def growth(a, tabula, pg, work, variables, results):
     """Point-select latency at the suite's table size and at the growth size, from one-client runs that pick
     one of two tables at random statement by statement (see pgbench_mixed): the 1M-row `kv` and a `kv_big` of
     growth-size rows, in the same server, so both percentiles come from the same seconds. p99 over separate
     5 s runs moved by 2x from run to run with the machine alone; here a pause hits both tables alike."""
     log(f"growth: point-select latency at {a.rows} rows against {a.growth_rows}, in the same runs")
-    csv = work / "big.csv"
-    write_csv(csv, 1, a.growth_rows)
-    os.chmod(csv, 0o644)
+    # The rows come from a program, not a file: at 100M rows the file alone would be 3 GB of the disk both
+    # servers' tables need.
+    rows = f"{sys.executable} {Path(__file__).resolve()} --write-rows {a.growth_rows}"
     out = results["growth"] = {}
     for server in (tabula, pg):
         server.start("sync")
         server.psql("CREATE TABLE kv_big (k bigint PRIMARY KEY, v text, n bigint)")
         with PeakMemory(server):
-            server.psql(f"\\copy kv_big FROM '{csv}' WITH (FORMAT csv)")
+            load_s = timed(lambda: server.psql(f"\\copy kv_big FROM PROGRAM '{rows}' WITH (FORMAT csv)"))
+        settle_s = settle(server)
+        log(f"  {server.name}: {a.growth_rows} rows loaded in {load_s:.0f} s, background work done {settle_s:.0f} s later")
         runs = [pgbench_mixed_latencies(server, [POINT_SCRIPT, POINT_BIG_SCRIPT], "prepared", a.seconds, dict(variables, big_rows=a.growth_rows), work)
                 for _ in range(3)]
         pct = lambda script, q: median([sorted(r[script])[int(q * (len(r[script]) - 1))] / 1000.0 for r in runs])
@@ -694,6 +720,7 @@ def growth(a, tabula, pg, work, variables, results):
             "small_rows": a.rows, "big_rows": a.growth_rows,
             "p50_small_ms": pct(POINT_SCRIPT, 0.5), "p99_small_ms": pct(POINT_SCRIPT, 0.99),
             "p50_big_ms": pct(POINT_BIG_SCRIPT, 0.5), "p99_big_ms": pct(POINT_BIG_SCRIPT, 0.99),
+            "load_s": load_s, "settle_s": settle_s,
         }
         log(f"  {server.name}: {out[server.name]}")
 
@@ -831,10 +858,10 @@ def markdown(results, rows):
                 lines.append(f"| {label} | {fmt(v['load_s'], '.1f')} | {fmt(c[0], '.3f')} | {fmt(c[-1], '.3f')} | {fmt(sum(c[-last_minute:]) / len(c[-last_minute:]), '.3f')} |")
     g = results.get("growth")
     if g:
-        lines += ["", "| growth: prepared point select | p50 / p99 ms small | p50 / p99 ms big | p99 big/small |", "|---|---:|---:|---:|"]
+        lines += ["", "| growth: prepared point select | p50 / p99 ms small | p50 / p99 ms big | p99 big/small | load s / background work after it s |", "|---|---:|---:|---:|---:|"]
         for name, v in g.items():
             ratio = v["p99_big_ms"] / v["p99_small_ms"] if v["p99_small_ms"] and v["p99_big_ms"] else None
-            lines.append(f"| {name} ({v['small_rows']} → {v['big_rows']} rows) | {fmt(v['p50_small_ms'], '.3f')} / {fmt(v['p99_small_ms'], '.3f')} | {fmt(v['p50_big_ms'], '.3f')} / {fmt(v['p99_big_ms'], '.3f')} | {fmt(ratio, '.2f')} |")
+            lines.append(f"| {name} ({v['small_rows']} → {v['big_rows']} rows) | {fmt(v['p50_small_ms'], '.3f')} / {fmt(v['p99_small_ms'], '.3f')} | {fmt(v['p50_big_ms'], '.3f')} / {fmt(v['p99_big_ms'], '.3f')} | {fmt(ratio, '.2f')} | {fmt(v.get('load_s'), '.0f')} / {fmt(v.get('settle_s'), '.0f')} |")
     rss = results.get("peak_rss_mb", {})
     lines += ["", f"Peak memory over the whole run: Tabula {fmt(rss.get('tabula'))} MB (its peak RSS), PostgreSQL {fmt(rss.get('postgres'))} MB (the largest PSS sample).", "", "![Tabula/PostgreSQL throughput ratio per workload](bench/chart.svg)", ""]
     return "\n".join(lines)

@@ -245,7 +245,7 @@ fn foreign_returning(
         };
         let mut e = expr.clone();
         let mut foreign = false;
-        let _ = ast::visit_expressions_mut(&mut e, |e| {
+        let _ = crate::walk::exprs_mut(&mut e, |e| {
             let source = match e {
                 Expr::CompoundIdentifier(parts) if parts.len() >= 2 && relations.iter().any(|r| r.0 == parts[parts.len() - 2].value) => {
                     Some(e.to_string())
@@ -277,7 +277,7 @@ fn foreign_returning(
 /// The highest `$n` of the statement: 0 without parameters.
 fn max_param(stmt: &Statement) -> usize {
     let mut max = 0;
-    let _ = ast::visit_expressions(stmt, |e| {
+    let _ = crate::walk::exprs(stmt, |e| {
         if let Expr::Value(v) = e {
             if let Value::Placeholder(p) = &v.value {
                 max = max.max(p.strip_prefix('$').and_then(|n| n.parse().ok()).unwrap_or(0));

@@ -73,6 +73,7 @@ pub mod temp;
 pub mod types;
 pub mod view_writes;
 pub mod views;
+pub mod walk;
 
 pub use database::Database;
 pub use error::{QueryError, Result};

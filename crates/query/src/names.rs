@@ -5,12 +5,12 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, Query, VisitMut, VisitorMut};
+use sqlparser::ast::{Expr, Query};
 
 /// Replaces each expression of `e` for which `f` answers one; `f` is given the expression and whether it
 /// is at `e`'s own level (outside every subquery of `e`).
 pub fn replace(e: &mut Expr, f: &mut dyn FnMut(&Expr, bool) -> Option<Expr>) {
-    let _ = e.visit(&mut Replace { f, depth: 0 });
+    let _ = crate::walk::walk_mut(e, &mut Replace { f, depth: 0 });
 }
 
 struct Replace<'a> {
@@ -18,9 +18,7 @@ struct Replace<'a> {
     depth: usize,
 }
 
-impl VisitorMut for Replace<'_> {
-    type Break = ();
-
+impl crate::walk::WalkerMut for Replace<'_> {
     fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
         self.depth += 1;
         ControlFlow::Continue(())

@@ -342,7 +342,7 @@ fn parse_reset(sql: &str) -> Option<ParsedStatement> {
 /// The highest `$n` in a statement.
 pub(crate) fn max_placeholder(stmt: &Statement) -> usize {
     let mut n = 0;
-    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+    let _ = crate::walk::exprs(stmt, |e| {
         if let sqlparser::ast::Expr::Value(v) = e {
             if let sqlparser::ast::Value::Placeholder(p) = &v.value {
                 n = n.max(p.strip_prefix('$').and_then(|d| d.parse().ok()).unwrap_or(0));

@@ -144,7 +144,7 @@ impl CheckDef {
     pub fn reads(&self, name: &str) -> bool {
         let mut found = false;
         if let Some(mut e) = self.parsed() {
-            let _ = ast::visit_expressions_mut(&mut e, |x| {
+            let _ = crate::walk::exprs_mut(&mut e, |x| {
                 found |= column_named(x) == Some(name.to_string());
                 std::ops::ControlFlow::<()>::Continue(())
             });
@@ -155,7 +155,7 @@ impl CheckDef {
     /// The constraint with column `from` called `to` in its expression.
     pub fn renamed(&self, from: &str, to: &str) -> CheckDef {
         let Some(mut e) = self.parsed() else { return self.clone() };
-        let _ = ast::visit_expressions_mut(&mut e, |x| {
+        let _ = crate::walk::exprs_mut(&mut e, |x| {
             if column_named(x).as_deref() == Some(from) {
                 let plain = to.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
                 *x = ast::Expr::Identifier(if plain { ast::Ident::new(to) } else { ast::Ident::with_quote('"', to) });

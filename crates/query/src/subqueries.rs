@@ -25,7 +25,7 @@ pub fn has_subquery(stmt: &Statement) -> bool {
 
 /// Whether a statement or an expression holds a subquery.
 pub fn holds_subquery<V: ast::Visit>(node: &V) -> bool {
-    ast::visit_expressions(node, |e| match e {
+    crate::walk::exprs(node, |e| match e {
         Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => ControlFlow::Break(()),
         _ => ControlFlow::Continue(()),
     })
@@ -39,7 +39,7 @@ pub fn substitute<V: ast::VisitMut + Clone>(
 ) -> Result<V> {
     let mut stmt = stmt.clone();
     let mut failure = None;
-    let _ = ast::visit_expressions_mut(&mut stmt, |e| {
+    let _ = crate::walk::exprs_mut(&mut stmt, |e| {
         match replacement(e, &mut run) {
             Ok(Some(new)) => *e = new,
             Ok(None) => {}
@@ -60,7 +60,7 @@ pub fn substitute<V: ast::VisitMut + Clone>(
 /// parameters and result columns are typed from when it is prepared, before anything runs.
 pub fn placeholder<V: ast::VisitMut + Clone>(stmt: &V) -> V {
     let mut stmt = stmt.clone();
-    let _ = ast::visit_expressions_mut(&mut stmt, |e| {
+    let _ = crate::walk::exprs_mut(&mut stmt, |e| {
         let null = || Expr::Value(ast::Value::Null.into());
         match e {
             Expr::Subquery(_) => *e = null(),

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor, VisitMut, VisitorMut};
+use sqlparser::ast::{self, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor};
 use tabula_store::value::{private_table_name, public_part, PRIVATE_PREFIX};
 
 use crate::error::{QueryError, Result};
@@ -84,7 +84,7 @@ impl TempTables {
             Statement::CreateTable(c) => Some(std::mem::replace(&mut c.name, ObjectName(vec![]))),
             _ => None,
         };
-        let _ = stmt.visit(&mut renamer);
+        let _ = crate::walk::walk_mut(stmt, &mut renamer);
         match stmt {
             Statement::CreateTable(c) => {
                 let name = created.unwrap_or_else(|| ObjectName(vec![]));
@@ -193,9 +193,7 @@ impl Renamer {
     }
 }
 
-impl VisitorMut for Renamer {
-    type Break = ();
-
+impl crate::walk::WalkerMut for Renamer {
     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { name, alias, args: None, .. } = f {
             if let Some((written, private)) = self.private(name) {
@@ -232,15 +230,14 @@ fn private_object(private: String) -> ObjectName {
 /// scoping that errs toward the CTE, which is what a statement naming both means).
 fn statement_ctes(stmt: &Statement) -> Vec<String> {
     struct Ctes(Vec<String>);
-    impl ast::Visitor for Ctes {
-        type Break = ();
+    impl crate::walk::Walker for Ctes {
         fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
             self.0.extend(crate::views::cte_names(q));
             ControlFlow::Continue(())
         }
     }
     let mut c = Ctes(Vec::new());
-    let _ = ast::Visit::visit(stmt, &mut c);
+    let _ = crate::walk::walk(stmt, &mut c);
     c.0
 }
 

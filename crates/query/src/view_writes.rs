@@ -207,7 +207,7 @@ impl ViewMap {
         }
         let mut grouped = None;
         for e in &items {
-            let _ = ast::visit_expressions(e, |x| {
+            let _ = crate::walk::exprs(e, |x| {
                 if let Expr::Function(f) = x {
                     let fname = f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_lowercase()).unwrap_or_default();
                     if f.over.is_some() {

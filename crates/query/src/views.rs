@@ -9,7 +9,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use sqlparser::ast::{self, Statement, TableFactor, VisitMut, VisitorMut};
+use sqlparser::ast::{self, Statement, TableFactor};
 
 use crate::error::{QueryError, Result};
 use crate::schema::TableSchema;
@@ -94,8 +94,7 @@ impl ViewDef {
                 struct Qualify {
                     ctes: Vec<String>,
                 }
-                impl VisitorMut for Qualify {
-                    type Break = ();
+                impl crate::walk::WalkerMut for Qualify {
                     fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
                         self.ctes.extend(cte_names(q));
                         ControlFlow::Continue(())
@@ -110,7 +109,7 @@ impl ViewDef {
                         ControlFlow::Continue(())
                     }
                 }
-                let _ = q.visit(&mut Qualify { ctes: Vec::new() });
+                let _ = crate::walk::walk_mut(&mut q, &mut Qualify { ctes: Vec::new() });
                 q.to_string()
             }
             None => self.query.clone(),
@@ -167,8 +166,7 @@ pub fn named_relations(q: &ast::Query) -> Vec<String> {
         ctes: Vec<String>,
         found: Vec<String>,
     }
-    impl ast::Visitor for Names {
-        type Break = ();
+    impl crate::walk::Walker for Names {
         fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
             self.ctes.extend(cte_names(q));
             ControlFlow::Continue(())
@@ -184,7 +182,7 @@ pub fn named_relations(q: &ast::Query) -> Vec<String> {
         }
     }
     let mut v = Names { ctes: Vec::new(), found: Vec::new() };
-    let _ = ast::Visit::visit(q, &mut v);
+    let _ = crate::walk::walk(q, &mut v);
     v.found
 }
 
@@ -196,8 +194,7 @@ pub fn expand(stmt: Statement, view: &dyn Fn(&str) -> Option<Arc<TableSchema>>) 
         count: usize,
         error: Option<QueryError>,
     }
-    impl VisitorMut for Expand<'_> {
-        type Break = ();
+    impl crate::walk::WalkerMut for Expand<'_> {
         fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
             self.ctes.extend(cte_names(q));
             ControlFlow::Continue(())
@@ -248,7 +245,7 @@ pub fn expand(stmt: Statement, view: &dyn Fn(&str) -> Option<Arc<TableSchema>>) 
     }
     let mut stmt = stmt;
     let mut e = Expand { view, ctes: Vec::new(), count: 0, error: None };
-    let _ = stmt.visit(&mut e);
+    let _ = crate::walk::walk_mut(&mut stmt, &mut e);
     match e.error {
         Some(err) => Err(err),
         None => Ok(stmt),

@@ -6,7 +6,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, Expr, FunctionArg, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{self, Expr, FunctionArg, Statement, TableFactor};
 
 use crate::error::Result;
 use crate::types::{Datum, SqlType};
@@ -30,12 +30,10 @@ fn function_args(f: &TableFactor) -> Option<&Vec<FunctionArg>> {
 
 struct Find(Vec<usize>);
 
-impl Visitor for Find {
-    type Break = ();
-
+impl crate::walk::Walker for Find {
     fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
         for arg in function_args(f).into_iter().flatten() {
-            let _ = ast::visit_expressions(arg, |e| {
+            let _ = crate::walk::exprs(arg, |e| {
                 if let Some(n) = placeholder_number(e).filter(|n| !self.0.contains(n)) {
                     self.0.push(n);
                 }
@@ -48,9 +46,7 @@ impl Visitor for Find {
 
 struct Names(Vec<String>);
 
-impl Visitor for Names {
-    type Break = ();
-
+impl crate::walk::Walker for Names {
     fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { name, args: Some(_), .. } = f {
             self.0.extend(name.0.last().map(|p| p.to_string().to_lowercase()));
@@ -62,14 +58,14 @@ impl Visitor for Names {
 /// The names of the functions in FROM (`generate_series` of `FROM generate_series(1, 3) g`).
 pub fn functions_in_from(stmt: &Statement) -> Vec<String> {
     let mut names = Names(Vec::new());
-    let _ = stmt.visit(&mut names);
+    let _ = crate::walk::walk(stmt, &mut names);
     names.0
 }
 
 /// The numbers of the parameters in the arguments of functions in FROM, in order of appearance.
 pub fn params_in_from(stmt: &Statement) -> Vec<usize> {
     let mut find = Find(Vec::new());
-    let _ = stmt.visit(&mut find);
+    let _ = crate::walk::walk(stmt, &mut find);
     find.0
 }
 
@@ -82,13 +78,11 @@ struct Replace<'a> {
     values: &'a [Option<Expr>],
 }
 
-impl VisitorMut for Replace<'_> {
-    type Break = ();
-
+impl crate::walk::WalkerMut for Replace<'_> {
     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { args: Some(args), .. } = f {
             for arg in &mut args.args {
-                let _ = VisitMut::visit(arg, &mut InArgs { values: self.values });
+                let _ = crate::walk::walk_mut(arg, &mut InArgs { values: self.values });
             }
         }
         ControlFlow::Continue(())
@@ -100,9 +94,7 @@ struct InArgs<'a> {
     values: &'a [Option<Expr>],
 }
 
-impl VisitorMut for InArgs<'_> {
-    type Break = ();
-
+impl crate::walk::WalkerMut for InArgs<'_> {
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         // `$1::int`: the literal alone, a 64-bit integer as the table functions take them.
         let at = match &*e {
@@ -145,7 +137,7 @@ pub fn with_values(stmt: &Statement, types: &[SqlType], values: Option<&[Datum]>
         literals[n - 1] = Some(literal(&value, ty)?);
     }
     let mut stmt = stmt.clone();
-    let _ = VisitMut::visit(&mut stmt, &mut Replace { values: &literals });
+    let _ = crate::walk::walk_mut(&mut stmt, &mut Replace { values: &literals });
     Ok(stmt)
 }
 

@@ -1,8 +1,6 @@
 //! CHECK constraints: bound over their table's row when a table is created or altered (so that a bad one is
 //! refused then, never ignored) and again for each write plan, named as PostgreSQL names them.
 
-use sqlparser::ast::Visit;
-
 use super::*;
 use crate::schema::CheckDef;
 
@@ -11,14 +9,15 @@ impl Planner<'_> {
     /// `_version` in it (PostgreSQL's errors for each).
     pub(super) fn bind_check(&mut self, t: &TableSchema, e: &ast::Expr) -> Result<Expr> {
         let (mut subquery, mut parameter) = (false, None);
-        let _ = e.visit(&mut ExprVisitor(|x: &ast::Expr| {
+        let _ = crate::walk::exprs(e, |x: &ast::Expr| {
             subquery |= matches!(x, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
             if let ast::Expr::Value(v) = x {
                 if let ast::Value::Placeholder(p) = &v.value {
                     parameter = Some(p.clone());
                 }
             }
-        }));
+            std::ops::ControlFlow::Continue(())
+        });
         if let Some(p) = parameter {
             return Err(QueryError::Engine { sqlstate: "42P02", message: format!("there is no parameter {p}") });
         }
@@ -63,9 +62,10 @@ impl Planner<'_> {
         let mut out = Vec::new();
         for c in std::mem::take(&mut self.view_checks) {
             let mut subquery = false;
-            let _ = c.condition.visit(&mut ExprVisitor(|x: &ast::Expr| {
+            let _ = crate::walk::exprs(&c.condition, |x: &ast::Expr| {
                 subquery |= matches!(x, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
-            }));
+                std::ops::ControlFlow::Continue(())
+            });
             if subquery {
                 return Err(QueryError::FeatureNotSupported(format!(
                     "a write through view \"{}\", whose CHECK OPTION condition has a subquery",
@@ -108,17 +108,6 @@ impl Planner<'_> {
         };
         let name = constraint_name(&t.name, c.name.as_ref(), stem, "check", taken)?;
         Ok(CheckDef { name, expr: c.expr.to_string() })
-    }
-}
-
-/// Calls a function on every expression of a tree.
-struct ExprVisitor<F: FnMut(&ast::Expr)>(F);
-
-impl<F: FnMut(&ast::Expr)> ast::Visitor for ExprVisitor<F> {
-    type Break = ();
-    fn pre_visit_expr(&mut self, e: &ast::Expr) -> std::ops::ControlFlow<()> {
-        (self.0)(e);
-        std::ops::ControlFlow::Continue(())
     }
 }
 

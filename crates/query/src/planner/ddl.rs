@@ -508,7 +508,7 @@ pub(crate) fn key_columns(table: &str, columns: &mut [ColumnDef], names: &[Strin
 /// that is on the search path), and `nextval('s')` without the cast its regclass argument gets.
 fn default_text(e: &ast::Expr) -> String {
     let mut e = e.clone();
-    let _ = ast::visit_expressions_mut(&mut e, |x| {
+    let _ = crate::walk::exprs_mut(&mut e, |x| {
         if let ast::Expr::Function(f) = x {
             let sequence_call = matches!(ident_of(&f.name).as_deref(), Some("nextval" | "currval" | "setval"));
             if let (true, ast::FunctionArguments::List(list)) = (sequence_call, &mut f.args) {
@@ -525,7 +525,7 @@ fn default_text(e: &ast::Expr) -> String {
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
-    let _ = ast::visit_expressions_mut(&mut e, |x| {
+    let _ = crate::walk::exprs_mut(&mut e, |x| {
         if let ast::Expr::Cast { expr, data_type, .. } = x {
             if matches!(data_type, ast::DataType::Regclass) {
                 *data_type = ast::DataType::Custom(ast::ObjectName::from(vec![ast::Ident::new("regclass")]), vec![]);

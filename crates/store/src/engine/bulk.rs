@@ -75,7 +75,7 @@ impl Store {
     /// Starts a bulk load of new rows into `table` (COPY outside a transaction).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad> {
         let table = self.inner.usable_table(table)?;
-        let def = table.def.read().clone();
+        let def = TableDef::clone(&table.def.read());
         Ok(BulkLoad {
             def,
             table,

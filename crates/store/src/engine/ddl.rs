@@ -76,7 +76,7 @@ impl Ddl<'_> {
             Ok(()) | Err(StoreError::UnknownTable(_)) => {}
             Err(e) => return Err(e),
         }
-        self.store.create_table(TableDef { name: temp.clone(), ..old.def.read().clone() })?;
+        self.store.create_table(TableDef { name: temp.clone(), ..TableDef::clone(&old.def.read()) })?;
         t.record_aside(name)?;
         old.retired.store(true, Ordering::SeqCst);
         if let Err(e) = self.inner().replace_table(name, &temp, true) {
@@ -191,7 +191,7 @@ impl Ddl<'_> {
                 if target.def.read().indexes.iter().any(|i| i.name == spec.name) {
                     return Err(StoreError::IndexExists(spec.name));
                 }
-                let def = target.def.read().clone();
+                let def = TableDef::clone(&target.def.read());
                 t.record_aside(table)?;
                 return match self.store.rebuild_in_txn(t, def, &[], None, Some(spec)) {
                     Ok(()) => t.private(table),

@@ -62,7 +62,7 @@ impl Inner {
             retired: Arc::new(AtomicBool::new(false)),
             private_to: AtomicU64::new(0),
             building_writes: AtomicU64::new(0),
-            def: RwLock::new(def.clone()),
+            def: RwLock::new(Arc::new(def.clone())),
         };
         self.rules.write().insert(id, def.options.rules());
         self.tables.write().insert(def.name.clone(), Arc::new(table));
@@ -129,10 +129,10 @@ impl Inner {
         if self.tables.read().contains_key(to) {
             return Err(StoreError::TableExists(to.to_string()));
         }
-        let mut def = t.def.read().clone();
+        let mut def = TableDef::clone(&t.def.read());
         def.name = to.to_string();
         self.kv.meta_write(&[(catalog::table_key(from), None), (catalog::table_key(to), Some(def.encode(t.id)))], &[])?;
-        *t.def.write() = def;
+        *t.def.write() = Arc::new(def);
         let mut tables = self.tables.write();
         if let Some(t) = tables.remove(from) {
             tables.insert(to.to_string(), t);
@@ -176,11 +176,11 @@ impl Inner {
 
     /// `alter` with the DDL lock held.
     pub(super) fn alter_locked(&self, t: &Table, f: impl FnOnce(&mut TableDef) -> Result<()>) -> Result<()> {
-        let mut def = t.def.read().clone();
+        let mut def = TableDef::clone(&t.def.read());
         f(&mut def)?;
         self.kv.meta_write(&[(catalog::table_key(&def.name), Some(def.encode(t.id)))], &[])?;
         self.rules.write().insert(t.id, def.options.rules());
-        *t.def.write() = def;
+        *t.def.write() = Arc::new(def);
         Ok(())
     }
 

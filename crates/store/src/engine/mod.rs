@@ -139,7 +139,7 @@ impl Store {
     }
 
     pub fn table(&self, name: &str) -> Result<TableDef> {
-        Ok(self.inner.table(name)?.def.read().clone())
+        Ok(TableDef::clone(&self.inner.table(name)?.def.read()))
     }
 
     /// The table's internal id: stable for the table's life (the SQL catalog derives its OIDs from it).

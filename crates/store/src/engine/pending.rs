@@ -276,7 +276,7 @@ impl Txn {
     /// changes only).
     pub(super) fn before_change(&self, name: &str, also: &[&str]) -> Result<()> {
         let t = self.inner.table(name)?;
-        let def = t.def.read().clone();
+        let def = TableDef::clone(&t.def.read());
         let names: Vec<&str> = std::iter::once(name).chain(also.iter().copied()).collect();
         self.record(Undo::Defined { id: t.id, def }, &names)
     }

@@ -307,11 +307,11 @@ impl Inner {
     pub(super) fn replace_table(&self, name: &str, with: &str, keep_old: bool) -> Result<()> {
         let _ddl = self.ddl.lock();
         let (old, new) = (self.table(name)?, self.table(with)?);
-        let mut def = new.def.read().clone();
+        let mut def = TableDef::clone(&new.def.read());
         def.name = name.to_string();
         let aside = pending::aside_name(old.id);
         let (mut writes, gone) = if keep_old {
-            let mut old_def = old.def.read().clone();
+            let mut old_def = TableDef::clone(&old.def.read());
             old_def.name = aside.clone();
             (vec![(catalog::table_key(&aside), Some(old_def.encode(old.id)))], vec![])
         } else {
@@ -325,12 +325,12 @@ impl Inner {
         writes.push((catalog::table_key(with), None));
         writes.push((catalog::table_key(name), Some(def.encode(new.id))));
         self.kv.meta_write(&writes, &gone)?;
-        *new.def.write() = def;
+        *new.def.write() = Arc::new(def);
         let mut tables = self.tables.write();
         tables.remove(with);
         tables.insert(name.to_string(), new);
         if keep_old {
-            old.def.write().name = aside.clone();
+            Arc::make_mut(&mut old.def.write()).name = aside.clone();
             tables.insert(aside, old);
         } else {
             self.rules.write().remove(&old.id);

@@ -6,7 +6,9 @@ use super::*;
 /// A table as the engine holds it in memory.
 pub(crate) struct Table {
     pub id: u32,
-    pub def: RwLock<TableDef>,
+    /// Shared, so that a write copies a pointer, not the definition (its vectors and names), to hold it
+    /// without the lock.
+    pub def: RwLock<Arc<TableDef>>,
     pub pk_types: Vec<PkType>,
     pub partition_key_len: usize,
     pub buckets: u16,

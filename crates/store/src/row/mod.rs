@@ -274,10 +274,7 @@ impl StoredRow<Stored> {
         let mut columns = Vec::with_capacity(n.min(r.remaining() / 5));
         for _ in 0..n {
             let len = r.u8()? as usize;
-            let mut name = vec![0; len];
-            for b in name.iter_mut() {
-                *b = r.u8()?;
-            }
+            let name = r.take(len)?.to_vec();
             let name = String::from_utf8(name).map_err(|_| StoreError::Corrupt("bad column name".into()))?;
             let nv = r.u32()? as usize;
             let mut cells = Vec::with_capacity(nv.min(r.remaining() / 9));

@@ -8,21 +8,17 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{
-    visit_expressions_mut, BinaryOperator, Expr, OrderByKind, Query, SelectItem, SetExpr, Value, ValueWithSpan, VisitorMut,
-};
+use sqlparser::ast::{BinaryOperator, Expr, OrderByKind, Query, SelectItem, SetExpr, Value, ValueWithSpan};
 
 pub(super) struct DistinctAggregateNames;
 
-impl VisitorMut for DistinctAggregateNames {
-    type Break = ();
-
+impl crate::walk::WalkerMut for DistinctAggregateNames {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         let SetExpr::Select(select) = q.body.as_mut() else { return ControlFlow::Continue(()) };
         // Per DataFusion name, the calls seen under it, as written: the first keeps its name.
         let mut seen: HashMap<String, Vec<String>> = HashMap::new();
         let mut visit = |e: &mut Expr| {
-            let _ = visit_expressions_mut(e, |x| {
+            let _ = crate::walk::exprs_mut(e, |x| {
                 name_apart(x, &mut seen);
                 ControlFlow::<()>::Continue(())
             });

@@ -2,7 +2,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{CharacterLength, DataType, Expr, Ident, Query, SelectItem, SetExpr, Value, ValueWithSpan, VisitorMut};
+use sqlparser::ast::{CharacterLength, DataType, Expr, Ident, Query, SelectItem, SetExpr, Value, ValueWithSpan};
 
 use super::{call, oid_alias};
 
@@ -117,9 +117,7 @@ pub(super) fn char_cast(e: &Expr) -> Option<String> {
 /// before the rules that turn the cast into an OID.
 pub(super) struct RegclassOutput;
 
-impl VisitorMut for RegclassOutput {
-    type Break = ();
-
+impl crate::walk::WalkerMut for RegclassOutput {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         let SetExpr::Select(select) = q.body.as_mut() else { return ControlFlow::Continue(()) };
         for item in &mut select.projection {
@@ -145,9 +143,7 @@ impl VisitorMut for RegclassOutput {
 /// visited again.
 pub(super) struct RegclassExists;
 
-impl VisitorMut for RegclassExists {
-    type Break = ();
-
+impl crate::walk::WalkerMut for RegclassExists {
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         let Expr::Cast { expr, data_type, .. } = e else { return ControlFlow::Continue(()) };
         let Expr::Value(v) = expr.as_ref() else { return ControlFlow::Continue(()) };

@@ -9,16 +9,14 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{BinaryOperator, Expr, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr};
 
 /// Chains up to this many operands are left as written (and print as written in EXPLAIN).
 const SHORT: usize = 32;
 
 pub struct BalancedChains;
 
-impl VisitorMut for BalancedChains {
-    type Break = ();
-
+impl crate::walk::WalkerMut for BalancedChains {
     /// Before the operands are visited: the top of a chain is rebuilt, and the visit goes on into its
     /// balanced halves, each only as deep as the logarithm of its length.
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
@@ -69,7 +67,7 @@ fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::ast::{SetExpr, Statement, VisitMut};
+    use sqlparser::ast::{SetExpr, Statement};
     use sqlparser::dialect::PostgreSqlDialect;
     use sqlparser::parser::Parser;
 
@@ -78,7 +76,7 @@ mod tests {
     /// The WHERE clause of `sql` once rewritten.
     fn condition(sql: &str) -> Expr {
         let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
-        let _ = s.visit(&mut BalancedChains);
+        let _ = crate::walk::walk_mut(&mut s, &mut BalancedChains);
         let Statement::Query(q) = s else { panic!("{s}") };
         let SetExpr::Select(select) = *q.body else { panic!() };
         select.selection.unwrap()

@@ -12,15 +12,13 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{visit_expressions, Expr, Ident, Query, SelectItem, SetExpr, TableFactor, VisitorMut};
+use sqlparser::ast::{Expr, Ident, Query, SelectItem, SetExpr, TableFactor};
 
 use crate::planner::default_name;
 
 pub(super) struct DerivedNames;
 
-impl VisitorMut for DerivedNames {
-    type Break = ();
-
+impl crate::walk::WalkerMut for DerivedNames {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         if let Some(with) = &mut q.with {
             for cte in &mut with.cte_tables {
@@ -55,7 +53,7 @@ fn name_columns(body: &mut SetExpr) {
         _ => return,
     };
     let mut used = HashSet::new();
-    let _ = visit_expressions(select.as_ref(), |e| {
+    let _ = crate::walk::exprs(select.as_ref(), |e| {
         match e {
             Expr::Identifier(i) => {
                 used.insert(i.value.to_lowercase());

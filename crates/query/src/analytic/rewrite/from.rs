@@ -5,7 +5,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{TableFactor, VisitorMut};
+use sqlparser::ast::TableFactor;
 
 use super::unnamed_args;
 
@@ -14,9 +14,7 @@ pub(super) struct FunctionsInFrom;
 /// Table functions DataFusion knows; any other function in FROM is a scalar one.
 const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "unnest", "pg_get_keywords"];
 
-impl VisitorMut for FunctionsInFrom {
-    type Break = ();
-
+impl crate::walk::WalkerMut for FunctionsInFrom {
     fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
         // `unnest(a) AS o` parsed as UNNEST: the alias names its column too.
         if let TableFactor::UNNEST { alias: Some(a), array_exprs, .. } = f {

@@ -79,9 +79,9 @@ use casts::{
 use from::FunctionsInFrom;
 use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    visit_expressions_mut, BinaryOperator, CaseWhen, CeilFloorKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
-    Statement, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
+    BinaryOperator, CaseWhen, CeilFloorKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor, Value,
+    ValueWithSpan,
 };
 use subqueries::*;
 
@@ -107,26 +107,26 @@ impl Rewriter {
 
     pub fn rewrite(&self, mut s: Statement) -> Statement {
         // First, so that no later walk goes down a chain as deep as it is long.
-        let _ = s.visit(&mut chains::BalancedChains);
-        let _ = s.visit(&mut derived_names::DerivedNames);
-        let _ = s.visit(&mut using_columns::UsingColumns);
-        let _ = s.visit(&mut select_srf::SelectListSeries);
+        let _ = crate::walk::walk_mut(&mut s, &mut chains::BalancedChains);
+        let _ = crate::walk::walk_mut(&mut s, &mut derived_names::DerivedNames);
+        let _ = crate::walk::walk_mut(&mut s, &mut using_columns::UsingColumns);
+        let _ = crate::walk::walk_mut(&mut s, &mut select_srf::SelectListSeries);
         // Before the library's rules and `FunctionsInFrom` reshape the unnest.
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             unnest_map::unnest_map(e);
             ControlFlow::<()>::Continue(())
         });
         // Before the regclass rules and the subqueries' decorrelation reshape the branch it finds.
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             identity_sequence_branch(e);
             ControlFlow::<()>::Continue(())
         });
         // Before the library's `::regclass` rule, which would look pg_catalog's names up elsewhere.
-        let _ = s.visit(&mut RegclassOutput);
-        let _ = s.visit(&mut RegclassExists);
-        let _ = s.visit(&mut system_columns::SystemColumns::default());
+        let _ = crate::walk::walk_mut(&mut s, &mut RegclassOutput);
+        let _ = crate::walk::walk_mut(&mut s, &mut RegclassExists);
+        let _ = crate::walk::walk_mut(&mut s, &mut system_columns::SystemColumns::default());
         // Before the library's ANY/ALL rule, which makes them `array_has` calls.
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             any_parameter(e);
             any_text_array(e);
             ControlFlow::<()>::Continue(())
@@ -136,22 +136,22 @@ impl Rewriter {
         }
         // Before the projection names are made unique: `current_user, current_role` print alike once called,
         // and so do `ceil(x), ceiling(x)`.
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             operators::exponent_sign(e);
             ControlFlow::<()>::Continue(())
         });
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             user_keyword(e);
             math_functions(e);
             operators::operators(e);
             ControlFlow::<()>::Continue(())
         });
-        let _ = s.visit(&mut OverEmptyRelations);
-        let _ = s.visit(&mut UniqueProjectionNames);
-        let _ = s.visit(&mut aggregate_names::DistinctAggregateNames);
-        let _ = s.visit(&mut FunctionsInFrom);
-        let _ = s.visit(&mut OidDisplayCasts);
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::walk_mut(&mut s, &mut OverEmptyRelations);
+        let _ = crate::walk::walk_mut(&mut s, &mut UniqueProjectionNames);
+        let _ = crate::walk::walk_mut(&mut s, &mut aggregate_names::DistinctAggregateNames);
+        let _ = crate::walk::walk_mut(&mut s, &mut FunctionsInFrom);
+        let _ = crate::walk::walk_mut(&mut s, &mut OidDisplayCasts);
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             array_literal_comparison(e);
             similar::similar_to(e);
             case_array_literal(e);
@@ -203,7 +203,7 @@ impl Rewriter {
             ControlFlow::<()>::Continue(())
         });
         // Last, so that the expression written for an ordinal is the select item as rewritten.
-        let _ = s.visit(&mut ordinals::GroupedOrdinals);
+        let _ = crate::walk::walk_mut(&mut s, &mut ordinals::GroupedOrdinals);
         s
     }
 }
@@ -251,10 +251,8 @@ fn math_functions(e: &mut Expr) {
 /// - A table's versions (`t(latest_n => 3)`, `t(as_of => ms)`) are read by the key-value route only; here
 ///   they would fail as an unknown function (42883) or a syntax error.
 pub fn refusal(s: &Statement) -> Option<String> {
-    use sqlparser::ast::{Visit, Visitor};
     struct Find(Option<String>);
-    impl Visitor for Find {
-        type Break = ();
+    impl crate::walk::Walker for Find {
         fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
             let TableFactor::Table { name, args: Some(args), .. } = f else { return ControlFlow::Continue(()) };
             let history = args.args.iter().any(|a| match a {
@@ -298,7 +296,7 @@ pub fn refusal(s: &Statement) -> Option<String> {
         }
     }
     let mut find = Find(None);
-    let _ = Visit::visit(s, &mut find);
+    let _ = crate::walk::walk(s, &mut find);
     find.0
 }
 
@@ -390,9 +388,7 @@ fn case_array_literal(e: &mut Expr) {
 
 struct UniqueProjectionNames;
 
-impl VisitorMut for UniqueProjectionNames {
-    type Break = ();
-
+impl crate::walk::WalkerMut for UniqueProjectionNames {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         each_select(q.body.as_mut(), &mut unique_names);
         ControlFlow::Continue(())
@@ -422,7 +418,7 @@ fn unique_names(select: &mut Select) {
 /// b)` as `strpos(b, a)`.
 pub(super) fn datafusion_name(e: &Expr) -> String {
     let mut e = e.clone();
-    let _ = visit_expressions_mut(&mut e, |x| {
+    let _ = crate::walk::exprs_mut(&mut e, |x| {
         while let Expr::Cast { expr, .. } | Expr::Nested(expr) = x {
             *x = expr.as_ref().clone();
         }
@@ -477,7 +473,7 @@ fn like_escape(e: &mut Expr) {
 /// An expression from SQL text with `$1`, `$2`, ... standing for `args`.
 fn template(sql: &str, args: &[Expr]) -> Option<Expr> {
     let mut e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {}).try_with_sql(sql).ok()?.parse_expr().ok()?;
-    let _ = visit_expressions_mut(&mut e, |x| {
+    let _ = crate::walk::exprs_mut(&mut e, |x| {
         if let Expr::Value(v) = x {
             if let Value::Placeholder(p) = &v.value {
                 if let Some(a) = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()).and_then(|n| args.get(n - 1)) {
@@ -536,9 +532,7 @@ fn oid_alias(t: &sqlparser::ast::DataType) -> Option<&'static str> {
     }
 }
 
-impl VisitorMut for OidDisplayCasts {
-    type Break = ();
-
+impl crate::walk::WalkerMut for OidDisplayCasts {
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         let Expr::Cast { expr, data_type, .. } = e else { return ControlFlow::Continue(()) };
         let column = |x: &Expr| matches!(x, Expr::Identifier(_) | Expr::CompoundIdentifier(_));

@@ -7,15 +7,13 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, Value, VisitorMut};
+use sqlparser::ast::{Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, Value};
 
 use super::subqueries::has_aggregate;
 
 pub(super) struct GroupedOrdinals;
 
-impl VisitorMut for GroupedOrdinals {
-    type Break = ();
-
+impl crate::walk::WalkerMut for GroupedOrdinals {
     fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         let SetExpr::Select(select) = q.body.as_ref() else { return ControlFlow::Continue(()) };
         let grouped = !matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())

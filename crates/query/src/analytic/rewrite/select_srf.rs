@@ -7,15 +7,13 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, Query, SelectItem, VisitorMut};
+use sqlparser::ast::{Expr, Query, SelectItem};
 
 use super::{call, each_select};
 
 pub(super) struct SelectListSeries;
 
-impl VisitorMut for SelectListSeries {
-    type Break = ();
-
+impl crate::walk::WalkerMut for SelectListSeries {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         each_select(q.body.as_mut(), &mut |s| {
             for item in &mut s.projection {

@@ -54,8 +54,7 @@ pub(super) fn has_aggregate(e: &Expr) -> bool {
         depth: usize,
         found: bool,
     }
-    impl VisitorMut for Find {
-        type Break = ();
+    impl crate::walk::WalkerMut for Find {
         fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
             self.depth += 1;
             ControlFlow::Continue(())
@@ -93,7 +92,7 @@ pub(super) fn has_aggregate(e: &Expr) -> bool {
         }
     }
     let mut find = Find { depth: 0, found: false };
-    let _ = e.clone().visit(&mut find);
+    let _ = crate::walk::walk_mut(&mut e.clone(), &mut find);
     find.found
 }
 
@@ -147,7 +146,7 @@ pub(super) fn inner_names(q: &Query) -> Vec<String> {
 pub(super) fn references(e: &Expr, inner: &[String]) -> (bool, bool) {
     let (mut outer, mut local) = (false, false);
     let mut e = e.clone();
-    let _ = visit_expressions_mut(&mut e, |x| {
+    let _ = crate::walk::exprs_mut(&mut e, |x| {
         match x {
             Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
                 let q = parts[parts.len() - 2].value.to_lowercase();
@@ -216,7 +215,7 @@ pub(super) fn decorrelate(q: &mut Query) -> Option<Expr> {
         let is_link = matches!(&p, Expr::BinaryOp { op: BinaryOperator::Eq, left, right }
             if equal.iter().any(|(o, _)| o == left.as_ref() || o == right.as_ref()));
         if outer && local && !is_link {
-            let _ = visit_expressions_mut(&mut p, |x| {
+            let _ = crate::walk::exprs_mut(&mut p, |x| {
                 if let Some((_, i)) = equal.iter().find(|(o, _)| o == x) {
                     *x = Expr::Nested(Box::new(i.clone()));
                 }
@@ -231,9 +230,7 @@ pub(super) fn decorrelate(q: &mut Query) -> Option<Expr> {
 
 pub(super) struct OverEmptyRelations;
 
-impl VisitorMut for OverEmptyRelations {
-    type Break = ();
-
+impl crate::walk::WalkerMut for OverEmptyRelations {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         each_select(q.body.as_mut(), &mut over_empty_relation);
         ControlFlow::Continue(())
@@ -280,7 +277,7 @@ pub(super) fn identity_sequence_branch(e: &mut Expr) {
     let Expr::Case { conditions, .. } = e else { return };
     for w in conditions.iter_mut() {
         let mut on_identity = false;
-        let _ = sqlparser::ast::visit_expressions(&w.condition, |x| {
+        let _ = crate::walk::exprs(&w.condition, |x| {
             on_identity |= matches!(x, Expr::Identifier(i) if i.value.eq_ignore_ascii_case("attidentity"))
                 || matches!(x, Expr::CompoundIdentifier(p) if p.last().is_some_and(|i| i.value.eq_ignore_ascii_case("attidentity")));
             ControlFlow::<()>::Continue(())
@@ -322,7 +319,7 @@ pub(super) fn over_empty_relation(select: &mut Select) {
     }
     for item in &mut select.projection {
         if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
-            let _ = visit_expressions_mut(e, |x| {
+            let _ = crate::walk::exprs_mut(e, |x| {
                 if array_subquery(x).is_some() {
                     // An array still, for the functions over it (`array_to_string(ARRAY(...), ', ')`).
                     let text = |s: &str| Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(s.into())));

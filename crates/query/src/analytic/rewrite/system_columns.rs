@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query, SelectItem, Statement, TableFactor, TableWithJoins, Value,
-    ValueWithSpan, VisitorMut,
+    ValueWithSpan,
 };
 
 use crate::analytic::catalog::pg_catalog_oid;
@@ -237,7 +237,7 @@ fn options_to_table(q: &mut Query) {
     ) else {
         return;
     };
-    let _ = sqlparser::ast::visit_expressions_mut(q, |e| {
+    let _ = crate::walk::exprs_mut(q, |e| {
         if let Expr::Identifier(id) = e {
             match id.value.to_lowercase().as_str() {
                 "option_name" => *e = name.clone(),
@@ -255,9 +255,7 @@ pub(super) struct SystemColumns {
     scopes: Vec<Vec<(String, i32)>>,
 }
 
-impl VisitorMut for SystemColumns {
-    type Break = ();
-
+impl crate::walk::WalkerMut for SystemColumns {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         options_to_table(q);
         let mut tables = Vec::new();

@@ -71,7 +71,7 @@ mod tests {
 
     fn rewritten(sql: &str) -> String {
         let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
-        let _ = visit_expressions_mut(&mut s, |e| {
+        let _ = crate::walk::exprs_mut(&mut s, |e| {
             unnest_map(e);
             ControlFlow::<()>::Continue(())
         });

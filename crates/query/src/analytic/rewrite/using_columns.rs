@@ -14,14 +14,12 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, TableFactor, VisitorMut, WildcardAdditionalOptions,
+    SelectItemQualifiedWildcardKind, TableFactor, WildcardAdditionalOptions,
 };
 
 pub(super) struct UsingColumns;
 
-impl VisitorMut for UsingColumns {
-    type Break = ();
-
+impl crate::walk::WalkerMut for UsingColumns {
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         super::each_select(q.body.as_mut(), &mut qualify);
         ControlFlow::Continue(())

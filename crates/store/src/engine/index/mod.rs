@@ -192,14 +192,14 @@ impl WriteCtx<'_> {
     /// Keeps the table's indexes in step with one row's write: `old` the row's stored bytes before,
     /// `new` what it holds after (`None`: deleted).
     pub(super) fn index_row(&mut self, t: &Table, key: &[u8], old: Option<&[u8]>, new: Option<&StoredRow<Stored>>) -> Result<()> {
-        // A copy, not the lock held: the checks below take it again (`Table::key`), and a second read of a
-        // fair lock deadlocks once a writer (DDL) waits between the two.
+        // The shared definition, not the lock held: the checks below take it again (`Table::key`), and a
+        // second read of a fair lock deadlocks once a writer (DDL) waits between the two.
         let def = {
             let d = t.def.read();
             if d.indexes.is_empty() {
                 return Ok(());
             }
-            d.clone()
+            Arc::clone(&d)
         };
         if def.indexes.iter().any(|i| !i.ready) {
             t.building_writes.fetch_add(1, Ordering::SeqCst);
