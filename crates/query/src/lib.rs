@@ -36,7 +36,8 @@
 //!
 //! Modules below the session never import from it: the shared state is [`database::Database`], the
 //! settings are [`settings`], the results [`output`]; the analytic engine reads the database through
-//! [`analytic::Source`].
+//! [`analytic::Source`]. Every walk over a syntax tree (the rewrites, the name and subquery checks) goes
+//! through [`walk`], whose one visitor type keeps sqlparser's generic traversal compiled once.
 
 pub mod access;
 pub mod activity;
