@@ -1,26 +1,31 @@
-//! `VACUUM` and `ANALYZE`, read from the tokens (sqlparser knows neither in PostgreSQL's form).
+//! `VACUUM`, `ANALYZE` and `CHECKPOINT`, read from the tokens (sqlparser knows none of them in PostgreSQL's
+//! form).
 //!
 //! ```text
 //! VACUUM [ ( option [value] [, ...] ) ] [ table [ (column [, ...]) ] [, ...] ]
 //! VACUUM [ FULL ] [ FREEZE ] [ VERBOSE ] [ ANALYZE ] [ table [ (column [, ...]) ] [, ...] ]
 //! ANALYZE [ ( option [value] [, ...] ) ] [ table [ (column [, ...]) ] [, ...] ]
 //! ANALYZE [ VERBOSE ] [ table [ (column [, ...]) ] [, ...] ]
+//! CHECKPOINT
 //! ```
 //!
 //! What they do in Tabula: VACUUM compacts a table and removes what no row needs any more
 //! ([`tabula_store::Store::vacuum`]); ANALYZE checks what it names and gathers nothing, as the planner
 //! chooses its routes by rules, with no statistics (`FULL`, `FREEZE`, `PARALLEL` and the other options change
-//! nothing either: there are no pages to rewrite or freeze).
+//! nothing either: there are no pages to rewrite or freeze). CHECKPOINT writes what the memtables hold to
+//! table files and syncs the log, as PostgreSQL's writes its dirty buffers to its data files.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::error::{QueryError, Result};
 
-/// A VACUUM or ANALYZE statement.
+/// A VACUUM, ANALYZE or CHECKPOINT statement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Maintenance {
     pub vacuum: bool,
     pub analyze: bool,
+    /// CHECKPOINT (no table, no option).
+    pub checkpoint: bool,
     pub verbose: bool,
     /// The tables named, each with its column list (empty: none given); none: every table.
     pub tables: Vec<(String, Vec<String>)>,
@@ -40,8 +45,8 @@ const VACUUM_OPTIONS: &[&str] = &[
 ];
 const ANALYZE_OPTIONS: &[&str] = &["verbose", "skip_locked"];
 
-/// The statement, when `tokens` are one VACUUM or ANALYZE; `None` when they are not (or not in a form
-/// read here, left to sqlparser's error).
+/// The statement, when `tokens` are one VACUUM, ANALYZE or CHECKPOINT; `None` when they are not (or not in
+/// a form read here, left to sqlparser's error).
 pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
     let toks: Vec<&Token> = tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_) | Token::EOF)).collect();
     let toks = match toks.split_last() {
@@ -55,9 +60,12 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
     let vacuum = match word(toks.first()?)?.as_str() {
         "vacuum" => true,
         "analyze" | "analyse" => false,
+        "checkpoint" if toks.len() == 1 => {
+            return Some(Ok(Maintenance { vacuum: false, analyze: false, checkpoint: true, verbose: false, tables: Vec::new() }));
+        }
         _ => return None,
     };
-    let mut m = Maintenance { vacuum, analyze: !vacuum, verbose: false, tables: Vec::new() };
+    let mut m = Maintenance { vacuum, analyze: !vacuum, checkpoint: false, verbose: false, tables: Vec::new() };
     let mut i = 1;
     let (mut full, mut parallel) = (false, false);
     if toks.get(i) == Some(&&Token::LParen) {

@@ -235,6 +235,7 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddForeignKey { .. } => "AddForeignKey",
         Plan::SetConstraints { .. } => "SetConstraints",
         Plan::Maintenance(m) if m.vacuum => "Vacuum",
+        Plan::Maintenance(m) if m.checkpoint => "Checkpoint",
         Plan::Maintenance(_) => "Analyze",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::Create { .. }) => "CreateSequence",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::Alter { .. }) => "AlterSequence",

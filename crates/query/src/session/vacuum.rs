@@ -1,5 +1,6 @@
-//! `VACUUM` and `ANALYZE` ([`crate::maintenance`]): each table named (or every table) is checked, then
-//! VACUUM compacts it and removes what no row needs; ANALYZE has nothing to gather.
+//! `VACUUM`, `ANALYZE` and `CHECKPOINT` ([`crate::maintenance`]): each table named (or every table) is
+//! checked, then VACUUM compacts it and removes what no row needs; ANALYZE has nothing to gather;
+//! CHECKPOINT writes the memtables to table files and syncs the log.
 
 use super::Session;
 use crate::error::{QueryError, Result};
@@ -9,6 +10,9 @@ use crate::planner::Catalog;
 
 impl Session {
     pub(super) fn maintain(&mut self, m: &Maintenance) -> Result<Output> {
+        if m.checkpoint {
+            return self.checkpoint();
+        }
         if m.vacuum && self.txn.is_some() {
             return Err(QueryError::ActiveTransaction("VACUUM"));
         }
@@ -54,5 +58,16 @@ impl Session {
             }
         }
         Ok(Output::Command { tag: if m.vacuum { "VACUUM" } else { "ANALYZE" }.into() })
+    }
+
+    /// PostgreSQL lets superusers (and pg_checkpoint's members) force a checkpoint, in a transaction
+    /// block too, read-only or not: what it writes is what was committed, not the transaction's.
+    fn checkpoint(&mut self) -> Result<Output> {
+        if !self.is_superuser() {
+            return Err(QueryError::InsufficientPrivilege("must be superuser or have privileges of pg_checkpoint to do CHECKPOINT".into()));
+        }
+        self.db.store().flush()?;
+        self.db.store().sync_wal()?;
+        Ok(Output::Command { tag: "CHECKPOINT".into() })
     }
 }
