@@ -307,6 +307,10 @@ impl Engine for RocksEngine {
         None
     }
 
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        Ok(Arc::new(read::RocksSnapshot::new(&self.kv)))
+    }
+
     fn write(&self, batch: Batch) -> Result<()> {
         let mut b = WriteBatchWithTransaction::<true>::default();
         for (k, v) in &batch.puts {

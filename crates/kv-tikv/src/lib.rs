@@ -378,6 +378,10 @@ impl Engine for TikvEngine {
         Some((Box::new(t), Arc::new(TikvSnapshot(ReadAt { shared: self.shared.clone(), ts }))))
     }
 
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        Ok(Arc::new(TikvSnapshot(self.latest()?)))
+    }
+
     fn write(&self, batch: Batch) -> Result<()> {
         if batch.puts.is_empty() {
             return Ok(());

@@ -23,6 +23,7 @@ pub const CASES: &[(&str, Case)] = &[
     ("empty_keys_and_values_and_large_values", empty_keys_and_values_and_large_values),
     ("scans_in_both_directions_within_bounds", scans_in_both_directions_within_bounds),
     ("a_snapshot_reads_the_past_and_outlives_its_transaction", a_snapshot_reads_the_past_and_outlives_its_transaction),
+    ("a_snapshot_alone_holds_its_point", a_snapshot_alone_holds_its_point),
     ("a_transaction_reads_its_own_writes_in_gets_and_scans", a_transaction_reads_its_own_writes_in_gets_and_scans),
     ("no_lost_update_the_second_committer_conflicts", no_lost_update_the_second_committer_conflicts),
     ("write_skew_is_allowed_as_snapshot_isolation_allows", write_skew_is_allowed_as_snapshot_isolation_allows),
@@ -163,6 +164,22 @@ fn a_snapshot_reads_the_past_and_outlives_its_transaction(e: &dyn Engine) {
     assert_eq!(get(e, b"dirty"), None, "no dirty read");
     drop(writer);
     assert_eq!(get(e, b"dirty"), None, "a transaction dropped unfinished rolls back");
+}
+
+fn a_snapshot_alone_holds_its_point(e: &dyn Engine) {
+    put(e, &[(b"a", b"old"), (b"gone", b"here")]);
+    let snap = e.snapshot().unwrap();
+    let other = e.begin(true);
+    other.put(Space::Data, b"a", b"new").unwrap();
+    other.put(Space::Data, b"b", b"born").unwrap();
+    other.delete(Space::Data, b"gone").unwrap();
+    other.commit().unwrap();
+    put(e, &[(b"c", b"batched")]);
+    assert_eq!(snap.multi_get(&[b"a", b"b", b"gone", b"c"]).unwrap(), vec![Some(b"old".to_vec()), None, Some(b"here".to_vec()), None]);
+    assert_eq!(keys(walk(&*snap, b"", b"z", false)), vec![b"a".to_vec(), b"gone".to_vec()]);
+    assert_eq!(get(e, b"a"), Some(b"new".to_vec()), "the engine itself reads the latest commit");
+    let later = e.snapshot().unwrap();
+    assert_eq!(keys(walk(&*later, b"", b"z", false)), vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 }
 
 fn a_transaction_reads_its_own_writes_in_gets_and_scans(e: &dyn Engine) {

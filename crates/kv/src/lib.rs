@@ -145,6 +145,9 @@ pub trait Engine: Read + Send + Sync {
     /// A transaction with a snapshot, and a snapshot of the committed data at the same point that may
     /// outlive it; `None` when the engine cannot take the two at one point now (commits kept landing).
     fn begin_with_snapshot(&self) -> Option<(Box<dyn Transaction>, Arc<dyn Snapshot>)>;
+    /// The committed data as of now, for reads that must agree with each other without a transaction
+    /// (a page of index entries and the rows they name).
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>>;
     /// Applies data puts atomically.
     fn write(&self, batch: Batch) -> Result<()>;
 

@@ -189,6 +189,11 @@ impl Engine for MemoryEngine {
         Some((Box::new(txn), Arc::new(snap)))
     }
 
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        let mut state = self.shared.state.write();
+        Ok(Arc::new(MemSnapshot(Pin::new(&self.shared, &mut state))))
+    }
+
     fn write(&self, batch: Batch) -> Result<()> {
         self.commit(batch.puts.into_iter().map(|(k, v)| (Space::Data, k, Some(Arc::from(v)))));
         Ok(())

@@ -9,10 +9,10 @@
 
 use std::collections::VecDeque;
 
-use tabula_store::{LatestRow, LatestRows, ReadSpec};
+use tabula_store::{LatestRow, LatestRows};
 
 use crate::error::{QueryError, Result};
-use crate::exec::{bound, latest, latest_sql_rows, page_rows, Executor, FanOut, Interrupt, Pages, Reader};
+use crate::exec::{bound, latest, latest_read, latest_sql_rows, page_rows, Executor, FanOut, Interrupt, Pages, Reader};
 use crate::expr::{EvalCtx, Expr};
 use crate::output::{lend_owned, RowSource};
 use crate::plan::{AccessPath, Scan, SelectPlan};
@@ -82,15 +82,7 @@ impl Cursor {
         let remaining = eval_u64(&plan.limit)?;
         // Rows come as the newest cell of each attribute the scan reads, in this order.
         let t = &scan.table;
-        let slots: Vec<usize> = match &scan.columns {
-            Some(cs) => cs.iter().copied().filter(|&c| c < t.columns.len() && !t.is_pk(c)).collect(),
-            None => t.attributes().collect(),
-        };
-        let spec = ReadSpec {
-            columns: Some(slots.iter().map(|&c| t.column_name(c).to_string()).collect()),
-            max_versions: Some(1),
-            time_range: None,
-        };
+        let (slots, spec) = latest_read(scan);
         let table = &scan.table.name;
         let (pages, fan_out) = match &scan.access {
             AccessPath::RangeScan { start, end, direction } => match (bound(t, start, &ctx)?, bound(t, end, &ctx)?) {
@@ -174,11 +166,11 @@ impl Cursor {
         latest_sql_rows(&self.scan.table, rows, &self.slots, |r| {
             if let Some(f) = filter {
                 if !f.eval_predicate(&r, &ctx)? {
-                    return Ok(());
+                    return Ok(true);
                 }
             }
             buf.push_back(r);
-            Ok(())
+            Ok(true)
         })
     }
 

@@ -85,6 +85,16 @@ impl LatestRows {
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
+
+    /// Appends a lent row, its values copied out of the engine's buffer.
+    pub(crate) fn push(&mut self, row: &LatestRow<'_>) -> Result<()> {
+        self.keys.extend_from_slice(row.key);
+        for i in 0..row.width() {
+            let cell = row.value(i)?.map(|v| Cell { version: row.version(i).unwrap_or_default(), value: v.to_value() });
+            self.cells.push(cell);
+        }
+        Ok(())
+    }
 }
 
 /// One row of a latest-value range read, lent to the visitor of [`crate::Access::visit_range_latest`]: its

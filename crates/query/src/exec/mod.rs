@@ -28,7 +28,7 @@ pub use foreign_key::FkCheck;
 pub use modify::{Enough, Modified};
 pub use one_call::{key_update, upsert};
 pub use pages::{latest, page_rows, FanOut, Pages, Reader};
-pub use scan::{latest_sql_rows, Resume};
+pub use scan::{latest_read, latest_sql_rows, Resume};
 pub use write::{check_row, prepare_row, PreparedRow};
 
 /// Stops a running statement: a cancel request or a statement timeout.

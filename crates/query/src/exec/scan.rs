@@ -7,10 +7,23 @@ use super::*;
 /// Row keys read from an index at a time, then read as one multi-get.
 const INDEX_PAGE: usize = 256;
 
-/// The rows of a latest-value page as SQL rows, each handed to `f` (what `sql_rows` makes of a one-version
-/// read): `slots[i]` is the column index of a row's `i`th cell; the `_version` pseudo-column is the newest of
-/// the cells' versions.
-pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f: impl FnMut(SqlRow) -> Result<()>) -> Result<()> {
+/// The attribute columns a scan reads (`Scan::columns`, every one when `None`) as a latest-value read
+/// takes them: their indices in the order of each row's cells, and the read naming them.
+pub fn latest_read(scan: &Scan) -> (Vec<usize>, ReadSpec) {
+    let t = &scan.table;
+    let slots: Vec<usize> = match &scan.columns {
+        Some(cs) => cs.iter().copied().filter(|&c| c < t.columns.len() && !t.is_pk(c)).collect(),
+        None => t.attributes().collect(),
+    };
+    let spec =
+        ReadSpec { columns: Some(slots.iter().map(|&c| t.column_name(c).to_string()).collect()), max_versions: Some(1), time_range: None };
+    (slots, spec)
+}
+
+/// The rows of a latest-value page as SQL rows, each handed to `f` until it returns false (what `sql_rows`
+/// makes of a one-version read): `slots[i]` is the column index of a row's `i`th cell; the `_version`
+/// pseudo-column is the newest of the cells' versions.
+pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f: impl FnMut(SqlRow) -> Result<bool>) -> Result<()> {
     let n = t.columns.len();
     let rows = page.len();
     let (mut keys, mut cells) = (page.keys.into_iter(), page.cells.into_iter());
@@ -27,9 +40,18 @@ pub fn latest_sql_rows(t: &TableSchema, page: LatestRows, slots: &[usize], mut f
             out[ci] = Datum::from_owned_value(cell.value, t.column_type(ci))?;
         }
         out[n] = latest.map(Datum::Int).unwrap_or(Datum::Null);
-        f(out)?;
+        if !f(out)? {
+            break;
+        }
     }
     Ok(())
+}
+
+/// A page of rows as the engine read it: each with its cells' versions, or the newest values laid flat
+/// (in the order of [`latest_read`]'s slots).
+pub(super) enum Page {
+    Rows(Vec<Row>),
+    Latest(LatestRows),
 }
 
 /// Where a scan stopped between two pages, for a later scan of the same plan to go on from (a batched
@@ -118,26 +140,52 @@ impl Executor<'_> {
         let mut limit = self.eval_u64(&scan.limit)?;
         let mut stats = self.stats.get();
         let mut buf = Vec::new();
-        // Feeds engine rows through the filter; false once the consumer or the limit is done.
-        let mut feed = |rows: Vec<Row>, stats: &mut ScanStats| -> Result<bool> {
-            for row in rows {
-                stats.examined += 1;
-                buf.clear();
-                self.sql_rows(t, row, &scan.versions, &mut buf)?;
-                for r in buf.drain(..) {
-                    if let Some(flt) = &scan.filter {
-                        if !flt.eval_predicate(&r, &self.ctx)? {
-                            continue;
+        let (slots, latest_spec) = latest_read(scan);
+        // An index this transaction built after writing holds no entries its snapshot sees: the rows
+        // come from a scan of the table, checked against the index's condition as well.
+        let unreadable = matches!(&scan.access, AccessPath::IndexScan { index, .. } if !self.access.index_readable(&t.name, index));
+        let filter = match unreadable {
+            true => Expr::and_all(scan.index_condition().into_iter().chain(scan.filter.clone()).collect()),
+            false => scan.filter.clone(),
+        };
+        // Feeds a page through the filter; false once the consumer or the limit is done.
+        let mut feed = |page: Page, stats: &mut ScanStats| -> Result<bool> {
+            let mut one = |r: SqlRow, stats: &mut ScanStats| -> Result<bool> {
+                if let Some(flt) = &filter {
+                    if !flt.eval_predicate(&r, &self.ctx)? {
+                        return Ok(true);
+                    }
+                }
+                if limit == Some(0) {
+                    return Ok(false);
+                }
+                stats.returned += 1;
+                if let Some(l) = limit.as_mut() {
+                    *l -= 1;
+                }
+                Ok(f(r)? && limit != Some(0))
+            };
+            match page {
+                Page::Rows(rows) => {
+                    for row in rows {
+                        stats.examined += 1;
+                        buf.clear();
+                        self.sql_rows(t, row, &scan.versions, &mut buf)?;
+                        for r in buf.drain(..) {
+                            if !one(r, stats)? {
+                                return Ok(false);
+                            }
                         }
                     }
-                    if limit == Some(0) {
-                        return Ok(false);
-                    }
-                    stats.returned += 1;
-                    if let Some(l) = limit.as_mut() {
-                        *l -= 1;
-                    }
-                    if !f(r)? {
+                }
+                Page::Latest(rows) => {
+                    let mut more = true;
+                    latest_sql_rows(t, rows, &slots, |r| {
+                        stats.examined += 1;
+                        more = one(r, stats)?;
+                        Ok(more)
+                    })?;
+                    if !more {
                         return Ok(false);
                     }
                 }
@@ -149,7 +197,7 @@ impl Executor<'_> {
                 if let Some(pk) = super::key(t, key, &self.ctx)? {
                     stats.engine_calls += 1;
                     if let Some(row) = self.access.get_row(&t.name, &pk, &spec).map_err(store_err)? {
-                        feed(vec![row], &mut stats)?;
+                        feed(Page::Rows(vec![row]), &mut stats)?;
                     }
                 }
             }
@@ -165,22 +213,27 @@ impl Executor<'_> {
                 if !pks.is_empty() {
                     stats.engine_calls += 1;
                     let rows: Vec<Row> = self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect();
-                    feed(rows, &mut stats)?;
+                    feed(Page::Rows(rows), &mut stats)?;
                 }
             }
-            // An index this transaction built after writing holds no entries its snapshot sees: the rows
-            // come from a scan of the table, checked against the whole condition (which an index scan
-            // keeps), unless they were to come in the index's order.
-            AccessPath::IndexScan { index, order, .. } if !self.access.index_readable(&t.name, index) => {
+            // The index unreadable (above): a scan of the table, unless the rows were to come in the
+            // index's order.
+            AccessPath::IndexScan { index, order, .. } if unreadable => {
                 if order.is_some() {
                     return Err(QueryError::NotSupported(format!(
                         "a read in the order of index \"{index}\", built in this transaction after it wrote rows: commit first"
                     )));
                 }
-                let pages = Pages::all(&t.name, Direction::Forward, spec);
-                stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
+                // Every column: the plan's leave out those only the index's condition reads.
+                let pages = Pages::all(&t.name, Direction::Forward, ReadSpec { columns: None, ..spec });
+                stopped =
+                    self.range(scan, resume_range(pages, from)?, &mut stats, &mut |rows, st| feed(Page::Rows(rows), st), page_done)?;
             }
             AccessPath::IndexScan { index, lookups, lower, upper, order, covering } => {
+                // Entries hold each row's newest values: the planner reads older versions by key.
+                if scan.versions != Versions::Latest {
+                    return Err(QueryError::Internal("an index scan of older versions".into()));
+                }
                 let backward = *order == Some(Direction::Backward);
                 let Some(ranges) = super::index_ranges(t, index, lookups, lower, upper, backward, &self.ctx)? else { return Ok(None) };
                 // Under a LIMIT that every row meets, a first page of that many entries is likely the last.
@@ -197,21 +250,17 @@ impl Executor<'_> {
                     loop {
                         self.interrupt.check()?;
                         stats.engine_calls += 1;
-                        // Index-only: the entries are the rows; otherwise they name rows, read by key.
+                        // Index-only: the entries are the rows; otherwise they name rows, read by key at the
+                        // same point as the entries.
                         let (rows, next) = if *covering {
-                            self.access.index_rows(&t.name, index, range, after.as_deref(), page).map_err(store_err)?
+                            let (rows, next) = self.access.index_rows(&t.name, index, range, after.as_deref(), page).map_err(store_err)?;
+                            (Page::Rows(rows), next)
                         } else {
-                            let (pks, next) = self.access.index_pks(&t.name, index, range, after.as_deref(), page).map_err(store_err)?;
-                            let rows: Vec<Row> = match pks.is_empty() {
-                                true => vec![],
-                                false => {
-                                    stats.engine_calls += 1;
-                                    self.access.batch_get(&t.name, &pks, &spec).map_err(store_err)?.into_iter().flatten().collect()
-                                }
-                            };
-                            (rows, next)
+                            let (rows, next) =
+                                self.access.index_latest(&t.name, index, range, after.as_deref(), page, &latest_spec).map_err(store_err)?;
+                            (Page::Latest(rows), next)
                         };
-                        if !rows.is_empty() && !feed(rows, &mut stats)? {
+                        if !feed(rows, &mut stats)? {
                             break 'lookups;
                         }
                         match next {
@@ -234,7 +283,8 @@ impl Executor<'_> {
                     // A NULL bound matches nothing.
                     _ => Pages::empty(&t.name, *direction, spec),
                 };
-                stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
+                stopped =
+                    self.range(scan, resume_range(pages, from)?, &mut stats, &mut |rows, st| feed(Page::Rows(rows), st), page_done)?;
             }
             AccessPath::System(view) => {
                 let store = self.system.ok_or_else(|| QueryError::Internal("system views need the store".into()))?;
@@ -262,7 +312,7 @@ impl Executor<'_> {
                     Some(mut parts) => {
                         while let Some(rows) = parts.next_page() {
                             stats.engine_calls += 1;
-                            if !feed(rows?, &mut stats)? {
+                            if !feed(Page::Rows(rows?), &mut stats)? {
                                 parts.stop();
                                 break;
                             }
@@ -270,7 +320,13 @@ impl Executor<'_> {
                     }
                     None => {
                         let pages = Pages::all(&t.name, *direction, spec);
-                        stopped = self.range(scan, resume_range(pages, from)?, &mut stats, &mut feed, page_done)?;
+                        stopped = self.range(
+                            scan,
+                            resume_range(pages, from)?,
+                            &mut stats,
+                            &mut |rows, st| feed(Page::Rows(rows), st),
+                            page_done,
+                        )?;
                     }
                 }
             }

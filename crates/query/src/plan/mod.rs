@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tabula_store::{Direction, TableOptions};
 
-use crate::expr::Expr;
+use crate::expr::{BinOp, Expr};
 use crate::schema::{ColumnDef, TableSchema};
 use crate::types::SqlType;
 
@@ -71,6 +71,37 @@ pub struct Scan {
     pub columns: Option<Vec<usize>>,
     /// The paths the planner weighed, best (the one taken) first; empty when it had no choice.
     pub ranks: Vec<PathRank>,
+}
+
+impl Scan {
+    /// The condition an index scan reads by (its lookups' equalities and its range), as an expression:
+    /// what a scan of the whole table in its place checks besides `filter`, which leaves out what the
+    /// index answers exactly. `None` for other paths.
+    pub fn index_condition(&self) -> Option<Expr> {
+        let AccessPath::IndexScan { index, lookups, lower, upper, .. } = &self.access else { return None };
+        let t = &self.table;
+        let ix = t.indexes.iter().find(|i| &i.name == index)?;
+        let column = |c: usize| Expr::Column { index: c, ty: t.column_type(c), name: t.column_name(c).to_string() };
+        let cmp = |op: BinOp, c: usize, v: &Expr| Expr::Binary { op, left: Box::new(column(c)), right: Box::new(v.clone()) };
+        let mut branches = lookups.iter().map(|l| Expr::and_all(l.iter().zip(&ix.columns).map(|(v, &c)| cmp(BinOp::Eq, c, v)).collect()));
+        let first = branches.next().flatten();
+        let mut parts: Vec<Expr> = branches
+            .fold(first, |acc, b| match (acc, b) {
+                (Some(a), Some(b)) => Some(Expr::Binary { op: BinOp::Or, left: Box::new(a), right: Box::new(b) }),
+                _ => None,
+            })
+            .into_iter()
+            .collect();
+        if let Some(&next) = ix.columns.get(lookups.first().map_or(0, Vec::len)) {
+            if let Some((incl, v)) = lower {
+                parts.push(cmp(if *incl { BinOp::GtEq } else { BinOp::Gt }, next, v));
+            }
+            if let Some((incl, v)) = upper {
+                parts.push(cmp(if *incl { BinOp::LtEq } else { BinOp::Lt }, next, v));
+            }
+        }
+        Expr::and_all(parts)
+    }
 }
 
 /// A way to read a table the planner weighed, and its rank under the rule of `planner::access_path`.

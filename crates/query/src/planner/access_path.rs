@@ -292,7 +292,7 @@ pub fn choose_ranked(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
     }
     let key_rank = rank(k, lower.is_some() || upper.is_some());
     let mut indexes = index_paths(t, &conjuncts);
-    let mut ranks: Vec<PathRank> = indexes.iter().map(|(r, a)| PathRank { index: Some(index_name(a)), rank: *r }).collect();
+    let mut ranks: Vec<PathRank> = indexes.iter().map(|(r, a, _)| PathRank { index: Some(index_name(a)), rank: *r }).collect();
     if key_rank > 0 {
         // Before the indexes of its rank: the key wins ties.
         let at = ranks.iter().position(|p| p.rank <= key_rank).unwrap_or(ranks.len());
@@ -301,9 +301,12 @@ pub fn choose_ranked(t: &TableSchema, conjuncts: Vec<Expr>) -> (AccessPath, Vec<
     if ranks.len() < 2 {
         ranks.clear();
     }
-    if indexes.first().is_some_and(|(r, _)| *r > key_rank) {
-        // Every conjunct stays: the rows an index names are checked again.
-        return (indexes.swap_remove(0).1, conjuncts, ranks);
+    if indexes.first().is_some_and(|(r, ..)| *r > key_rank) {
+        // What the index does not answer exactly is checked on the rows it names.
+        let (_, access, answered) = indexes.swap_remove(0);
+        let mut used = vec![false; conjuncts.len()];
+        answered.into_iter().for_each(|i| used[i] = true);
+        return (access, residual(&used), ranks);
     }
     if key_rank == 0 {
         return (AccessPath::FullScan { direction: Direction::Forward }, conjuncts, ranks);

@@ -37,11 +37,20 @@ fn index_values(t: &TableSchema, e: &Expr, col: usize) -> Option<Vec<Expr>> {
     }
 }
 
-/// The bounds `col > c`, `col <= c`, `col BETWEEN a AND b` ... set on an index column: (inclusive, value).
-fn index_bounds(t: &TableSchema, conjuncts: &[Expr], col: usize) -> IndexBounds {
+/// Whether the index answers a condition on a column of type `ty` exactly, so that the rows it names need
+/// not be checked against it again: every stored value sorts in the index as the condition compares it
+/// (not `character(n)`, whose comparisons ignore trailing spaces).
+fn exact_type(ty: SqlType) -> bool {
+    index_lookup_type(ty) && !matches!(ty, SqlType::Bpchar(_) | SqlType::Unknown)
+}
+
+/// The bounds `col > c`, `col <= c`, `col BETWEEN a AND b` ... set on an index column: (inclusive, value),
+/// and the conjuncts all of whose bounds are among them.
+fn index_bounds(t: &TableSchema, conjuncts: &[Expr], col: usize) -> (IndexBounds, Vec<usize>) {
     let ty = t.column_type(col);
     let (mut lower, mut upper) = (None, None);
-    for e in conjuncts {
+    let mut used = Vec::new();
+    for (i, e) in conjuncts.iter().enumerate() {
         let found: Vec<(bool, bool, Expr)> = match e {
             Expr::Binary { op, left, right } if op.is_comparison() && *op != BinOp::Eq && *op != BinOp::NotEq => {
                 let (op, c) = match (left.as_ref(), right.as_ref()) {
@@ -69,30 +78,37 @@ fn index_bounds(t: &TableSchema, conjuncts: &[Expr], col: usize) -> IndexBounds 
             }
             _ => continue,
         };
+        let mut all = true;
         for (is_lower, incl, c) in found {
             let slot = if is_lower { &mut lower } else { &mut upper };
+            all &= slot.is_none();
             slot.get_or_insert((incl, c));
         }
+        if all {
+            used.push(i);
+        }
     }
-    (lower, upper)
+    ((lower, upper), used)
 }
 
 type IndexBounds = (Option<(bool, Expr)>, Option<(bool, Expr)>);
 
 /// The lookups that `conjuncts` fix on `ix`'s leading columns (one per combination of the values of
-/// their equalities and IN lists, at most [`MAX_BATCH_KEYS`]), and how many columns they fix.
-fn index_lookups(t: &TableSchema, ix: &Index, conjuncts: &[Expr]) -> (Vec<Vec<Expr>>, usize) {
+/// their equalities and IN lists, at most [`MAX_BATCH_KEYS`]), how many columns they fix, and which
+/// conjuncts they come from.
+fn index_lookups(t: &TableSchema, ix: &Index, conjuncts: &[Expr]) -> (Vec<Vec<Expr>>, usize, Vec<usize>) {
     let mut lookups: Vec<Vec<Expr>> = vec![vec![]];
-    let mut fixed = 0;
+    let (mut fixed, mut used) = (0, Vec::new());
     for &col in &ix.columns {
-        let Some(values) = conjuncts.iter().find_map(|c| index_values(t, c, col)) else { break };
+        let Some((i, values)) = conjuncts.iter().enumerate().find_map(|(i, c)| Some((i, index_values(t, c, col)?))) else { break };
         if lookups.len() * values.len() > MAX_BATCH_KEYS {
             break;
         }
         lookups = lookups.into_iter().flat_map(|l| values.iter().map(move |v| [l.clone(), vec![v.clone()]].concat())).collect();
         fixed += 1;
+        used.push(i);
     }
-    (lookups, fixed)
+    (lookups, fixed, used)
 }
 
 /// For conjunct `i`, an OR each of whose branches (with the other conjuncts) fixes at least `ix`'s first
@@ -118,7 +134,7 @@ fn or_lookups(t: &TableSchema, ix: &Index, conjuncts: &[Expr], i: usize) -> Opti
     for branch in ors {
         let mut cs = branch.conjuncts();
         cs.extend(others.clone());
-        let (lookups, fixed) = index_lookups(t, ix, &cs);
+        let (lookups, fixed, _) = index_lookups(t, ix, &cs);
         if fixed == 0 || all.len() + lookups.len() > MAX_BATCH_KEYS {
             return None;
         }
@@ -128,32 +144,49 @@ fn or_lookups(t: &TableSchema, ix: &Index, conjuncts: &[Expr], i: usize) -> Opti
     Some((all, fewest))
 }
 
+/// An index path: its rank under [`rank`], the scan, and the conjuncts it answers exactly (which its rows
+/// need not be checked against again).
+pub(super) type IndexPath = (usize, AccessPath, Vec<usize>);
+
 /// Each ready index that fixes at least one leading column (by equalities, IN lists or ORs of them, then a
-/// range on the next), as an IndexScan with one lookup per combination of the values, and its rank under
-/// [`rank`]; best first, the index defined first on a tie.
-pub(super) fn index_paths(t: &TableSchema, conjuncts: &[Expr]) -> Vec<(usize, AccessPath)> {
-    let mut paths: Vec<(usize, AccessPath)> = Vec::new();
+/// range on the next), as an IndexScan with one lookup per combination of the values; best first, the
+/// index defined first on a tie.
+///
+/// The conditions an index scan reads by are answered exactly when the table's entries are exact
+/// (`entries_exact`: no ttl, nothing hidden) and the columns' values sort as they compare: the entries
+/// and the rows are read at one point, so each row named holds its entry's values. The rows are then
+/// not checked against those conditions again (a range of 100 through an index spent an eighth of its
+/// time on the check). An OR of lookups is always checked again: its branches may overlap.
+pub(super) fn index_paths(t: &TableSchema, conjuncts: &[Expr]) -> Vec<IndexPath> {
+    let mut paths: Vec<IndexPath> = Vec::new();
+    let exact = |cols: &[usize]| t.options.entries_exact() && cols.iter().all(|&c| exact_type(t.column_type(c)));
     for ix in t.indexes.iter().filter(|i| i.ready) {
-        let mut best: Option<(usize, AccessPath)> = None;
-        let mut consider = |score: usize, access: AccessPath| {
-            if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
-                best = Some((score, access));
+        let mut best: Option<IndexPath> = None;
+        let mut consider = |score: usize, access: AccessPath, answered: Vec<usize>| {
+            if score > 0 && best.as_ref().is_none_or(|(b, ..)| score > *b) {
+                best = Some((score, access, answered));
             }
         };
-        let (lookups, fixed) = index_lookups(t, ix, conjuncts);
-        let (lower, upper) = match ix.columns.get(fixed) {
+        let (lookups, fixed, mut answered) = index_lookups(t, ix, conjuncts);
+        let ((lower, upper), bounded) = match ix.columns.get(fixed) {
             Some(&col) => index_bounds(t, conjuncts, col),
-            None => (None, None),
+            None => ((None, None), vec![]),
         };
+        answered.extend(bounded);
+        if !exact(&ix.columns[..(fixed + 1).min(ix.columns.len())]) {
+            answered.clear();
+        }
         consider(
             rank(fixed, lower.is_some() || upper.is_some()),
             AccessPath::IndexScan { index: ix.name.clone(), lookups, lower, upper, order: None, covering: false },
+            answered,
         );
         for i in 0..conjuncts.len() {
             if let Some((lookups, fixed)) = or_lookups(t, ix, conjuncts, i) {
                 consider(
                     rank(fixed, false),
                     AccessPath::IndexScan { index: ix.name.clone(), lookups, lower: None, upper: None, order: None, covering: false },
+                    vec![],
                 );
             }
         }

@@ -194,13 +194,15 @@ impl Planner<'_> {
             }
         }
         let conjuncts = filter.map(|f| f.conjuncts()).unwrap_or_default();
-        let (mut access, residual, mut ranks) = match system {
-            Some(view) => (AccessPath::System(view), conjuncts, vec![]),
-            None => choose_ranked(&table, conjuncts),
+        let (mut access, mut residual, mut ranks) = match system {
+            Some(view) => (AccessPath::System(view), conjuncts.clone(), vec![]),
+            None => choose_ranked(&table, conjuncts.clone()),
         };
-        // An index holds each row's newest values: a read of older versions finds its rows by key.
+        // An index holds each row's newest values: a read of older versions finds its rows by key, and
+        // checks every condition on them.
         if !matches!(versions, Versions::Latest) && matches!(access, AccessPath::IndexScan { .. }) {
             access = AccessPath::FullScan { direction: Direction::Forward };
+            residual = conjuncts;
             ranks.clear();
         }
         // ORDER BY the key (after the equality prefix) is the scan direction; anything else sorts.

@@ -295,18 +295,12 @@ impl Inner {
         let width = req.read.columns.as_ref().map_or(0, |c| c.len());
         let mut page = LatestRows { key_len: t.pk_types.len(), width, ..LatestRows::default() };
         let mut failed = None;
-        page.next_start = self.visit_range_latest(src, t, req, &mut |row| {
-            page.keys.extend_from_slice(row.key);
-            for i in 0..row.width() {
-                match row.value(i) {
-                    Ok(v) => page.cells.push(v.map(|v| row::Cell { version: row.version(i).unwrap_or_default(), value: v.to_value() })),
-                    Err(e) => {
-                        failed = Some(e);
-                        return false;
-                    }
-                }
+        page.next_start = self.visit_range_latest(src, t, req, &mut |row| match page.push(row) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
             }
-            true
         })?;
         match failed {
             Some(e) => Err(e),
@@ -321,13 +315,7 @@ impl Inner {
         req: &RangeRequest,
         visit: &mut dyn FnMut(&LatestRow<'_>) -> bool,
     ) -> Result<Option<Vec<PkValue>>> {
-        let read = &req.read;
-        let Some(columns) = read.columns.as_deref() else {
-            return Err(StoreError::NotSupported("a latest-value range read names its columns".into()));
-        };
-        if read.max_versions.is_some_and(|n| n != 1) || read.time_range.is_some() {
-            return Err(StoreError::NotSupported("a latest-value range read returns one version, of any time".into()));
-        }
+        let columns = latest_columns(&req.read)?;
         let (rules, now) = (t.rules(), self.config.clock.now_ms());
         let (mut cells, mut key) = (Vec::with_capacity(columns.len()), Vec::with_capacity(t.pk_types.len()));
         let mut outside: Vec<Option<Value>> = Vec::new();
@@ -335,17 +323,31 @@ impl Inner {
             if !row::locate_latest(raw, rules, now, columns, &mut cells)? {
                 return Ok(Step::Skip);
             }
-            outside.clear();
-            for (i, c) in cells.iter().enumerate() {
-                let Some((c, kind)) = c.and_then(|c| Some((c, row::outside_at(raw, c)?))) else { continue };
-                let found = src.get(&keys::outside_key(k, &columns[i], c.version))?;
-                outside.resize(cells.len(), None);
-                outside[i] = Some(row::outside_value(&columns[i], kind, found)?);
-            }
+            read_outside(src, k, raw, columns, &cells, &mut outside)?;
             key.clear();
             keys::decode_pk_into(&k[t.prefix_len()..], &t.pk_types, &mut key)?;
             Ok(if visit(&LatestRow::new(&key, raw, &cells, &outside)) { Step::Row } else { Step::Stop })
         })
+    }
+
+    /// The rows named by `pks` (a page of index entries, read from the same `src`), newest value of each of
+    /// `read.columns`, in the order of `pks`; a row with nothing visible left is left out.
+    pub(super) fn batch_get_latest(&self, src: &dyn Read, t: &Table, pks: Vec<Vec<PkValue>>, read: &ReadSpec) -> Result<LatestRows> {
+        let columns = latest_columns(read)?;
+        let mut page = LatestRows { key_len: t.pk_types.len(), width: columns.len(), ..LatestRows::default() };
+        let keys = pks.iter().map(|pk| t.key(pk)).collect::<Result<Vec<_>>>()?;
+        let values = src.multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        let (rules, now) = (t.rules(), self.config.clock.now_ms());
+        let (mut cells, mut outside) = (Vec::with_capacity(columns.len()), Vec::new());
+        for ((raw, key), pk) in values.into_iter().zip(&keys).zip(&pks) {
+            let Some(raw) = raw else { continue };
+            if !row::locate_latest(&raw, rules, now, columns, &mut cells)? {
+                continue;
+            }
+            read_outside(src, key, &raw, columns, &cells, &mut outside)?;
+            page.push(&LatestRow::new(pk, &raw, &cells, &outside))?;
+        }
+        Ok(page)
     }
 
     /// Walks a range in key order (merging the hash buckets' iterators), handing each stored row's key and
@@ -464,6 +466,37 @@ pub(super) fn materialize(src: &dyn Read, key: &[u8], pk: Vec<PkValue>, raw: &[u
     let Some(mut columns) = row::read_visible(raw, filter, &mut outside)? else { return Ok(None) };
     fill_outside(src, key, &mut columns, &outside)?;
     Ok(Some(Row { pk, columns }))
+}
+
+/// The columns a latest-value read names; it returns one version, of any time.
+fn latest_columns(read: &ReadSpec) -> Result<&[String]> {
+    let Some(columns) = read.columns.as_deref() else {
+        return Err(StoreError::NotSupported("a latest-value read names its columns".into()));
+    };
+    if read.max_versions.is_some_and(|n| n != 1) || read.time_range.is_some() {
+        return Err(StoreError::NotSupported("a latest-value read returns one version, of any time".into()));
+    }
+    Ok(columns)
+}
+
+/// The values of the cells located in row `raw` (under `key`) that are stored out of line, into
+/// `outside` by slot (left empty when there are none).
+fn read_outside(
+    src: &dyn Read,
+    key: &[u8],
+    raw: &[u8],
+    columns: &[String],
+    cells: &[Option<row::CellAt>],
+    outside: &mut Vec<Option<Value>>,
+) -> Result<()> {
+    outside.clear();
+    for (i, c) in cells.iter().enumerate() {
+        let Some((c, kind)) = c.and_then(|c| Some((c, row::outside_at(raw, c)?))) else { continue };
+        let found = src.get(&keys::outside_key(key, &columns[i], c.version))?;
+        outside.resize(cells.len(), None);
+        outside[i] = Some(row::outside_value(&columns[i], kind, found)?);
+    }
+    Ok(())
 }
 
 /// Reads the out-of-line values of a read's answer (of the row under `key`) into their slots.

@@ -350,6 +350,20 @@ pub trait Access {
     /// the last page said to resume), at most `limit`. An entry may name a row whose values have changed
     /// since (see engine/index.rs): a reader checks the rows it reads.
     fn index_pks(&self, table: &str, index: &str, range: &IndexRange, after: Option<&[u8]>, limit: usize) -> Result<IndexPage>;
+    /// A page of `index_pks` and the rows it names, as `get_range_latest` returns rows (the newest value of
+    /// each of `read.columns`), read at the same point as the entries: a row no longer there, or with
+    /// nothing visible, is left out. Where the entries are exact (`TableOptions::entries_exact`), each row
+    /// returned holds the values its entry does.
+    #[allow(clippy::too_many_arguments)]
+    fn index_latest(
+        &self,
+        table: &str,
+        index: &str,
+        range: &IndexRange,
+        after: Option<&[u8]>,
+        limit: usize,
+        read: &ReadSpec,
+    ) -> Result<(LatestRows, Option<Vec<u8>>)>;
     /// As `index_pks`, the rows as the index's entries hold them: key, index and INCLUDE columns only, each
     /// cell at version 0. Only for a table whose entries are exact (`TableOptions::entries_exact`).
     #[allow(clippy::type_complexity)]

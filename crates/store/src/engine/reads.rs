@@ -41,6 +41,18 @@ macro_rules! access_reads {
             let (inner, src) = self.read_source();
             inner.index_pks(src, &*self.source_table(table)?, index, range, after, limit)
         }
+        fn index_latest(
+            &self,
+            table: &str,
+            index: &str,
+            range: &IndexRange,
+            after: Option<&[u8]>,
+            limit: usize,
+            read: &ReadSpec,
+        ) -> Result<(LatestRows, Option<Vec<u8>>)> {
+            let t = self.source_table(table)?;
+            self.read_at_one_point(|inner, src| inner.index_latest(src, &t, index, range, after, limit, read))
+        }
         fn index_rows(
             &self,
             table: &str,
@@ -59,6 +71,13 @@ macro_rules! access_reads {
 pub(super) trait ReadSource {
     fn read_source(&self) -> (&Inner, &dyn Read);
 
+    /// Runs `f` over a source whose reads all see one point in time: a transaction and a read view are
+    /// one already; the store's latest commit is pinned as a snapshot first.
+    fn read_at_one_point<R>(&self, f: impl FnOnce(&Inner, &dyn Read) -> Result<R>) -> Result<R> {
+        let (inner, src) = self.read_source();
+        f(inner, src)
+    }
+
     /// The table a read names.
     fn source_table(&self, name: &str) -> Result<Arc<Table>> {
         self.read_source().0.usable_table(name)
@@ -68,6 +87,11 @@ pub(super) trait ReadSource {
 impl ReadSource for Store {
     fn read_source(&self) -> (&Inner, &dyn Read) {
         (&self.inner, self.inner.reader())
+    }
+
+    fn read_at_one_point<R>(&self, f: impl FnOnce(&Inner, &dyn Read) -> Result<R>) -> Result<R> {
+        let snap = self.inner.kv.snapshot()?;
+        f(&self.inner, &*snap)
     }
 }
 

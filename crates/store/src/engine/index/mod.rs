@@ -151,14 +151,22 @@ fn walk(src: &dyn Read, ix: &IndexDef, range: &IndexRange, after: Option<&[u8]>,
     } else {
         cursor.seek_to_first();
     }
-    let (mut n, mut last) = (0, Vec::new());
+    if limit == 0 {
+        return Ok(cursor.valid().then(Vec::new));
+    }
+    let mut n = 0;
     while cursor.valid() {
-        if n == limit {
-            return Ok(Some(last));
-        }
         visit(cursor.key(), cursor.value())?;
         n += 1;
-        last = cursor.key().to_vec();
+        if n == limit {
+            // Where the next page resumes, if there is one: copied only here, not per entry.
+            let last = cursor.key().to_vec();
+            cursor.advance(backward);
+            if cursor.valid() {
+                return Ok(Some(last));
+            }
+            break;
+        }
         cursor.advance(backward);
     }
     cursor.status()?;
@@ -276,6 +284,23 @@ impl Inner {
             Ok(())
         })?;
         Ok((pks, next))
+    }
+
+    /// A page of `index_pks`, then the newest values of `read.columns` in the rows it names, read from the
+    /// same `src` (`batch_get_latest`): the rows as they were when the entries were read.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn index_latest(
+        &self,
+        src: &dyn Read,
+        t: &Table,
+        index: &str,
+        range: &IndexRange,
+        after: Option<&[u8]>,
+        limit: usize,
+        read: &ReadSpec,
+    ) -> Result<(LatestRows, Option<Vec<u8>>)> {
+        let (pks, next) = self.index_pks(src, t, index, range, after, limit)?;
+        Ok((self.batch_get_latest(src, t, pks, read)?, next))
     }
 
     /// As `index_pks`, the rows themselves as the entries hold them: their key, and the newest values of
