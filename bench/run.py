@@ -44,6 +44,8 @@ READS = [
     ("secondary index: point select by an indexed column", "index_select.sql", "prepared", 1, "sync"),
     ("secondary index: range of 10 by an indexed column", "index_range_10.sql", "prepared", 1, "sync"),
     ("secondary index: range of 100 by an indexed column", "index_range_100.sql", "prepared", 1, "sync"),
+    # The same through an index whose order is not the key's: the rows lie apart in the table.
+    ("secondary index: range of 100 in an order apart from the key's", "index_range_100_apart.sql", "prepared", 1, "sync"),
 ]
 WRITES = [
     ("single-row INSERT of new keys (durable)", "insert.sql", "prepared", 1, "sync"),
@@ -96,11 +98,15 @@ SCHEMA_WIDE = [
     f"CREATE TABLE wide100 (k bigint PRIMARY KEY, n bigint, {WIDE_COLUMNS})",
     f"CREATE TABLE widebig (k bigint PRIMARY KEY, n bigint, {WIDEBIG_COLUMNS})",
 ]
-# A table with a secondary index: `card` is unique per row, so a lookup finds one row.
+# A table with a secondary index: `card` is unique per row, so a lookup finds one row. In `ix` it grows
+# with the key (as a time column beside a growing key does); in `ixa` it is a permutation of the keys
+# (7919 and the prime 100,003), so the rows of a range of cards lie apart.
 INDEX_ROWS = 100_000
 SCHEMA_INDEX = [
     "CREATE TABLE ix (k bigint PRIMARY KEY, card bigint, v text)",
     "CREATE INDEX ix_card ON ix (card)",
+    "CREATE TABLE ixa (k bigint PRIMARY KEY, card bigint, v text)",
+    "CREATE INDEX ixa_card ON ixa (card)",
     # The same rows with three indexed columns: the write overhead of three indexes against one.
     "CREATE TABLE ix3 (k bigint PRIMARY KEY, a bigint, b bigint, c bigint, v text)",
     "CREATE INDEX ix3_a ON ix3 (a)",
@@ -116,6 +122,7 @@ SCHEMA = {
 
 def load_index(server):
     server.psql(f"INSERT INTO ix SELECT g, g * 7, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
+    server.psql(f"INSERT INTO ixa SELECT g, (g * 7919) % 100003, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
     server.psql(f"INSERT INTO ix3 SELECT g, g * 7, g % 1000, g % 77, 'row ' || g FROM generate_series(1, {INDEX_ROWS}) g")
 
 

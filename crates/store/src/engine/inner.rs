@@ -336,7 +336,7 @@ impl Inner {
         let columns = latest_columns(read)?;
         let mut page = LatestRows { key_len: t.pk_types.len(), width: columns.len(), ..LatestRows::default() };
         let keys = pks.iter().map(|pk| t.key(pk)).collect::<Result<Vec<_>>>()?;
-        let values = src.multi_get(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        let values = lookup::read_rows(src, &keys)?;
         let (rules, now) = (t.rules(), self.config.clock.now_ms());
         let (mut cells, mut outside) = (Vec::with_capacity(columns.len()), Vec::new());
         for ((raw, key), pk) in values.into_iter().zip(&keys).zip(&pks) {

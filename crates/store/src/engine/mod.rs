@@ -481,6 +481,7 @@ mod config;
 mod ddl;
 mod index;
 mod inner;
+mod lookup;
 mod maintain;
 mod partitions;
 mod pending;
