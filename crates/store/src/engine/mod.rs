@@ -354,7 +354,6 @@ pub trait Access {
     /// each of `read.columns`), read at the same point as the entries: a row no longer there, or with
     /// nothing visible, is left out. Where the entries are exact (`TableOptions::entries_exact`), each row
     /// returned holds the values its entry does.
-    #[allow(clippy::too_many_arguments)]
     fn index_latest(
         &self,
         table: &str,

@@ -51,7 +51,10 @@ macro_rules! access_reads {
             read: &ReadSpec,
         ) -> Result<(LatestRows, Option<Vec<u8>>)> {
             let t = self.source_table(table)?;
-            self.read_at_one_point(|inner, src| inner.index_latest(src, &t, index, range, after, limit, read))
+            self.read_at_one_point(|inner, src| {
+                let (pks, next) = inner.index_pks(src, &t, index, range, after, limit)?;
+                Ok((inner.batch_get_latest(src, &t, pks, read)?, next))
+            })
         }
         fn index_rows(
             &self,

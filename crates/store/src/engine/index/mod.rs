@@ -286,23 +286,6 @@ impl Inner {
         Ok((pks, next))
     }
 
-    /// A page of `index_pks`, then the newest values of `read.columns` in the rows it names, read from the
-    /// same `src` (`batch_get_latest`): the rows as they were when the entries were read.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn index_latest(
-        &self,
-        src: &dyn Read,
-        t: &Table,
-        index: &str,
-        range: &IndexRange,
-        after: Option<&[u8]>,
-        limit: usize,
-        read: &ReadSpec,
-    ) -> Result<(LatestRows, Option<Vec<u8>>)> {
-        let (pks, next) = self.index_pks(src, t, index, range, after, limit)?;
-        Ok((self.batch_get_latest(src, t, pks, read)?, next))
-    }
-
     /// As `index_pks`, the rows themselves as the entries hold them: their key, and the newest values of
     /// the index's key and INCLUDE columns (no versions: each cell's is 0). For a read that needs no other
     /// column of a table whose entries are never stale (`TableOptions::entries_exact`).
