@@ -21,11 +21,18 @@ use crate::error::{QueryError, Result};
 
 /// A VACUUM, ANALYZE or CHECKPOINT statement.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Maintenance {
+pub enum Maintenance {
+    /// VACUUM, ANALYZE or both, of tables.
+    Tables(TableMaintenance),
+    /// CHECKPOINT: no table, no option.
+    Checkpoint,
+}
+
+/// What a VACUUM or ANALYZE does, and to which tables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableMaintenance {
     pub vacuum: bool,
     pub analyze: bool,
-    /// CHECKPOINT (no table, no option).
-    pub checkpoint: bool,
     pub verbose: bool,
     /// The tables named, each with its column list (empty: none given); none: every table.
     pub tables: Vec<(String, Vec<String>)>,
@@ -60,12 +67,10 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
     let vacuum = match word(toks.first()?)?.as_str() {
         "vacuum" => true,
         "analyze" | "analyse" => false,
-        "checkpoint" if toks.len() == 1 => {
-            return Some(Ok(Maintenance { vacuum: false, analyze: false, checkpoint: true, verbose: false, tables: Vec::new() }));
-        }
+        "checkpoint" if toks.len() == 1 => return Some(Ok(Maintenance::Checkpoint)),
         _ => return None,
     };
-    let mut m = Maintenance { vacuum, analyze: !vacuum, checkpoint: false, verbose: false, tables: Vec::new() };
+    let mut m = TableMaintenance { vacuum, analyze: !vacuum, verbose: false, tables: Vec::new() };
     let mut i = 1;
     let (mut full, mut parallel) = (false, false);
     if toks.get(i) == Some(&&Token::LParen) {
@@ -146,7 +151,7 @@ pub fn parse(tokens: &[TokenWithSpan]) -> Option<Result<Maintenance>> {
     if m.vacuum && !m.analyze && m.tables.iter().any(|(_, c)| !c.is_empty()) {
         return Some(Err(QueryError::NotSupported("ANALYZE option must be specified when a column list is provided".into())));
     }
-    Some(Ok(m))
+    Some(Ok(Maintenance::Tables(m)))
 }
 
 /// A name as PostgreSQL folds it: unquoted to lower case.
@@ -168,17 +173,26 @@ mod tests {
         parse(&Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().unwrap())
     }
 
+    fn tables(sql: &str) -> TableMaintenance {
+        match read(sql) {
+            Some(Ok(Maintenance::Tables(m))) => m,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
     #[test]
     fn forms() {
-        let m = read("vacuum analyze pgbench_branches").unwrap().unwrap();
+        let m = tables("vacuum analyze pgbench_branches");
         assert!(m.vacuum && m.analyze && !m.verbose);
         assert_eq!(m.tables, vec![("pgbench_branches".to_string(), vec![])]);
-        let m = read("VACUUM (FULL, ANALYZE on, INDEX_CLEANUP auto) public.t, \"U\"(a, b);").unwrap().unwrap();
+        let m = tables("VACUUM (FULL, ANALYZE on, INDEX_CLEANUP auto) public.t, \"U\"(a, b);");
         assert!(m.vacuum && m.analyze);
         assert_eq!(m.tables, vec![("t".to_string(), vec![]), ("U".to_string(), vec!["a".to_string(), "b".to_string()])]);
-        let m = read("analyze verbose t(a)").unwrap().unwrap();
+        let m = tables("analyze verbose t(a)");
         assert!(!m.vacuum && m.analyze && m.verbose);
-        assert_eq!(read("vacuum").unwrap().unwrap().tables, vec![]);
+        assert_eq!(tables("vacuum").tables, vec![]);
+        assert_eq!(read("checkpoint;").unwrap().unwrap(), Maintenance::Checkpoint);
+        assert!(read("checkpoint ck").is_none());
         assert_eq!(read("vacuum (bogus) t").unwrap().unwrap_err().sqlstate(), "42601");
         assert_eq!(read("vacuum (full, parallel 2) t").unwrap().unwrap_err().sqlstate(), "0A000");
         assert_eq!(read("vacuum t(a)").unwrap().unwrap_err().sqlstate(), "0A000");

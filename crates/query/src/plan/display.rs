@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::maintenance::Maintenance;
+
 use super::*;
 
 fn list(f: &mut fmt::Formatter<'_>, items: &[Expr]) -> fmt::Result {
@@ -234,9 +236,9 @@ fn utility_name(p: &Plan) -> &'static str {
         Plan::AddCheck { .. } => "AddCheck",
         Plan::AddForeignKey { .. } => "AddForeignKey",
         Plan::SetConstraints { .. } => "SetConstraints",
-        Plan::Maintenance(m) if m.vacuum => "Vacuum",
-        Plan::Maintenance(m) if m.checkpoint => "Checkpoint",
-        Plan::Maintenance(_) => "Analyze",
+        Plan::Maintenance(Maintenance::Checkpoint) => "Checkpoint",
+        Plan::Maintenance(Maintenance::Tables(m)) if m.vacuum => "Vacuum",
+        Plan::Maintenance(Maintenance::Tables(_)) => "Analyze",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::Create { .. }) => "CreateSequence",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::Alter { .. }) => "AlterSequence",
         Plan::Sequence(crate::sequences::parse::SequenceStatement::AddIdentity { .. }) => "AddIdentity",

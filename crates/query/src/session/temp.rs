@@ -2,6 +2,7 @@
 //! COMMIT actions, and the tables dropped when the session ends or is discarded.
 
 use super::*;
+use crate::maintenance::Maintenance;
 
 impl Session {
     /// The statement with its temporary tables' names made private (`TempTables::rewrite`).
@@ -14,11 +15,11 @@ impl Session {
                 ParsedStatement::Ast(s)
             }
             ParsedStatement::Reset { table, options } => ParsedStatement::Reset { table: self.temp.resolve(&table, &exists), options },
-            ParsedStatement::Maintenance(mut m) => {
+            ParsedStatement::Maintenance(Maintenance::Tables(mut m)) => {
                 for (t, _) in m.tables.iter_mut() {
                     *t = self.temp.resolve(t, &exists);
                 }
-                ParsedStatement::Maintenance(m)
+                ParsedStatement::Maintenance(Maintenance::Tables(m))
             }
             s => s,
         })

@@ -4,15 +4,19 @@
 
 use super::Session;
 use crate::error::{QueryError, Result};
-use crate::maintenance::Maintenance;
+use crate::maintenance::{Maintenance, TableMaintenance};
 use crate::output::Output;
 use crate::planner::Catalog;
 
 impl Session {
     pub(super) fn maintain(&mut self, m: &Maintenance) -> Result<Output> {
-        if m.checkpoint {
-            return self.checkpoint();
+        match m {
+            Maintenance::Tables(m) => self.maintain_tables(m),
+            Maintenance::Checkpoint => self.checkpoint(),
         }
+    }
+
+    fn maintain_tables(&mut self, m: &TableMaintenance) -> Result<Output> {
         if m.vacuum && self.txn.is_some() {
             return Err(QueryError::ActiveTransaction("VACUUM"));
         }
