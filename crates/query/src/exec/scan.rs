@@ -1,6 +1,8 @@
 //! Reads: a plan's scan as engine calls (point get, batch get, range pages, a full scan fanned out over
 //! partitions), rows filtered, projected, sorted and limited.
 
+use std::borrow::Cow;
+
 use super::pages::{all_versions, page_rows, FanOut, Pages};
 use super::*;
 
@@ -140,18 +142,23 @@ impl Executor<'_> {
         let mut limit = self.eval_u64(&scan.limit)?;
         let mut stats = self.stats.get();
         let mut buf = Vec::new();
-        let (slots, latest_spec) = latest_read(scan);
         // An index this transaction built after writing holds no entries its snapshot sees: the rows
         // come from a scan of the table, checked against the index's condition as well.
         let unreadable = matches!(&scan.access, AccessPath::IndexScan { index, .. } if !self.access.index_readable(&t.name, index));
-        let filter = match unreadable {
-            true => Expr::and_all(scan.index_condition().into_iter().chain(scan.filter.clone()).collect()),
-            false => scan.filter.clone(),
+        let filter: Cow<Option<Expr>> = match unreadable {
+            true => Cow::Owned(Expr::and_all(scan.index_condition().into_iter().chain(scan.filter.clone()).collect())),
+            false => Cow::Borrowed(&scan.filter),
+        };
+        // Only an index scan that reads rows by key reads them as latest values: other reads (a point get
+        // among them) spend nothing on naming the columns again.
+        let (slots, latest_spec) = match &scan.access {
+            AccessPath::IndexScan { covering: false, .. } if !unreadable => latest_read(scan),
+            _ => (Vec::new(), ReadSpec::default()),
         };
         // Feeds a page through the filter; false once the consumer or the limit is done.
         let mut feed = |page: Page, stats: &mut ScanStats| -> Result<bool> {
             let mut one = |r: SqlRow, stats: &mut ScanStats| -> Result<bool> {
-                if let Some(flt) = &filter {
+                if let Some(flt) = filter.as_ref() {
                     if !flt.eval_predicate(&r, &self.ctx)? {
                         return Ok(true);
                     }
